@@ -1,0 +1,8 @@
+//! End-to-end tests of the driftless binary against a real local cluster.
+//!
+//! The cluster is started on demand by `hack/cluster.sh up --name e2e` (see `support::cluster`)
+//! and left running between test runs; stop it with `hack/cluster.sh down --name e2e`.
+
+mod support;
+
+mod cluster;
