@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The one test command: installs missing prerequisites, builds (or reuses) the local control plane,
+# then runs the whole workspace's tests. Extra arguments go to `cargo test --workspace`.
+#
+#   hack/test.sh
+#   hack/test.sh -- --nocapture
+#
+# The end-to-end tests start the shared cluster `e2e` on demand and leave it running for the next
+# run; stop it with `hack/cluster.sh down --name e2e`.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+hack/install-prereqs.sh
+echo "==> control plane binaries (first build on a fresh machine takes ~15-25 min)" >&2
+bin=$(hack/build-cluster.sh | tail -n 1)
+echo "==> control plane binaries: $bin" >&2
+echo "==> cargo test --workspace $*" >&2
+exec cargo test --workspace "$@"
