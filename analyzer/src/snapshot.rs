@@ -1,0 +1,122 @@
+//! A snapshot of a repository's files and the source map that turns spans into file, line and
+//! column.
+
+use cue::{FileId, LineCol, LineIndex, Span};
+
+/// The files of one repository at one commit (or a work tree), as handed over by the agent.
+/// Paths are relative to the repository root and use `/`.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// The commit id, when the snapshot comes from git.
+    pub commit: Option<String>,
+    pub files: Vec<SourceFile>,
+}
+
+/// One file of a snapshot.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    pub path: String,
+    pub contents: String,
+}
+
+/// Every source text the analyzer has seen, by [`FileId`]: repository files, built-in
+/// definitions, and CUE templates embedded in YAML (which map back into their YAML file).
+#[derive(Debug, Clone, Default)]
+pub struct SourceMap {
+    entries: Vec<SourceEntry>,
+}
+
+#[derive(Debug, Clone)]
+struct SourceEntry {
+    path: String,
+    text: String,
+    index: LineIndex,
+    /// For an embedded CUE template: where its first line sits in the enclosing file, and the
+    /// indentation that the YAML block scalar stripped from each line.
+    embedded_in: Option<Embedding>,
+}
+
+/// Where an embedded text (a `spec.schematic.cue.template` block) sits in its YAML file.
+#[derive(Debug, Clone, Copy)]
+pub struct Embedding {
+    pub parent: FileId,
+    /// 1-based line of the embedded text's first line in the parent.
+    pub first_line: u32,
+    /// Columns of indentation stripped from every line.
+    pub indent: u32,
+}
+
+/// A resolved position for humans.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub path: String,
+    pub line: u32,
+    pub column: u32,
+}
+
+impl SourceMap {
+    pub fn new() -> SourceMap {
+        SourceMap::default()
+    }
+
+    /// Registers a file and returns its id.
+    pub fn add(&mut self, path: impl Into<String>, text: impl Into<String>) -> FileId {
+        self.push(path.into(), text.into(), None)
+    }
+
+    /// Registers a text embedded in another file (a CUE template inside YAML).
+    pub fn add_embedded(&mut self, text: impl Into<String>, embedding: Embedding) -> FileId {
+        let path = self.path(embedding.parent).to_owned();
+        self.push(path, text.into(), Some(embedding))
+    }
+
+    fn push(&mut self, path: String, text: String, embedded_in: Option<Embedding>) -> FileId {
+        let id = FileId(self.entries.len() as u32);
+        let index = LineIndex::new(&text);
+        self.entries.push(SourceEntry {
+            path,
+            text,
+            index,
+            embedded_in,
+        });
+        id
+    }
+
+    /// The path of the file a span belongs to (the enclosing YAML file for embedded texts).
+    pub fn path(&self, file: FileId) -> &str {
+        self.entries
+            .get(file.0 as usize)
+            .map_or("<unknown>", |entry| entry.path.as_str())
+    }
+
+    /// The source text registered under `file`.
+    pub fn text(&self, file: FileId) -> &str {
+        self.entries
+            .get(file.0 as usize)
+            .map_or("", |entry| entry.text.as_str())
+    }
+
+    /// File, line and column of a span's start, mapped through embeddings into the real file.
+    pub fn locate(&self, span: Span) -> Location {
+        let Some(entry) = self.entries.get(span.file.0 as usize) else {
+            return Location {
+                path: "<unknown>".to_owned(),
+                line: 0,
+                column: 0,
+            };
+        };
+        let LineCol { line, column } = entry.index.line_col(span.start);
+        match entry.embedded_in {
+            None => Location {
+                path: entry.path.clone(),
+                line,
+                column,
+            },
+            Some(embedding) => Location {
+                path: entry.path.clone(),
+                line: embedding.first_line + line - 1,
+                column: column + embedding.indent,
+            },
+        }
+    }
+}
