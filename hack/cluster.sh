@@ -39,13 +39,16 @@ alive() {
 
 pid_of() { cat "$CDIR/pids/$1.pid" 2>/dev/null || true; }
 
-# component_alive NAME: its recorded pid is alive and still runs our binary (guards pid reuse).
+# start_time PID: the process's start time in clock ticks since boot (/proc/PID/stat field 22).
+start_time() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+
+# component_alive NAME: its recorded pid is alive and is still the process we started (same start
+# time, so a reused pid is never mistaken for it).
 component_alive() {
-  local pid exe
+  local pid
   pid=$(pid_of "$1")
   [[ -n $pid ]] && alive "$pid" || return 1
-  exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
-  [[ $(basename "${exe% (deleted)}") == "$1" ]]
+  [[ $(start_time "$pid") == "$(cat "$CDIR/pids/$1.start" 2>/dev/null)" ]]
 }
 
 log_tail() {
@@ -95,7 +98,7 @@ stop_all() {
     fi
     sleep 0.2
   done
-  rm -f "$CDIR"/pids/*.pid
+  rm -f "$CDIR"/pids/*.pid "$CDIR"/pids/*.start
 }
 
 # ---- ports ------------------------------------------------------------------------------------
@@ -176,6 +179,7 @@ start() {
   setsid "$@" </dev/null >"$CDIR/logs/$name.log" 2>&1 9>&- &
   p=$!
   printf '%s\n' "$p" >"$CDIR/pids/$name.pid"
+  start_time "$p" >"$CDIR/pids/$name.start"
 }
 
 # wait_for NAME WHAT CHECK...: poll CHECK until it succeeds; fail (with NAME's log) if NAME exits or
@@ -276,6 +280,8 @@ cmd_up() {
   mkdir -p "$CDIR/pids" "$CDIR/logs" "$CDIR/etcd" "$CDIR/apiserver-certs" "$CDIR/kwok-home"
   # From here on, any failure stops whatever was started.
   trap 'rc=$?; if ((rc != 0)); then say "start-up failed; stopping started processes"; stop_all; fi' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
   pick_ports
   load_ports
   make_pki
@@ -307,7 +313,7 @@ cmd_up() {
     --authentication-kubeconfig="$kc" --authorization-kubeconfig="$kc" \
     --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --leader-elect=false \
     --service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
-    --use-service-account-credentials=true --profiling=false --v=1
+    --profiling=false --v=1
   start kube-scheduler "$SCHEDULER_PORT" -- "$bin/kube-scheduler" --kubeconfig="$kc" \
     --authentication-kubeconfig="$kc" --authorization-kubeconfig="$kc" \
     --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" --leader-elect=false \
@@ -336,7 +342,7 @@ cmd_up() {
   wait_for kube-controller-manager "ServiceAccount default/default" \
     api GET /api/v1/namespaces/default/serviceaccounts/default
 
-  trap - EXIT
+  trap - EXIT INT TERM
   say "ready in $((SECONDS - t0))s: apiserver https://127.0.0.1:$APISERVER_PORT, $NODE_COUNT kwok nodes"
   say "stop with: hack/cluster.sh down --name $NAME"
   printf '%s\n' "$kc"
