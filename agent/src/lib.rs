@@ -1,3 +1,5 @@
 //! Everything that touches the world: sources, clusters, observe, plan, diff, apply, tracker,
 //! workflow, forges, schedule and the HTTP server. The pure parts (plan, diff, health, the
 //! workflow scheduler) take plain data.
+
+pub mod plan;
