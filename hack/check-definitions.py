@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Glue for hack/check-definitions.sh: compiles every built-in definition and diffs its
+renders against KubeVela's definition of the same name (see definitions/README.md).
+
+A render program is assembled the way KubeVela assembles it: the imports and the body of
+`template: {...}`, then (components only) `context: _` / `parameter: _`, then
+`parameter: <properties JSON>` and `context: <context JSON>`.
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+CUE = os.environ["CUE"]
+KV = os.environ["KUBEVELA"]
+DEFS = os.environ["DEFS"]
+KV_DEFS = os.path.join(KV, "vela-templates/definitions/internal")
+CLASS_DIRS = {
+    "component": ("components", "component"),
+    "trait": ("traits", "trait"),
+    "policy": ("policies", "policy"),
+    "workflow-step": ("workflowsteps", "workflowstep"),
+}
+EXAMPLE_GLOBS = [
+    "_extracted/references/docgen/def-doc/*/*.eg.yaml",
+    "vela-templates/definitions/usage-examples/*.yaml",
+    "docs/examples/**/*.yaml",
+    "test/e2e-test/testdata/app/*.yaml",
+    "e2e/**/*.yaml",
+]
+
+VERBOSE = "-v" in sys.argv
+FILTER = [a for a in sys.argv[1:] if not a.startswith("-")]
+
+
+def split_definition(path):
+    """Returns (imports, header, template body) of a .cue definition file."""
+    text = open(path).read()
+    lines = text.split("\n")
+    start = None
+    for i, line in enumerate(lines):
+        if re.match(r"^template:\s*\{\s*$", line):
+            start = i
+    if start is None:
+        raise ValueError(f"{path}: no top-level `template: {{` line")
+    end = len(lines) - 1
+    while end > start and lines[end].strip() == "":
+        end -= 1
+    if lines[end].strip() != "}":
+        raise ValueError(f"{path}: template block must end with a lone `}}`")
+    head = "\n".join(lines[:start])
+    body = "\n".join(lines[start + 1 : end])
+    imports = ""
+    m = re.match(r"\s*(import\s*(\([^)]*\)|\"[^\"]*\")\s*)", head)
+    if m:
+        imports = m.group(1)
+    return imports, head, body
+
+
+def run_cue(args, program):
+    with tempfile.TemporaryDirectory() as d:
+        f = os.path.join(d, "program.cue")
+        open(f, "w").write(program)
+        p = subprocess.run([CUE] + args + [f], capture_output=True, text=True)
+        return p.returncode, p.stdout, p.stderr.replace(d + "/", "").replace(os.path.relpath(f), "program.cue")
+
+
+def program(path, kind, parameter, context):
+    imports, _, body = split_definition(path)
+    parts = [imports, body]
+    if kind == "component":
+        parts.append("context: _\nparameter: _")
+    if parameter is not None:
+        parts.append("parameter: " + json.dumps(parameter, sort_keys=True))
+    parts.append("context: " + json.dumps(context, sort_keys=True))
+    return "\n".join(parts) + "\n"
+
+
+def export(path, kind, parameter, context, expr):
+    """Exports `expr`; returns ("ok", value) | ("absent", None) | ("error", message)."""
+    rc, out, err = run_cue(["export", "--out", "json", "-e", expr], program(path, kind, parameter, context))
+    if rc == 0:
+        return "ok", json.loads(out)
+    if re.search(r'field not found: %s|reference "%s" not found' % (expr, expr), err):
+        return "absent", None
+    return "error", err.strip()
+
+
+TAG_RE = re.compile(r"^\s*//\s*(\+patch(Key|Strategy)=\S+)\s*$")
+
+
+def tags(path, kind, parameter, context, expr):
+    """The +patchKey/+patchStrategy doc tags inside `expr`, as sorted (field path, tag)."""
+    rc, out, _ = run_cue(["export", "--out", "cue", "-e", expr], program(path, kind, parameter, context))
+    if rc != 0:
+        return []
+    found, stack, pending = [], [], []
+    for line in out.split("\n"):
+        m = TAG_RE.match(line)
+        if m:
+            pending.append(m.group(1))
+            continue
+        s = line.strip()
+        closes = len(re.match(r"^[\]\})]*", s).group(0))
+        for _ in range(closes):
+            if stack:
+                stack.pop()
+        lm = re.match(r'^((?:"[^"]*"|[\w$#-]+)(?::\s*(?:"[^"]*"|[\w$#-]+))*)\s*:', s[closes:])
+        label = ""
+        if lm:
+            label = ".".join(x.strip() for x in lm.group(1).split(":"))
+        for t in pending:
+            found.append((".".join([x for x in stack if x] + [label]), t))
+        pending = []
+        opens = s.count("{") + s.count("[") - s.count("}") - s.count("]") + closes
+        for _ in range(max(opens, 0)):
+            stack.append(label)
+            label = ""
+    return sorted(found)
+
+
+def patch_field_strategy(path):
+    """The strategy tag written directly on the `patch` field, if any."""
+    _, _, body = split_definition(path)
+    lines = body.split("\n")
+    for i, line in enumerate(lines):
+        if re.match(r"^\t?patch\s*:", line):
+            j = i - 1
+            while j >= 0 and lines[j].strip().startswith("//"):
+                m = re.search(r"\+patchStrategy=(\S+)", lines[j])
+                if m:
+                    return m.group(1)
+                j -= 1
+    return None
+
+
+def base_context(app, comp):
+    return {
+        "name": comp["name"],
+        "namespace": app.get("metadata", {}).get("namespace", "default"),
+        "appName": app.get("metadata", {}).get("name", ""),
+        "appRevision": "",
+        "appRevisionNum": 0,
+        "revision": "",
+        "components": app["spec"].get("components", []),
+        "appLabels": app.get("metadata", {}).get("labels") or {},
+        "appAnnotations": app.get("metadata", {}).get("annotations") or {},
+        "workflowName": "",
+        "publishVersion": "",
+        "replicaKey": "",
+        "cluster": "",
+        "clusterVersion": {"major": "", "gitVersion": "", "platform": "", "minor": 0},
+        **({"parameter": comp["properties"]} if comp.get("properties") is not None else {}),
+    }
+
+
+def ours(kind, name):
+    p = os.path.join(DEFS, CLASS_DIRS[kind][0], name + ".cue")
+    return p if os.path.exists(p) else None
+
+
+def theirs(kind, name):
+    p = os.path.join(KV_DEFS, CLASS_DIRS[kind][1], name + ".cue")
+    return p if os.path.exists(p) else None
+
+
+def load_apps():
+    apps = []
+    for g in EXAMPLE_GLOBS:
+        for f in sorted(glob.glob(os.path.join(KV, g), recursive=True)):
+            try:
+                docs = list(yaml.safe_load_all(open(f)))
+            except Exception:
+                continue
+            for d in docs:
+                if isinstance(d, dict) and d.get("kind") == "Application" and isinstance(d.get("spec"), dict):
+                    apps.append((os.path.relpath(f, KV), d))
+    for f in sorted(glob.glob(os.path.join(DEFS, "testdata", "*.yaml"))):
+        for d in yaml.safe_load_all(open(f)):
+            if isinstance(d, dict) and d.get("kind") == "Application":
+                apps.append((os.path.relpath(f, os.path.dirname(DEFS)), d))
+    return apps
+
+
+def compare(label, kind, name, parameter, context, exprs, results):
+    a, b = ours(kind, name), theirs(kind, name)
+    if a is None or b is None:
+        return None
+    ok = True
+    notes = []
+    for e in exprs:
+        ra = export(a, kind, parameter, context, e)
+        rb = export(b, kind, parameter, context, e)
+        if ra[0] != rb[0] or ra[1] != rb[1]:
+            ok = False
+            notes.append(f"{e}: ours={ra[0]} kubevela={rb[0]}")
+            if VERBOSE:
+                notes.append("  ours:     " + (json.dumps(ra[1], sort_keys=True) if ra[0] == "ok" else str(ra[1])[:2000]))
+                notes.append("  kubevela: " + (json.dumps(rb[1], sort_keys=True) if rb[0] == "ok" else str(rb[1])[:2000]))
+        if ra[0] == "ok" and rb[0] == "ok" and e in ("patch", "output"):
+            ta, tb = tags(a, kind, parameter, context, e), tags(b, kind, parameter, context, e)
+            if ta != tb:
+                ok = False
+                notes.append(f"{e} tags: ours={ta} kubevela={tb}")
+    results.append((kind, name, label, ok, notes))
+    return export(b, kind, parameter, context, "output")
+
+
+def main():
+    failures = 0
+    # Stage 1: every definition file compiles.
+    compiled = []
+    for kind, (sub, _) in CLASS_DIRS.items():
+        for f in sorted(glob.glob(os.path.join(DEFS, sub, "*.cue"))):
+            name = os.path.basename(f)[:-4]
+            if FILTER and name not in FILTER:
+                continue
+            try:
+                imports, head, body = split_definition(f)
+            except ValueError as e:
+                print(f"FAIL compile {f}: {e}")
+                failures += 1
+                continue
+            msgs = []
+            rc, _, err = run_cue(["vet", "-c=false"], head.replace(imports, "", 1) + "\n")
+            if rc != 0:
+                msgs.append("header: " + err.strip())
+            prog = "\n".join([imports, body, "context: _", "parameter: _"]) + "\n"
+            rc, _, err = run_cue(["vet", "-c=false"], prog)
+            if rc != 0:
+                msgs.append("template: " + err.strip())
+            if f"type: \"{kind}\"" not in head:
+                msgs.append(f'header lacks type: "{kind}"')
+            if msgs:
+                failures += 1
+                print(f"FAIL compile {os.path.relpath(f, DEFS)}\n  " + "\n  ".join(msgs))
+            compiled.append(name)
+    print(f"compiled {len(compiled)} definition files")
+
+    # Stage 2: render the example Applications with both definition sets.
+    results = []
+    for src, app in load_apps():
+        for comp in app["spec"].get("components") or []:
+            if not isinstance(comp, dict) or "type" not in comp:
+                continue
+            ctype = comp["type"]
+            ctx = base_context(app, comp)
+            label = f"{src}#{comp.get('name')}"
+            want = not FILTER or ctype in FILTER
+            base = None
+            if want and ours("component", ctype):
+                base = compare(label, "component", ctype, comp.get("properties") or {}, ctx, ["output", "outputs"], results)
+            elif theirs("component", ctype):
+                base = export(theirs("component", ctype), "component", comp.get("properties") or {}, ctx, "output")
+            if base is None or base[0] != "ok":
+                continue
+            outs = export(theirs("component", ctype), "component", comp.get("properties") or {}, ctx, "outputs")
+            tctx = dict(ctx, componentType=ctype, output=base[1])
+            if outs[0] == "ok" and outs[1]:
+                tctx["outputs"] = outs[1]
+            for tr in comp.get("traits") or []:
+                if not isinstance(tr, dict) or "type" not in tr:
+                    continue
+                if FILTER and tr["type"] not in FILTER:
+                    continue
+                if ours("trait", tr["type"]):
+                    compare(label + "/" + tr["type"], "trait", tr["type"], tr.get("properties"), tctx, ["patch", "outputs", "patchOutputs"], results)
+
+    # Same strategy tag on `patch` itself.
+    for f in sorted(glob.glob(os.path.join(DEFS, "traits", "*.cue"))):
+        name = os.path.basename(f)[:-4]
+        b = theirs("trait", name)
+        if b and patch_field_strategy(f) != patch_field_strategy(b):
+            failures += 1
+            print(f"FAIL trait {name}: patch strategy ours={patch_field_strategy(f)} kubevela={patch_field_strategy(b)}")
+
+    by_def = {}
+    for kind, name, label, ok, notes in results:
+        by_def.setdefault((kind, name), []).append((label, ok, notes))
+        if not ok:
+            failures += 1
+            print(f"MISMATCH {kind} {name} ({label})")
+            for n in notes:
+                print("  " + n)
+        elif VERBOSE:
+            print(f"match    {kind} {name} ({label})")
+    print("\n| class | definition | cases | match |\n|---|---|---|---|")
+    for (kind, name), rs in sorted(by_def.items()):
+        print(f"| {kind} | {name} | {len(rs)} | {sum(1 for r in rs if r[1])}/{len(rs)} |")
+    print(f"\n{'FAILED' if failures else 'OK'}: {failures} problem(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
