@@ -30,3 +30,52 @@ pub struct Label {
     pub span: Span,
     pub message: String,
 }
+
+impl Diagnostic {
+    /// An error with a primary position and no app yet.
+    pub fn error(rule: &'static str, message: impl Into<String>, span: Option<Span>) -> Diagnostic {
+        Diagnostic::new(rule, Severity::Error, message.into(), span)
+    }
+
+    /// A warning with a primary position and no app yet.
+    pub fn warning(
+        rule: &'static str,
+        message: impl Into<String>,
+        span: Option<Span>,
+    ) -> Diagnostic {
+        Diagnostic::new(rule, Severity::Warning, message.into(), span)
+    }
+
+    fn new(rule: &'static str, severity: Severity, message: String, span: Option<Span>) -> Self {
+        Diagnostic {
+            rule,
+            severity,
+            message,
+            span,
+            labels: Vec::new(),
+            app: None,
+            component: None,
+        }
+    }
+
+    /// The same diagnostic, attributed to an app.
+    pub fn for_app(mut self, app: &crate::AppRef) -> Diagnostic {
+        self.app = Some(app.clone());
+        self
+    }
+
+    /// The same diagnostic, attributed to a component.
+    pub fn for_component(mut self, component: &str) -> Diagnostic {
+        self.component = Some(component.to_owned());
+        self
+    }
+
+    /// Adds a secondary position.
+    pub fn with_label(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
+        self.labels.push(Label {
+            span,
+            message: message.into(),
+        });
+        self
+    }
+}

@@ -8,11 +8,17 @@
 //!
 //! Entry point: [`render_snapshot`].
 
+mod definitions;
 mod diagnostic;
+mod load;
+pub mod model;
+mod render;
 mod snapshot;
 
+pub use definitions::{BUILTIN_PREFIX, Definitions};
 pub use diagnostic::{Diagnostic, Label, Severity};
-pub use snapshot::{Snapshot, SourceFile, SourceMap};
+pub use model::{Definition, DefinitionKind};
+pub use snapshot::{Embedding, Location, Snapshot, SourceFile, SourceMap};
 
 /// An app's identity: `(namespace, name)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

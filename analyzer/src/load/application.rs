@@ -1,0 +1,343 @@
+//! Turns a YAML document of kind `Application` into the typed model, with the structural
+//! checks that need no definitions: `missing-field`, `duplicate-component`, `invalid-field`
+//! and `unknown-field`.
+
+use cue::FileId;
+use serde::Deserialize;
+
+use super::yaml::{YamlDocument, escape_segment};
+use crate::model::Application;
+use crate::model::application_known_keys as known_keys;
+use crate::{AppRef, Diagnostic};
+
+/// An Application as loaded, with its source document for positions.
+#[derive(Debug, Clone)]
+pub(crate) struct LoadedApp {
+    pub(crate) app: Application,
+    pub(crate) app_ref: AppRef,
+    pub(crate) file: FileId,
+    pub(crate) document: YamlDocument,
+    /// Problems found while loading; errors block the app.
+    pub(crate) diagnostics: Vec<Diagnostic>,
+}
+
+/// Where the namespace of an app comes from when its manifest has none.
+#[derive(Debug, Clone)]
+pub(crate) struct NamespaceRules<'a> {
+    /// `-n`: wins over `metadata.namespace` (KubeVela's `vela dry-run -n`).
+    pub(crate) forced: Option<&'a str>,
+    pub(crate) default: &'a str,
+}
+
+/// Loads one Application document. `Err` carries the diagnostic when the document cannot
+/// identify an app at all (no `metadata.name`, or a malformed shape): it is reported without
+/// an app.
+pub(crate) fn load_application(
+    file: FileId,
+    document: YamlDocument,
+    namespaces: &NamespaceRules<'_>,
+) -> Result<LoadedApp, Diagnostic> {
+    let positions = &document.positions;
+    let name = document
+        .value
+        .pointer("/metadata/name")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default();
+    if name.is_empty() {
+        return Err(Diagnostic::error(
+            "missing-field",
+            "Application has no `metadata.name`",
+            Some(positions.key_span("/metadata/name")),
+        ));
+    }
+    let app: Application = serde_path_to_error::deserialize(&document.value).map_err(|error| {
+        let pointer = pointer_of_serde_path(error.path());
+        Diagnostic::error(
+            "invalid-field",
+            format!(
+                "Application `{name}`: invalid `{}`: {}",
+                error.path(),
+                error.inner()
+            ),
+            Some(positions.value_span(&pointer)),
+        )
+    })?;
+    let namespace = namespaces
+        .forced
+        .map(str::to_owned)
+        .or_else(|| app.metadata.namespace.clone().filter(|ns| !ns.is_empty()))
+        .unwrap_or_else(|| namespaces.default.to_owned());
+    let app_ref = AppRef {
+        namespace,
+        name: name.to_owned(),
+    };
+    let mut diagnostics = Vec::new();
+    check_components(&app, &document, &mut diagnostics);
+    check_unknown_fields(&document, &mut diagnostics);
+    for diagnostic in &mut diagnostics {
+        diagnostic.app = Some(app_ref.clone());
+    }
+    Ok(LoadedApp {
+        app,
+        app_ref,
+        file,
+        document,
+        diagnostics,
+    })
+}
+
+/// `missing-field` for components and traits without a name or type, and
+/// `duplicate-component`.
+fn check_components(app: &Application, document: &YamlDocument, out: &mut Vec<Diagnostic>) {
+    let positions = &document.positions;
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    for (index, component) in app.spec.components.iter().enumerate() {
+        let pointer = format!("/spec/components/{index}");
+        if component.name.is_empty() {
+            out.push(Diagnostic::error(
+                "missing-field",
+                format!("component #{} has no `name`", index + 1),
+                Some(positions.value_span(&pointer)),
+            ));
+        } else if let Some((_, first)) = seen.iter().find(|(name, _)| *name == component.name) {
+            out.push(
+                Diagnostic::error(
+                    "duplicate-component",
+                    format!("duplicate component name `{}`", component.name),
+                    Some(positions.value_span(&format!("{pointer}/name"))),
+                )
+                .for_component(&component.name)
+                .with_label(
+                    positions.value_span(&format!("/spec/components/{first}/name")),
+                    "first declared here",
+                ),
+            );
+        } else {
+            seen.push((&component.name, index));
+        }
+        if component.component_type.is_empty() {
+            let diagnostic = Diagnostic::error(
+                "missing-field",
+                format!("component `{}` has no `type`", component.name),
+                Some(positions.key_span(&format!("{pointer}/type"))),
+            );
+            out.push(diagnostic.for_component(&component.name));
+        }
+        for (trait_index, component_trait) in component.traits.iter().enumerate() {
+            if component_trait.trait_type.is_empty() {
+                out.push(
+                    Diagnostic::error(
+                        "missing-field",
+                        format!(
+                            "trait #{} of component `{}` has no `type`",
+                            trait_index + 1,
+                            component.name
+                        ),
+                        Some(positions.value_span(&format!("{pointer}/traits/{trait_index}"))),
+                    )
+                    .for_component(&component.name),
+                );
+            }
+        }
+    }
+    for (index, policy) in app.spec.policies.iter().enumerate() {
+        let pointer = format!("/spec/policies/{index}");
+        if policy.name.is_empty() || policy.policy_type.is_empty() {
+            let missing = if policy.name.is_empty() {
+                "name"
+            } else {
+                "type"
+            };
+            out.push(Diagnostic::error(
+                "missing-field",
+                format!("policy #{} has no `{missing}`", index + 1),
+                Some(positions.value_span(&pointer)),
+            ));
+        }
+    }
+}
+
+/// `unknown-field` warnings: keys the Application schema does not have. KubeVela's CRD would
+/// prune them silently, which hides typos like `trait:` for `traits:`.
+fn check_unknown_fields(document: &YamlDocument, out: &mut Vec<Diagnostic>) {
+    let value = &document.value;
+    let mut check = |pointer: &str, known: &[&str]| {
+        let Some(object) = value
+            .pointer(pointer)
+            .and_then(serde_json::Value::as_object)
+        else {
+            return;
+        };
+        for key in object.keys() {
+            if !known.contains(&key.as_str()) {
+                let key_pointer = format!("{pointer}/{}", escape_segment(key));
+                out.push(Diagnostic::warning(
+                    "unknown-field",
+                    format!(
+                        "unknown field `{key}` in `{}`",
+                        display_path(pointer).unwrap_or_else(|| "the document".to_owned())
+                    ),
+                    Some(document.positions.key_span(&key_pointer)),
+                ));
+            }
+        }
+    };
+    check("", known_keys::DOCUMENT);
+    check("/spec", known_keys::SPEC);
+    check("/spec/workflow", known_keys::WORKFLOW);
+    check("/spec/workflow/mode", known_keys::MODE);
+    let count = |pointer: &str| {
+        value
+            .pointer(pointer)
+            .and_then(serde_json::Value::as_array)
+            .map_or(0, Vec::len)
+    };
+    for index in 0..count("/spec/components") {
+        let component = format!("/spec/components/{index}");
+        check(&component, known_keys::COMPONENT);
+        for trait_index in 0..count(&format!("{component}/traits")) {
+            check(
+                &format!("{component}/traits/{trait_index}"),
+                known_keys::TRAIT,
+            );
+        }
+    }
+    for index in 0..count("/spec/policies") {
+        check(&format!("/spec/policies/{index}"), known_keys::POLICY);
+    }
+    let mut steps: Vec<String> = (0..count("/spec/workflow/steps"))
+        .map(|index| format!("/spec/workflow/steps/{index}"))
+        .collect();
+    while let Some(step) = steps.pop() {
+        check(&step, known_keys::STEP);
+        for index in 0..count(&format!("{step}/subSteps")) {
+            steps.push(format!("{step}/subSteps/{index}"));
+        }
+    }
+}
+
+/// `/spec/components/1/traits` → `spec.components[1].traits`; `None` for the root.
+pub(crate) fn display_path(pointer: &str) -> Option<String> {
+    if pointer.is_empty() {
+        return None;
+    }
+    let mut out = String::new();
+    for segment in pointer.trim_start_matches('/').split('/') {
+        let segment = segment.replace("~1", "/").replace("~0", "~");
+        if segment.parse::<usize>().is_ok() {
+            out.push_str(&format!("[{segment}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&segment);
+        }
+    }
+    Some(out)
+}
+
+/// A serde path (`spec.components[1].traits`) as a JSON pointer.
+fn pointer_of_serde_path(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut pointer = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => pointer.push_str(&format!("/{index}")),
+            Segment::Map { key } => pointer.push_str(&format!("/{}", escape_segment(key))),
+            Segment::Enum { variant } => pointer.push_str(&format!("/{}", escape_segment(variant))),
+            Segment::Unknown => {}
+        }
+    }
+    pointer
+}
+
+/// Deserializes `T` from a JSON value, naming the failing path. Used for definition CRs.
+pub(crate) fn from_json_with_path<T: for<'de> Deserialize<'de>>(
+    value: &serde_json::Value,
+) -> Result<T, (String, String)> {
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        (
+            pointer_of_serde_path(error.path()),
+            format!("invalid `{}`: {}", error.path(), error.inner()),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::yaml::parse_documents;
+
+    fn load(text: &str) -> Result<LoadedApp, Diagnostic> {
+        let document = parse_documents(FileId(0), text).unwrap().remove(0);
+        let rules = NamespaceRules {
+            forced: None,
+            default: "default",
+        };
+        load_application(FileId(0), document, &rules)
+    }
+
+    fn summary(text: &str, diagnostics: &[Diagnostic]) -> Vec<String> {
+        let index = cue::LineIndex::new(text);
+        diagnostics
+            .iter()
+            .map(|diagnostic| {
+                let position = diagnostic.span.map(|span| index.line_col(span.start));
+                let (line, column) = position.map_or((0, 0), |lc| (lc.line, lc.column));
+                format!("{line}:{column} {} {}", diagnostic.rule, diagnostic.message)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn loads_components_traits_and_namespace() {
+        let text = "apiVersion: core.oam.dev/v1beta1\nkind: Application\nmetadata:\n  name: demo\n  namespace: team-a\nspec:\n  components:\n  - name: web\n    type: webservice\n    properties: {image: nginx}\n    traits:\n    - type: scaler\n      properties: {replicas: 2}\n";
+        let loaded = load(text).unwrap();
+        assert_eq!(loaded.app_ref.to_string(), "team-a/demo");
+        let component = &loaded.app.spec.components[0];
+        assert_eq!(component.component_type, "webservice");
+        assert_eq!(component.traits[0].trait_type, "scaler");
+        assert!(loaded.diagnostics.is_empty());
+    }
+
+    #[test]
+    fn structural_problems_are_diagnostics_with_positions() {
+        let text = "kind: Application\nmetadata:\n  name: demo\nspec:\n  components:\n  - name: web\n    type: webservice\n    trait:\n    - type: scaler\n  - name: web\n    type: worker\n  - type: task\n  - name: db\n";
+        let loaded = load(text).unwrap();
+        assert_eq!(
+            summary(text, &loaded.diagnostics),
+            vec![
+                "10:11 duplicate-component duplicate component name `web`",
+                "12:5 missing-field component #3 has no `name`",
+                "13:5 missing-field component `db` has no `type`",
+                "8:5 unknown-field unknown field `trait` in `spec.components[0]`",
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_name_and_bad_shapes_fail_the_document() {
+        let text = "kind: Application\nmetadata:\n  labels: {a: b}\n";
+        let error = load(text).unwrap_err();
+        assert_eq!(
+            summary(text, &[error]),
+            vec!["2:1 missing-field Application has no `metadata.name`"]
+        );
+        let text = "kind: Application\nmetadata:\n  name: x\nspec:\n  components: {web: 1}\n";
+        let error = load(text).unwrap_err();
+        assert_eq!(
+            summary(text, &[error]),
+            vec![
+                "5:15 invalid-field Application `x`: invalid `spec.components`: invalid type: map, expected a sequence"
+            ]
+        );
+    }
+
+    #[test]
+    fn display_paths_read_like_kubectl() {
+        assert_eq!(
+            display_path("/spec/components/1/properties/image").as_deref(),
+            Some("spec.components[1].properties.image")
+        );
+    }
+}

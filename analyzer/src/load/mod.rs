@@ -1,0 +1,175 @@
+//! Loading: from a [`crate::Snapshot`] to Applications and Definitions with positions.
+//!
+//! Which files are read:
+//! - every `.yaml`/`.yml` file, all documents: `Application`s become apps, `*Definition` CRs
+//!   become definitions; documents of other kinds are ignored, except under `apps/` where they
+//!   are an `unknown-kind` warning (a typo in `kind:` would otherwise hide an app);
+//! - every `.cue` file under a `definitions/` directory, as a KubeVela definition file;
+//! - nothing in hidden directories (`.github/`, `.git/`), and not the agent's own
+//!   `driftless.yaml`.
+//!
+//! A document that looks like a Kubernetes object (it has `apiVersion`, `metadata` or `spec`)
+//! but has no `kind` is a `missing-field` error; other YAML (CI configs, Helm values) is
+//! ignored.
+
+pub(crate) mod application;
+pub(crate) mod definition_cue;
+pub(crate) mod definition_yaml;
+pub(crate) mod yaml;
+
+use crate::definitions::Definitions;
+use crate::model::DefinitionKind;
+use crate::{Diagnostic, Snapshot, SourceMap};
+use application::{LoadedApp, NamespaceRules, load_application};
+
+/// Everything loaded from one snapshot.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    pub(crate) apps: Vec<LoadedApp>,
+    /// Built-ins overridden by the repository's own definitions.
+    pub(crate) definitions: Definitions,
+    /// Problems not tied to one app.
+    pub(crate) diagnostics: Vec<Diagnostic>,
+    pub(crate) sources: SourceMap,
+}
+
+/// Files the agent itself reads; never treated as manifests.
+const AGENT_CONFIG_FILES: &[&str] = &["driftless.yaml", "driftless.yml"];
+
+/// Loads every app and definition of `snapshot`.
+pub(crate) fn load_snapshot(
+    snapshot: &Snapshot,
+    builtins: &Definitions,
+    namespaces: &NamespaceRules<'_>,
+) -> Loaded {
+    let mut sources = builtins.sources().clone();
+    let mut definitions = builtins.clone();
+    let mut apps = Vec::new();
+    let mut diagnostics = Vec::new();
+    let mut files: Vec<&crate::SourceFile> = snapshot.files.iter().collect();
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut repo_definitions = Vec::new();
+    for source in files {
+        let path = source.path.trim_start_matches("./");
+        if is_ignored(path) {
+            continue;
+        }
+        if path.ends_with(".yaml") || path.ends_with(".yml") {
+            let file = sources.add(path, source.contents.as_str());
+            load_yaml_file(
+                file,
+                path,
+                &source.contents,
+                namespaces,
+                &mut sources,
+                &mut apps,
+                &mut repo_definitions,
+                &mut diagnostics,
+            );
+        } else if path.ends_with(".cue") && is_under_definitions(path) {
+            let file = sources.add(path, source.contents.as_str());
+            match definition_cue::load_definition_file(file, &source.contents, path, false) {
+                Ok(definition) => repo_definitions.push(definition),
+                Err(diagnostic) => diagnostics.push(diagnostic),
+            }
+        }
+    }
+    // Files are visited in path order, so of two repo definitions with one name the later
+    // path wins, deterministically.
+    for definition in repo_definitions {
+        definitions.insert(definition);
+    }
+    apps.sort_by(|a: &LoadedApp, b: &LoadedApp| a.app_ref.cmp(&b.app_ref));
+    Loaded {
+        apps,
+        definitions,
+        diagnostics,
+        sources,
+    }
+}
+
+fn is_ignored(path: &str) -> bool {
+    AGENT_CONFIG_FILES.contains(&path)
+        || path
+            .split('/')
+            .any(|segment| segment.starts_with('.') && segment.len() > 1)
+}
+
+fn is_under_definitions(path: &str) -> bool {
+    path.split('/')
+        .rev()
+        .skip(1)
+        .any(|segment| segment == "definitions")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn load_yaml_file(
+    file: cue::FileId,
+    path: &str,
+    text: &str,
+    namespaces: &NamespaceRules<'_>,
+    sources: &mut SourceMap,
+    apps: &mut Vec<LoadedApp>,
+    definitions: &mut Vec<crate::model::Definition>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let documents = match yaml::parse_documents(file, text) {
+        Ok(documents) => documents,
+        Err(error) => {
+            diagnostics.push(Diagnostic::error(
+                "yaml-syntax",
+                format!("invalid YAML: {}", error.message),
+                Some(error.span),
+            ));
+            return;
+        }
+    };
+    for document in documents {
+        let Some(object) = document.value.as_object() else {
+            continue;
+        };
+        let Some(kind) = object.get("kind").and_then(serde_json::Value::as_str) else {
+            if ["apiVersion", "metadata", "spec"]
+                .iter()
+                .any(|key| object.contains_key(*key))
+            {
+                diagnostics.push(Diagnostic::error(
+                    "missing-field",
+                    "Kubernetes document has no `kind`",
+                    Some(document.positions.value_span("")),
+                ));
+            }
+            continue;
+        };
+        let api_group = object
+            .get("apiVersion")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|api_version| api_version.split_once('/').map(|(group, _)| group));
+        let is_oam = api_group.is_none_or(|group| group == "core.oam.dev");
+        if kind == "Application" && is_oam {
+            match load_application(file, document, namespaces) {
+                Ok(app) => apps.push(app),
+                Err(diagnostic) => diagnostics.push(diagnostic),
+            }
+        } else if let Some(definition_kind) = DefinitionKind::from_cr_kind(kind).filter(|_| is_oam)
+        {
+            match definition_yaml::load_definition_cr(
+                definition_kind,
+                file,
+                &document,
+                text,
+                sources,
+                path,
+            ) {
+                Ok(definition) => definitions.push(definition),
+                Err(diagnostic) => diagnostics.push(diagnostic),
+            }
+        } else if path.starts_with("apps/") || path.contains("/apps/") {
+            diagnostics.push(Diagnostic::warning(
+                "unknown-kind",
+                format!("`{kind}` is not an Application or a definition; ignored"),
+                Some(document.positions.value_span("/kind")),
+            ));
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Rendering: Application × Definitions → Kubernetes objects, with KubeVela's semantics.
+
+pub(crate) mod patch;

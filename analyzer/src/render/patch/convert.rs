@@ -1,0 +1,228 @@
+//! Conversions between the evaluator's [`Exported`] view and JSON.
+//!
+//! Exporting to JSON follows `cue export` / KubeVela's `Unstructured()`: defaults are taken,
+//! optional fields are dropped, and any non-concrete value is an error (nothing is silently
+//! dropped). The lenient mode, used only to build `context.output` for traits, drops
+//! non-concrete values instead, because the injected context is JSON.
+
+use cue::{Exported, ExportedField};
+
+/// How to treat a non-concrete value when exporting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Concreteness {
+    /// A non-concrete value is an error.
+    Required,
+    /// A non-concrete value is left out.
+    Lenient,
+}
+
+/// A value that could not be exported, with its path.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ExportError {
+    pub(crate) path: Vec<String>,
+    pub(crate) message: String,
+    /// Evaluator errors behind a bottom value, when there are any.
+    pub(crate) causes: Vec<cue::Error>,
+}
+
+/// The JSON of a value.
+///
+/// # Errors
+/// Every non-concrete or bottom value found (in `Required` mode; bottoms in both modes).
+pub(crate) fn to_json(
+    value: &Exported,
+    concreteness: Concreteness,
+) -> Result<serde_json::Value, Vec<ExportError>> {
+    let mut errors = Vec::new();
+    let mut path = Vec::new();
+    let json = convert(value, concreteness, &mut path, &mut errors);
+    if errors.is_empty() {
+        Ok(json.unwrap_or(serde_json::Value::Null))
+    } else {
+        Err(errors)
+    }
+}
+
+fn convert(
+    value: &Exported,
+    concreteness: Concreteness,
+    path: &mut Vec<String>,
+    errors: &mut Vec<ExportError>,
+) -> Option<serde_json::Value> {
+    match value {
+        Exported::Scalar(scalar) => Some(scalar.clone()),
+        Exported::Default { default, .. } => convert(default, concreteness, path, errors),
+        Exported::Struct(fields) => {
+            let mut object = serde_json::Map::new();
+            for field in fields.iter().filter(|field| !field.optional) {
+                path.push(field.label.clone());
+                if let Some(json) = convert(&field.value, concreteness, path, errors) {
+                    object.insert(field.label.clone(), json);
+                }
+                path.pop();
+            }
+            Some(serde_json::Value::Object(object))
+        }
+        Exported::List { elems, .. } => {
+            let mut items = Vec::with_capacity(elems.len());
+            for (index, elem) in elems.iter().enumerate() {
+                path.push(index.to_string());
+                // A non-concrete list element cannot be left out without shifting the others.
+                match convert(elem, concreteness, path, errors) {
+                    Some(json) => items.push(json),
+                    None => items.push(serde_json::Value::Null),
+                }
+                path.pop();
+            }
+            Some(serde_json::Value::Array(items))
+        }
+        Exported::Incomplete(constraint) => {
+            if concreteness == Concreteness::Required {
+                errors.push(ExportError {
+                    path: path.clone(),
+                    message: format!("incomplete value {}", constraint.text),
+                    causes: Vec::new(),
+                });
+            }
+            None
+        }
+        Exported::Bottom(causes) => {
+            errors.push(ExportError {
+                path: path.clone(),
+                message: causes.first().map_or_else(
+                    || "explicit error (_|_ literal)".to_owned(),
+                    |e| e.message.clone(),
+                ),
+                causes: causes.clone(),
+            });
+            None
+        }
+    }
+}
+
+/// A JSON value as a concrete exported value. Lists are open, like KubeVela re-parsing a JSON
+/// patch result with every list opened.
+pub(crate) fn from_json(value: &serde_json::Value) -> Exported {
+    match value {
+        serde_json::Value::Object(object) => Exported::Struct(
+            object
+                .iter()
+                .map(|(label, value)| ExportedField {
+                    label: label.clone(),
+                    value: from_json(value),
+                    doc: Vec::new(),
+                    optional: false,
+                })
+                .collect(),
+        ),
+        serde_json::Value::Array(items) => Exported::List {
+            elems: items.iter().map(from_json).collect(),
+            open: true,
+        },
+        scalar => Exported::Scalar(scalar.clone()),
+    }
+}
+
+/// Short CUE-like text of a value, for conflict messages.
+pub(crate) fn describe(value: &Exported) -> String {
+    match value {
+        Exported::Scalar(scalar) => scalar.to_string(),
+        Exported::Struct(_) => "{...}".to_owned(),
+        Exported::List { .. } => "[...]".to_owned(),
+        Exported::Default { default, others } => {
+            let mut parts = vec![format!("*{}", describe(default))];
+            parts.extend(others.iter().map(describe));
+            parts.join(" | ")
+        }
+        Exported::Incomplete(constraint) => constraint.text.clone(),
+        Exported::Bottom(_) => "_|_".to_owned(),
+    }
+}
+
+/// CUE's kind name of a value, for "mismatched types" messages.
+pub(crate) fn kind_name(value: &Exported) -> &'static str {
+    match value {
+        Exported::Scalar(serde_json::Value::Null) => "null",
+        Exported::Scalar(serde_json::Value::Bool(_)) => "bool",
+        Exported::Scalar(serde_json::Value::Number(number)) => {
+            if number.is_f64() {
+                "float"
+            } else {
+                "int"
+            }
+        }
+        Exported::Scalar(serde_json::Value::String(_)) => "string",
+        Exported::Scalar(_) | Exported::Struct(_) => "struct",
+        Exported::List { .. } => "list",
+        Exported::Default { default, .. } => kind_name(default),
+        Exported::Incomplete(_) => "incomplete",
+        Exported::Bottom(_) => "bottom",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cue::{Constraint, KindSet};
+    use serde_json::json;
+
+    fn field(label: &str, value: Exported, optional: bool) -> ExportedField {
+        ExportedField {
+            label: label.to_owned(),
+            value,
+            doc: Vec::new(),
+            optional,
+        }
+    }
+
+    fn incomplete(text: &str) -> Exported {
+        Exported::Incomplete(Constraint {
+            kinds: KindSet::STRING,
+            text: text.to_owned(),
+        })
+    }
+
+    #[test]
+    fn takes_defaults_and_drops_optional_fields() {
+        let value = Exported::Struct(vec![
+            field(
+                "replicas",
+                Exported::Default {
+                    default: Box::new(Exported::Scalar(json!(1))),
+                    others: vec![incomplete("int")],
+                },
+                false,
+            ),
+            field("name", incomplete("string"), true),
+        ]);
+        assert_eq!(
+            to_json(&value, Concreteness::Required).unwrap(),
+            json!({"replicas": 1})
+        );
+    }
+
+    #[test]
+    fn incomplete_values_are_errors_with_paths_or_dropped_when_lenient() {
+        let value = Exported::Struct(vec![field(
+            "spec",
+            Exported::Struct(vec![field("image", incomplete("string"), false)]),
+            false,
+        )]);
+        let errors = to_json(&value, Concreteness::Required).unwrap_err();
+        assert_eq!(errors[0].path, vec!["spec", "image"]);
+        assert_eq!(errors[0].message, "incomplete value string");
+        assert_eq!(
+            to_json(&value, Concreteness::Lenient).unwrap(),
+            json!({"spec": {}})
+        );
+    }
+
+    #[test]
+    fn json_round_trips() {
+        let value = json!({"a": [1, {"b": null}], "c": "x"});
+        assert_eq!(
+            to_json(&from_json(&value), Concreteness::Required).unwrap(),
+            value
+        );
+    }
+}
