@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# A real Gitea forge on loopback for the agent's end-to-end tests, built by build-gitea.sh.
+#
+#   hack/gitea.sh up     [--name NAME]  # start (or reuse) Gitea NAME; stdout: base URL, token file
+#   hack/gitea.sh down   [--name NAME]  # stop it; verifies no process or listening port remains
+#   hack/gitea.sh status [--name NAME]  # exit 0 and print base URL and token file if it is ready
+#
+# NAME defaults to "dev". State lives in ${DRIFTLESS_CACHE:-$HOME/.cache/driftless}/gitea/NAME/:
+# app.ini, data/, repos/, logs/, the admin user's API token in `token` (mode 600) and `env`
+# (GITEA_URL, GITEA_USER, GITEA_TOKEN_FILE) for scripts. The admin user is `driftless`.
+# Progress and errors go to stderr; stdout carries only the two lines above.
+set -euo pipefail
+
+START_TIMEOUT=${DRIFTLESS_START_TIMEOUT:-120} # seconds
+STOP_TIMEOUT=20
+ADMIN_USER=driftless
+ADMIN_EMAIL=driftless@example.invalid
+
+HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+CACHE=${DRIFTLESS_CACHE:-$HOME/.cache/driftless}
+
+say() { printf '==> [gitea %s] %s\n' "$NAME" "$*" >&2; }
+die() { printf 'gitea.sh [%s]: error: %s\n' "${NAME:-?}" "$*" >&2; exit 1; }
+
+usage() {
+  sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+alive() {
+  local state
+  [[ -r /proc/$1/stat ]] || return 1
+  state=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [[ -n $state && $state != Z && $state != X ]]
+}
+start_time() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+
+# The recorded pid is alive and is still the process we started (same start time).
+gitea_alive() {
+  local pid
+  pid=$(cat "$GDIR/gitea.pid" 2>/dev/null || true)
+  [[ -n $pid ]] && alive "$pid" || return 1
+  [[ $(start_time "$pid") == "$(cat "$GDIR/gitea.start" 2>/dev/null)" ]]
+}
+
+port_listening() { [[ -n $(ss -Hltn "sport = :$1" 2>/dev/null) ]]; }
+
+base_url() { printf 'http://127.0.0.1:%s' "$(cat "$GDIR/port")"; }
+
+healthy() {
+  [[ -f $GDIR/port && -s $GDIR/token ]] || return 1
+  gitea_alive || return 1
+  curl -sS --fail --max-time 5 -o /dev/null "$(base_url)/api/healthz"
+}
+
+log_tail() {
+  if [[ -s $GDIR/logs/gitea.log ]]; then
+    printf -- '--- last lines of %s ---\n' "$GDIR/logs/gitea.log" >&2
+    tail -n 30 "$GDIR/logs/gitea.log" >&2
+  fi
+}
+
+stop_gitea() {
+  local pid deadline
+  pid=$(cat "$GDIR/gitea.pid" 2>/dev/null || true)
+  [[ -n $pid ]] || return 0
+  if gitea_alive; then
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    deadline=$((SECONDS + STOP_TIMEOUT))
+    while gitea_alive && ((SECONDS < deadline)); do sleep 0.2; done
+    if gitea_alive; then
+      say "still running after ${STOP_TIMEOUT}s, sending SIGKILL"
+      kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+      sleep 1
+    fi
+  fi
+  rm -f "$GDIR/gitea.pid" "$GDIR/gitea.start"
+}
+
+pick_port() {
+  local p reserved
+  exec 8>"$CACHE/gitea/.ports.lock"
+  flock 8
+  reserved=" $(cat "$CACHE"/gitea/*/port "$CACHE"/clusters/*/ports 2>/dev/null | sed 's/^[A-Z_]*=//' | tr '\n' ' ') "
+  while :; do
+    p=$((20000 + RANDOM % 30000))
+    [[ $reserved == *" $p "* ]] && continue
+    port_listening "$p" && continue
+    break
+  done
+  printf '%s\n' "$p" >"$GDIR/port"
+  exec 8>&-
+}
+
+write_ini() {
+  local port=$1 static_root=$2 secret internal_token
+  secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  internal_token=$("$BIN/gitea" generate secret INTERNAL_TOKEN)
+  cat >"$GDIR/app.ini" <<INI
+APP_NAME = driftless-test-forge
+RUN_USER = $(id -un)
+RUN_MODE = prod
+WORK_PATH = $GDIR/work
+I_AM_BEING_UNSAFE_RUNNING_AS_ROOT = true
+
+[server]
+PROTOCOL = http
+HTTP_ADDR = 127.0.0.1
+HTTP_PORT = $port
+DOMAIN = 127.0.0.1
+ROOT_URL = http://127.0.0.1:$port/
+DISABLE_SSH = true
+START_SSH_SERVER = false
+OFFLINE_MODE = true
+LFS_START_SERVER = false
+APP_DATA_PATH = $GDIR/data
+STATIC_ROOT_PATH = $static_root
+
+[database]
+DB_TYPE = sqlite3
+PATH = $GDIR/data/gitea.db
+
+[repository]
+ROOT = $GDIR/repos
+DEFAULT_BRANCH = main
+
+[security]
+INSTALL_LOCK = true
+SECRET_KEY = $secret
+INTERNAL_TOKEN = $internal_token
+PASSWORD_COMPLEXITY = off
+
+[service]
+DISABLE_REGISTRATION = true
+
+[webhook]
+ALLOWED_HOST_LIST = loopback
+DELIVER_TIMEOUT = 5
+SKIP_TLS_VERIFY = true
+
+[indexer]
+ISSUE_INDEXER_TYPE = db
+REPO_INDEXER_ENABLED = false
+
+[session]
+PROVIDER = memory
+
+[cache]
+ADAPTER = memory
+
+[cron]
+ENABLED = false
+
+[actions]
+ENABLED = false
+
+[mailer]
+ENABLED = false
+
+[migrations]
+ALLOW_LOCALNETWORKS = true
+
+[log]
+MODE = console
+LEVEL = Warn
+INI
+}
+
+cmd_up() {
+  mkdir -p "$CACHE/gitea"
+  exec 9>"$CACHE/gitea/$NAME.lock"
+  flock -w 900 9 || die "another 'gitea.sh up/down --name $NAME' holds $CACHE/gitea/$NAME.lock"
+
+  if healthy; then
+    say "already running at $(base_url)"
+    printf '%s\n%s\n' "$(base_url)" "$GDIR/token"
+    return 0
+  fi
+  if [[ -d $GDIR ]]; then
+    say "removing stale state in $GDIR"
+    stop_gitea
+    rm -rf "$GDIR"
+  fi
+
+  BIN=$("$HACK_DIR/build-gitea.sh" | tail -n 1) || die "building Gitea failed (see above)"
+  [[ -x $BIN/gitea && -s $BIN/static-root ]] || die "build-gitea.sh did not produce $BIN/gitea"
+  local static_root t0=$SECONDS port
+  static_root=$(cat "$BIN/static-root")
+  [[ -d $static_root/options ]] ||
+    die "Gitea's module directory $static_root is missing (run: cd hack/gitea && go mod download)"
+
+  mkdir -p "$GDIR/work" "$GDIR/data" "$GDIR/repos" "$GDIR/logs"
+  trap 'rc=$?; if ((rc != 0)); then say "start-up failed; stopping"; stop_gitea; fi' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  pick_port
+  port=$(cat "$GDIR/port")
+  write_ini "$port" "$static_root"
+  local c=(--config "$GDIR/app.ini" --work-path "$GDIR/work")
+
+  "$BIN/gitea" "${c[@]}" migrate >"$GDIR/logs/migrate.log" 2>&1 ||
+    { tail -n 30 "$GDIR/logs/migrate.log" >&2; die "gitea migrate failed"; }
+  "$BIN/gitea" "${c[@]}" admin user create --username "$ADMIN_USER" \
+    --password "$(head -c 18 /dev/urandom | base64 | tr -d '/+=')Aa1!" \
+    --email "$ADMIN_EMAIL" --admin --must-change-password=false >"$GDIR/logs/user.log" 2>&1 ||
+    { tail -n 30 "$GDIR/logs/user.log" >&2; die "creating the admin user failed"; }
+  (
+    umask 077
+    "$BIN/gitea" "${c[@]}" admin user generate-access-token --username "$ADMIN_USER" \
+      --token-name driftless-e2e --scopes all --raw >"$GDIR/token" 2>"$GDIR/logs/token.log"
+  ) || { tail -n 30 "$GDIR/logs/token.log" >&2; die "creating the API token failed"; }
+  [[ -s $GDIR/token ]] || die "gitea printed an empty token"
+
+  if port_listening "$port"; then
+    die "port 127.0.0.1:$port is already in use"
+  fi
+  say "starting gitea on 127.0.0.1:$port (log: $GDIR/logs/gitea.log)"
+  setsid "$BIN/gitea" "${c[@]}" web </dev/null >"$GDIR/logs/gitea.log" 2>&1 9>&- &
+  local pid=$!
+  printf '%s\n' "$pid" >"$GDIR/gitea.pid"
+  start_time "$pid" >"$GDIR/gitea.start"
+
+  local deadline=$((SECONDS + START_TIMEOUT))
+  until curl -sS --fail --max-time 5 -o /dev/null "$(base_url)/api/healthz" 2>/dev/null; do
+    gitea_alive || { log_tail; die "gitea exited during start-up"; }
+    ((SECONDS < deadline)) || { log_tail; die "timed out after ${START_TIMEOUT}s waiting for /api/healthz"; }
+    sleep 0.25
+  done
+  printf 'GITEA_URL=%s\nGITEA_USER=%s\nGITEA_TOKEN_FILE=%s\n' "$(base_url)" "$ADMIN_USER" "$GDIR/token" >"$GDIR/env"
+  trap - EXIT INT TERM
+  say "ready in $((SECONDS - t0))s at $(base_url) (user $ADMIN_USER, token in $GDIR/token)"
+  say "stop with: hack/gitea.sh down --name $NAME"
+  printf '%s\n%s\n' "$(base_url)" "$GDIR/token"
+}
+
+cmd_down() {
+  mkdir -p "$CACHE/gitea"
+  exec 9>"$CACHE/gitea/$NAME.lock"
+  flock -w 600 9 || die "another 'gitea.sh up/down --name $NAME' holds $CACHE/gitea/$NAME.lock"
+  if [[ ! -d $GDIR ]]; then
+    say "not running (no $GDIR)"
+    return 0
+  fi
+  say "stopping"
+  stop_gitea
+  if [[ -f $GDIR/port ]]; then
+    local port deadline=$((SECONDS + 10))
+    port=$(cat "$GDIR/port")
+    while port_listening "$port" && ((SECONDS < deadline)); do sleep 0.2; done
+    port_listening "$port" && die "port $port still listening after stop"
+  fi
+  # Keep the logs for post-mortems; everything else is recreated by the next `up`.
+  rm -rf "$GDIR/work" "$GDIR/data" "$GDIR/repos" "$GDIR/token" "$GDIR/env" "$GDIR/port" "$GDIR/app.ini"
+  say "stopped; no process or listening port remains"
+}
+
+cmd_status() {
+  if healthy; then
+    printf '%s\n%s\n' "$(base_url)" "$GDIR/token"
+  else
+    say "not running"
+    return 1
+  fi
+}
+
+(($# >= 1)) || usage
+CMD=$1
+shift
+NAME=dev
+while (($#)); do
+  case $1 in
+    --name) (($# >= 2)) || usage; NAME=$2; shift 2 ;;
+    --name=*) NAME=${1#--name=}; shift ;;
+    -h | --help) usage ;;
+    *) printf 'gitea.sh: unknown argument: %s\n' "$1" >&2; usage ;;
+  esac
+done
+[[ $NAME =~ ^[a-z0-9][a-z0-9-]{0,40}$ ]] || die "invalid --name '$NAME' (use lowercase letters, digits and '-')"
+GDIR=$CACHE/gitea/$NAME
+for tool in curl ss setsid flock od; do
+  command -v "$tool" >/dev/null 2>&1 || die "'$tool' is required (run hack/install-prereqs.sh)"
+done
+
+case $CMD in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  *) usage ;;
+esac
