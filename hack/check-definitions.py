@@ -91,7 +91,8 @@ def export(path, kind, parameter, context, expr):
     return "error", err.strip()
 
 
-TAG_RE = re.compile(r"^\s*//\s*(\+patch(Key|Strategy)=\S+)\s*$")
+# Only tags the patch engine acts on; e.g. `+patchStrategy=open` has no effect.
+TAG_RE = re.compile(r"^\s*//\s*(\+patch(Key=\S+|Strategy=(retainKeys|replace|jsonPatch|jsonMergePatch)))\s*$")
 
 
 def tags(path, kind, parameter, context, expr):
@@ -129,7 +130,9 @@ def patch_field_strategy(path):
     _, _, body = split_definition(path)
     lines = body.split("\n")
     for i, line in enumerate(lines):
-        if re.match(r"^\t?patch\s*:", line):
+        # A doc comment above a shorthand chain (`patch: a: b: v`) belongs to the innermost
+        # field, so only `patch: {` or `patch: <expr>` carries a strategy for the patch itself.
+        if re.match(r"^\t?patch\s*:[^:]*$", line):
             j = i - 1
             while j >= 0 and lines[j].strip().startswith("//"):
                 m = re.search(r"\+patchStrategy=(\S+)", lines[j])
@@ -137,6 +140,82 @@ def patch_field_strategy(path):
                     return m.group(1)
                 j -= 1
     return None
+
+
+STATUS_VARIANTS = [
+    None,
+    {"readyReplicas": 3, "updatedReplicas": 3, "replicas": 3, "observedGeneration": 2,
+     "numberReady": 3, "desiredNumberScheduled": 3, "currentNumberScheduled": 3, "updatedNumberScheduled": 3,
+     "succeeded": 3, "active": 0, "failed": 0, "loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}},
+    {"readyReplicas": 1, "updatedReplicas": 3, "replicas": 3, "observedGeneration": 1,
+     "numberReady": 1, "desiredNumberScheduled": 3, "currentNumberScheduled": 2, "updatedNumberScheduled": 3,
+     "succeeded": 1, "active": 2, "failed": 1, "loadBalancer": {}},
+    {"loadBalancer": {"ingress": [{"hostname": "lb.example.com"}]}, "observedGeneration": 2},
+]
+
+
+def live(obj, status, disable, lb):
+    """A live-looking copy of a rendered object: server defaults, a status, annotations."""
+    o = json.loads(json.dumps(obj))
+    md = o.setdefault("metadata", {})
+    md["generation"] = 2
+    if disable:
+        md.setdefault("annotations", {})["app.oam.dev/disable-health-check"] = "true"
+    spec = o.setdefault("spec", {})
+    if o.get("kind") in ("Deployment", "StatefulSet"):
+        spec.setdefault("replicas", 3)
+    if o.get("kind") == "Job":
+        spec.setdefault("parallelism", 3)
+    if o.get("kind") == "Service":
+        spec["clusterIP"] = "10.0.0.1"
+        if lb:
+            spec["type"] = "LoadBalancer"
+    if status is not None:
+        o["status"] = status
+    return o
+
+
+def status_snippets(path, kind, name):
+    imports, head, _ = split_definition(path)
+    rc, out, err = run_cue(["export", "--out", "json"], head.replace(imports, "", 1) + "\n")
+    if rc != 0:
+        return {"error": err}
+    st = json.loads(out).get(name, {}).get("attributes", {}).get("status", {})
+    return {k: st[k] for k in ("healthPolicy", "customStatus") if isinstance(st.get(k), str)}
+
+
+def eval_snippet(snippet, field, context, parameter):
+    prog = snippet + "\ncontext: " + json.dumps(context) + "\nparameter: " + json.dumps(parameter or {}) + "\n"
+    rc, out, err = run_cue(["export", "--out", "json", "-e", field], prog)
+    return json.loads(out) if rc == 0 else "<error>"
+
+
+def compare_health(kind, name, parameter, comp_params, ctx, rendered, results, label):
+    a, b = ours(kind, name), theirs(kind, name)
+    sa, sb = status_snippets(a, kind, name), status_snippets(b, kind, name)
+    if not sa and not sb:
+        return
+    notes = []
+    if set(sa) != set(sb):
+        notes.append(f"status snippets: ours={sorted(sa)} kubevela={sorted(sb)}")
+    for status in STATUS_VARIANTS:
+        for disable in (False, True):
+            for lb in (False, True):
+                hctx = {"name": ctx["name"], "appName": ctx["appName"], "appRevision": ""}
+                if kind == "component":
+                    hctx["output"] = live(rendered.get("output", {}), status, disable, lb)
+                    hctx["outputs"] = {k: live(v, status, disable, lb) for k, v in (rendered.get("outputs") or {}).items()}
+                    par = comp_params
+                else:
+                    hctx["outputs"] = {k: live(v, status, disable, lb) for k, v in (rendered.get("outputs") or {}).items()}
+                    par = parameter
+                for snip, field in (("healthPolicy", "isHealth"), ("customStatus", "message")):
+                    if snip in sa and snip in sb:
+                        ra = eval_snippet(sa[snip], field, hctx, par)
+                        rb = eval_snippet(sb[snip], field, hctx, par)
+                        if ra != rb:
+                            notes.append(f"{snip} status={'none' if status is None else 'set'} disable={disable} lb={lb}: ours={ra!r} kubevela={rb!r}")
+    results.append((kind, name + " (health)", label, not notes, notes))
 
 
 def base_context(app, comp):
@@ -193,9 +272,15 @@ def compare(label, kind, name, parameter, context, exprs, results):
         return None
     ok = True
     notes = []
+    rendered = {}
     for e in exprs:
         ra = export(a, kind, parameter, context, e)
         rb = export(b, kind, parameter, context, e)
+        if rb[0] == "ok":
+            rendered[e] = rb[1]
+        if e == "outputs" and ra[0] == rb[0] == "ok" and list(ra[1]) != list(rb[1]):
+            ok = False
+            notes.append(f"outputs order: ours={list(ra[1])} kubevela={list(rb[1])}")
         if ra[0] != rb[0] or ra[1] != rb[1]:
             ok = False
             notes.append(f"{e}: ours={ra[0]} kubevela={rb[0]}")
@@ -208,7 +293,15 @@ def compare(label, kind, name, parameter, context, exprs, results):
                 ok = False
                 notes.append(f"{e} tags: ours={ta} kubevela={tb}")
     results.append((kind, name, label, ok, notes))
+    HEALTH_BUDGET[(kind, name)] = HEALTH_BUDGET.get((kind, name), 0) + 1
+    if HEALTH_BUDGET[(kind, name)] <= HEALTH_CASES and ("output" in rendered or "outputs" in rendered):
+        compare_health(kind, name, parameter, context.get("parameter"), context, rendered, results, label)
     return export(b, kind, parameter, context, "output")
+
+
+# Health/status snippets are compared on the first few render cases of each definition only.
+HEALTH_CASES = 3
+HEALTH_BUDGET = {}
 
 
 def main():
@@ -269,7 +362,7 @@ def main():
                 if FILTER and tr["type"] not in FILTER:
                     continue
                 if ours("trait", tr["type"]):
-                    compare(label + "/" + tr["type"], "trait", tr["type"], tr.get("properties"), tctx, ["patch", "outputs", "patchOutputs"], results)
+                    compare(label + "/" + tr["type"], "trait", tr["type"], tr.get("properties"), tctx, ["patch", "outputs", "patchOutputs", "errs"], results)
 
     # Same strategy tag on `patch` itself.
     for f in sorted(glob.glob(os.path.join(DEFS, "traits", "*.cue"))):
