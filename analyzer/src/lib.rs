@@ -6,7 +6,29 @@
 //! user's repository is a diagnostic, never an `Err`: an app with an error is blocked while the
 //! other apps still render.
 //!
-//! Entry point: [`render_snapshot`].
+//! Entry point: [`render_snapshot`]:
+//!
+//! ```
+//! let builtins = analyzer::Definitions::builtin(); // parse once, share
+//! let snapshot = analyzer::Snapshot {
+//!     commit: None,
+//!     files: vec![analyzer::SourceFile {
+//!         path: "apps/demo.yaml".to_owned(),
+//!         contents: "apiVersion: core.oam.dev/v1beta1\nkind: Application\nmetadata: {name: demo}\nspec:\n  components:\n  - {name: web, type: nope}\n".to_owned(),
+//!     }],
+//! };
+//! let (output, sources) = analyzer::render_snapshot(&snapshot, &builtins, &analyzer::RenderOptions::default());
+//! let app = &output.apps[0];
+//! assert!(app.is_blocked());
+//! let diagnostic = &app.diagnostics[0];
+//! assert_eq!(diagnostic.rule, "unknown-component-type");
+//! let location = sources.locate(diagnostic.span.unwrap());
+//! assert_eq!((location.path.as_str(), location.line), ("apps/demo.yaml", 6));
+//! ```
+
+// A `Diagnostic` is the error value of loaders on purpose (problems in input are data); it is
+// large but built once per problem, never on a hot path.
+#![allow(clippy::result_large_err)]
 
 mod definitions;
 mod diagnostic;
@@ -19,6 +41,63 @@ pub use definitions::{BUILTIN_PREFIX, Definitions};
 pub use diagnostic::{Diagnostic, Label, Severity};
 pub use model::{Definition, DefinitionKind};
 pub use snapshot::{Embedding, Location, Snapshot, SourceFile, SourceMap};
+
+/// Options of a render.
+#[derive(Debug, Clone)]
+pub struct RenderOptions {
+    /// The namespace of apps whose manifest has none (`default`, like `vela dry-run`).
+    pub default_namespace: String,
+    /// Forces every app into this namespace, over `metadata.namespace` (`vela dry-run -n`).
+    pub forced_namespace: Option<String>,
+}
+
+impl Default for RenderOptions {
+    fn default() -> RenderOptions {
+        RenderOptions {
+            default_namespace: "default".to_owned(),
+            forced_namespace: None,
+        }
+    }
+}
+
+/// Loads and renders every Application of `snapshot`, with `definitions` (usually
+/// [`Definitions::builtin`]) overridden by the repository's own definitions.
+///
+/// Never fails: problems are diagnostics, per app ([`RenderedApp::diagnostics`]) or global
+/// ([`RenderOutput::diagnostics`]). The returned [`SourceMap`] resolves every diagnostic span
+/// to file, line and column. Apps are rendered in parallel (rayon); the output is sorted by
+/// [`AppRef`] and deterministic.
+pub fn render_snapshot(
+    snapshot: &Snapshot,
+    definitions: &Definitions,
+    options: &RenderOptions,
+) -> (RenderOutput, SourceMap) {
+    use rayon::prelude::*;
+    let namespaces = load::application::NamespaceRules {
+        forced: options.forced_namespace.as_deref(),
+        default: &options.default_namespace,
+    };
+    let loaded = load::load_snapshot(snapshot, definitions, &namespaces);
+    let evaluator = cue::Evaluator::new();
+    let rendered: Vec<(RenderedApp, Vec<std::sync::Arc<Definition>>)> = loaded
+        .apps
+        .par_iter()
+        .map(|app| render::render_app(app, &loaded.definitions, &evaluator))
+        .collect();
+    let mut diagnostics = loaded.diagnostics;
+    diagnostics.extend(definitions.diagnostics().iter().cloned());
+    // Broken repo definitions that no app uses are still reported, once.
+    for definition in loaded.definitions.iter() {
+        let used = rendered
+            .iter()
+            .any(|(_, used)| used.iter().any(|u| std::sync::Arc::ptr_eq(u, definition)));
+        if !used {
+            diagnostics.extend(definition.errors.iter().cloned());
+        }
+    }
+    let apps = rendered.into_iter().map(|(app, _)| app).collect();
+    (RenderOutput { apps, diagnostics }, loaded.sources)
+}
 
 /// An app's identity: `(namespace, name)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -1,3 +1,18 @@
-//! Rendering: Application × Definitions → Kubernetes objects, with KubeVela's semantics.
+//! Rendering: Application × Definitions → Kubernetes objects, with KubeVela's semantics
+//! (`shared/research/kubevela-render-semantics.md`).
+//!
+//! Per app, in parallel with rayon: each component's template is evaluated with `parameter`
+//! and `context` ([`context`]), its `output` becomes the workload and `outputs` the
+//! auxiliaries; traits run in order, each seeing the workload as patched so far, adding
+//! outputs and patching with the strategy engine ([`patch`]); everything is exported to JSON
+//! and gets KubeVela's labels ([`labels`]).
 
+mod app;
+mod component;
+mod context;
+mod errors;
+mod instance;
+mod labels;
 pub(crate) mod patch;
+
+pub(crate) use app::render_app;

@@ -1,0 +1,227 @@
+//! One Application: resolve its definitions, render every component, and never leave a
+//! partial render behind (any error empties `objects`).
+
+use std::sync::Arc;
+
+use cue::{Evaluator, Exported};
+use sha2::Digest;
+
+use super::component::{ComponentDefinitions, render_component};
+use super::patch::ConstraintCheck;
+use crate::definitions::Definitions;
+use crate::load::application::LoadedApp;
+use crate::model::{Definition, DefinitionKind};
+use crate::{Diagnostic, RenderedApp, Severity};
+
+/// Renders one app; a panic inside becomes an `internal-error` diagnostic for this app only.
+pub(crate) fn render_app(
+    loaded: &LoadedApp,
+    definitions: &Definitions,
+    evaluator: &Evaluator,
+) -> (RenderedApp, Vec<Arc<Definition>>) {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        render_app_inner(loaded, definitions, evaluator)
+    }));
+    match result {
+        Ok(result) => result,
+        Err(payload) => {
+            let detail = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            let diagnostic = Diagnostic::error(
+                "internal-error",
+                format!(
+                    "internal error while rendering this app ({detail}); this is a Driftless bug, \
+                     please report it with the Application and the definitions it uses"
+                ),
+                Some(loaded.document.positions.value_span("")),
+            )
+            .for_app(&loaded.app_ref);
+            let mut diagnostics = loaded.diagnostics.clone();
+            diagnostics.push(diagnostic);
+            (
+                RenderedApp {
+                    app: loaded.app_ref.clone(),
+                    file: loaded.file,
+                    objects: Vec::new(),
+                    diagnostics,
+                    input_hash: input_hash(loaded, &[]),
+                },
+                Vec::new(),
+            )
+        }
+    }
+}
+
+fn render_app_inner(
+    loaded: &LoadedApp,
+    definitions: &Definitions,
+    evaluator: &Evaluator,
+) -> (RenderedApp, Vec<Arc<Definition>>) {
+    let mut diagnostics = loaded.diagnostics.clone();
+    let positions = &loaded.document.positions;
+    let mut used: Vec<Arc<Definition>> = Vec::new();
+    let mut resolved: Vec<Option<ComponentDefinitions>> = Vec::new();
+    for (index, component) in loaded.app.spec.components.iter().enumerate() {
+        let pointer = format!("/spec/components/{index}");
+        let mut problems = Vec::new();
+        let component_definition = if component.component_type.is_empty() {
+            None
+        } else {
+            match definitions.get(DefinitionKind::Component, &component.component_type) {
+                Some(definition) => Some(definition.clone()),
+                None => {
+                    problems.push(
+                        Diagnostic::error(
+                            "unknown-component-type",
+                            format!(
+                                "component `{}` has unknown type `{}`",
+                                component.name, component.component_type
+                            ),
+                            Some(positions.value_span(&format!("{pointer}/type"))),
+                        )
+                        .for_component(&component.name),
+                    );
+                    None
+                }
+            }
+        };
+        let mut traits = Vec::new();
+        for (trait_index, component_trait) in component.traits.iter().enumerate() {
+            if component_trait.trait_type.is_empty() {
+                continue;
+            }
+            match definitions.get(DefinitionKind::Trait, &component_trait.trait_type) {
+                Some(definition) => traits.push(definition.clone()),
+                None => problems.push(
+                    Diagnostic::error(
+                        "unknown-trait-type",
+                        format!(
+                            "trait type `{}` of component `{}` is not defined",
+                            component_trait.trait_type, component.name
+                        ),
+                        Some(positions.value_span(&format!("{pointer}/traits/{trait_index}/type"))),
+                    )
+                    .for_component(&component.name),
+                ),
+            }
+        }
+        for definition in component_definition.iter().chain(&traits) {
+            if !used.iter().any(|u| Arc::ptr_eq(u, definition)) {
+                used.push(definition.clone());
+            }
+            for error in &definition.errors {
+                problems.push(error.clone().for_component(&component.name));
+            }
+            if let Some(reason) = &definition.unsupported {
+                problems.push(
+                    Diagnostic::error(
+                        "unsupported-definition",
+                        reason.clone(),
+                        Some(positions.value_span(&format!("{pointer}/type"))),
+                    )
+                    .for_component(&component.name)
+                    .with_label(definition.span, "definition declared here"),
+                );
+            }
+        }
+        let ready = problems.is_empty() && traits.len() == component.traits.len();
+        diagnostics.extend(problems);
+        resolved.push(match component_definition {
+            Some(component) if ready => Some(ComponentDefinitions { component, traits }),
+            _ => None,
+        });
+    }
+
+    let check_closure = |constraint: &cue::Constraint, value: &Exported| {
+        check_constraint(evaluator, constraint, value)
+    };
+    let check: ConstraintCheck<'_> = &check_closure;
+    let mut objects = Vec::new();
+    let blocked_by_load = diagnostics.iter().any(|d| d.severity == Severity::Error);
+    if !blocked_by_load {
+        for (index, (component, resolved)) in
+            loaded.app.spec.components.iter().zip(&resolved).enumerate()
+        {
+            let Some(resolved) = resolved else { continue };
+            match render_component(loaded, index, component, resolved, evaluator, check) {
+                Ok(rendered) => objects.extend(rendered),
+                Err(problems) => diagnostics.extend(
+                    problems
+                        .into_iter()
+                        .map(|problem| problem.for_component(&component.name)),
+                ),
+            }
+        }
+    }
+    for diagnostic in &mut diagnostics {
+        diagnostic.app = Some(loaded.app_ref.clone());
+    }
+    if diagnostics.iter().any(|d| d.severity == Severity::Error) {
+        objects.clear();
+    }
+    let input_hash = input_hash(loaded, &used);
+    (
+        RenderedApp {
+            app: loaded.app_ref.clone(),
+            file: loaded.file,
+            objects,
+            diagnostics,
+            input_hash,
+        },
+        used,
+    )
+}
+
+/// SHA-256 over the app's document (as canonical JSON, with its resolved namespace) and the
+/// source of each definition it uses.
+fn input_hash(loaded: &LoadedApp, used: &[Arc<Definition>]) -> String {
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(loaded.app_ref.namespace.as_bytes());
+    hasher.update([0]);
+    hasher.update(loaded.document.value.to_string().as_bytes());
+    let mut digests: Vec<(DefinitionKind, &str, [u8; 32])> = used
+        .iter()
+        .map(|definition| {
+            (
+                definition.kind,
+                definition.name.as_str(),
+                definition.source_digest,
+            )
+        })
+        .collect();
+    digests.sort();
+    for (kind, name, digest) in digests {
+        hasher.update([0]);
+        hasher.update(kind.cr_kind().as_bytes());
+        hasher.update(name.as_bytes());
+        hasher.update(digest);
+    }
+    hex::encode(hasher.finalize())
+}
+
+/// Checks a concrete value against a constraint with the evaluator: `(<constraint>) & <value>`.
+fn check_constraint(
+    evaluator: &Evaluator,
+    constraint: &cue::Constraint,
+    value: &Exported,
+) -> Result<(), String> {
+    let Exported::Scalar(scalar) = value else {
+        return Ok(());
+    };
+    let source = format!("v: ({}) & {}\n", constraint.text, scalar);
+    let parsed = cue::parse_file(cue::FileId(u32::MAX), &source);
+    if let Some(error) = parsed.errors.first() {
+        return Err(format!(
+            "cannot check {} against {}: {}",
+            scalar, constraint.text, error.message
+        ));
+    }
+    let result = evaluator.evaluate(&[&parsed.file], &[]);
+    match result.validate().first() {
+        Some(error) => Err(error.message.clone()),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,318 @@
+//! One component: its template's `output` and `outputs`, then each trait in order
+//! (kubevela-render-semantics.md §1-2), then export and the OAM contract.
+
+use std::sync::Arc;
+
+use cue::{Evaluator, Exported};
+use serde_json::{Map, Value};
+
+use super::context::{component_context, go_json};
+use super::errors::{PropertiesSite, Subject, with_path};
+use super::instance::{Inputs, evaluate, missing_parameters};
+use super::labels::{LabelContext, ObjectRole, apply_contract, trait_type_label};
+use super::patch::convert::{Concreteness, to_json};
+use super::patch::{ConstraintCheck, apply_patch, unify_only};
+use crate::load::application::LoadedApp;
+use crate::model::{Component, Definition};
+use crate::{Diagnostic, RenderedObject};
+
+/// The definitions one component needs, resolved.
+pub(crate) struct ComponentDefinitions {
+    pub(crate) component: Arc<Definition>,
+    /// One per entry of `traits`, in order.
+    pub(crate) traits: Vec<Arc<Definition>>,
+}
+
+/// An object of the component before export: the workload or an auxiliary.
+struct Auxiliary {
+    /// `AuxiliaryWorkload` for component outputs, else the trait type (label form).
+    trait_type: String,
+    name: String,
+    value: Exported,
+    workload_ref_path: Option<String>,
+}
+
+/// Auxiliary type label of component `outputs`.
+const AUXILIARY_WORKLOAD: &str = "AuxiliaryWorkload";
+
+/// Renders component `index` of the app.
+///
+/// # Errors
+/// Every problem found; the component then contributes no object.
+pub(crate) fn render_component(
+    loaded: &LoadedApp,
+    index: usize,
+    component: &Component,
+    definitions: &ComponentDefinitions,
+    evaluator: &Evaluator,
+    check: ConstraintCheck<'_>,
+) -> Result<Vec<RenderedObject>, Vec<Diagnostic>> {
+    let positions = &loaded.document.positions;
+    let component_pointer = format!("/spec/components/{index}");
+    let properties_pointer = format!("{component_pointer}/properties");
+    let definition = &definitions.component;
+    let template = definition.template.as_deref().ok_or_else(|| {
+        vec![Diagnostic::error(
+            "unsupported-definition",
+            format!(
+                "component type `{}` has no CUE template; only CUE schematics can be rendered",
+                definition.name
+            ),
+            Some(positions.value_span(&format!("{component_pointer}/type"))),
+        )]
+    })?;
+    let context = component_context(loaded, component);
+    let empty = Value::Object(Map::new());
+    let parameter = component.properties.as_ref().map_or(empty, go_json);
+    let description = format!("component `{}`", component.name);
+    let site = PropertiesSite {
+        positions,
+        pointer: &properties_pointer,
+        owner_pointer: &component_pointer,
+    };
+    let subject = Subject {
+        description: &description,
+        definition_span: definition.span,
+    };
+    let inputs = Inputs {
+        parameter: Some(&parameter),
+        parameter_span: positions.value_span(&properties_pointer),
+        context: &context,
+        context_span: positions.value_span(&component_pointer),
+    };
+    let value = evaluate(evaluator, template, &inputs, &site, &subject)?;
+    let Some(output) = value.lookup(&["output"]) else {
+        return Err(vec![Diagnostic::error(
+            "cue-error",
+            format!(
+                "{description}: the template of component type `{}` has no `output`",
+                definition.name
+            ),
+            Some(definition.span),
+        )]);
+    };
+    let mut workload = output.export();
+    let mut auxiliaries: Vec<Auxiliary> = outputs_of(&value)
+        .into_iter()
+        .map(|(name, value)| Auxiliary {
+            trait_type: AUXILIARY_WORKLOAD.to_owned(),
+            name,
+            value,
+            workload_ref_path: None,
+        })
+        .collect();
+    // Incomplete component values are reported in the user's terms when a required parameter
+    // was not given.
+    let missing = missing_parameters(&value);
+
+    for (trait_index, (component_trait, trait_definition)) in
+        component.traits.iter().zip(&definitions.traits).enumerate()
+    {
+        let trait_pointer = format!("{component_pointer}/traits/{trait_index}");
+        let trait_properties_pointer = format!("{trait_pointer}/properties");
+        let Some(trait_template) = trait_definition.template.as_deref() else {
+            return Err(vec![Diagnostic::error(
+                "unsupported-definition",
+                format!(
+                    "trait type `{}` has no CUE template; only CUE schematics can be rendered",
+                    trait_definition.name
+                ),
+                Some(positions.value_span(&format!("{trait_pointer}/type"))),
+            )]);
+        };
+        let type_label = trait_type_label(&component_trait.trait_type);
+        let mut trait_context = context.clone();
+        if let Some(object) = trait_context.as_object_mut() {
+            object.insert(
+                "componentType".to_owned(),
+                Value::String(component.component_type.clone()),
+            );
+            let output_json = to_json(&workload, Concreteness::Lenient).unwrap_or_default();
+            object.insert("output".to_owned(), go_json(&output_json));
+            if !auxiliaries.is_empty() {
+                let mut outputs = Map::new();
+                for auxiliary in &auxiliaries {
+                    let json = to_json(&auxiliary.value, Concreteness::Lenient).unwrap_or_default();
+                    outputs.insert(auxiliary.name.clone(), go_json(&json));
+                }
+                object.insert("outputs".to_owned(), go_json(&Value::Object(outputs)));
+            }
+        }
+        let trait_parameter = component_trait.properties.as_ref().map(go_json);
+        let trait_description = format!(
+            "trait `{}` of component `{}`",
+            component_trait.trait_type, component.name
+        );
+        let trait_site = PropertiesSite {
+            positions,
+            pointer: &trait_properties_pointer,
+            owner_pointer: &trait_pointer,
+        };
+        let trait_subject = Subject {
+            description: &trait_description,
+            definition_span: trait_definition.span,
+        };
+        let trait_inputs = Inputs {
+            parameter: trait_parameter.as_ref(),
+            parameter_span: positions.value_span(&trait_properties_pointer),
+            context: &trait_context,
+            context_span: positions.value_span(&trait_pointer),
+        };
+        let trait_value = evaluate(
+            evaluator,
+            trait_template,
+            &trait_inputs,
+            &trait_site,
+            &trait_subject,
+        )?;
+        // Outputs are appended before the patch is applied (upstream order).
+        for (name, value) in outputs_of(&trait_value) {
+            auxiliaries.push(Auxiliary {
+                trait_type: type_label.clone(),
+                name,
+                value,
+                workload_ref_path: trait_definition.trait_attributes.workload_ref_path.clone(),
+            });
+        }
+        let conflict = |message: String| {
+            vec![
+                Diagnostic::error(
+                    "patch-conflict",
+                    message,
+                    Some(positions.value_span(&format!("{trait_pointer}/type"))),
+                )
+                .with_label(trait_definition.span, "trait defined here"),
+            ]
+        };
+        if let Some(patch) = trait_value.lookup(&["patch"]) {
+            let patch_value = patch.export();
+            workload = apply_patch(workload, &patch_value, &patch.doc(), check).map_err(|error| {
+                conflict(format!(
+                    "{trait_description}: invalid patch trait {type_label} into workload: {error}"
+                ))
+            })?;
+        }
+        if let Some(patch_outputs) = trait_value.lookup(&["patchOutputs"]) {
+            for (name, patch) in patch_outputs.fields() {
+                let patch_value = patch.export();
+                for auxiliary in auxiliaries
+                    .iter_mut()
+                    .filter(|auxiliary| auxiliary.name == name)
+                {
+                    let value =
+                        std::mem::replace(&mut auxiliary.value, Exported::Bottom(Vec::new()));
+                    auxiliary.value = unify_only(value, &patch_value, check).map_err(|error| {
+                        conflict(format!(
+                            "{trait_description}: invalid patch trait {type_label} into output {name}: {error}"
+                        ))
+                    })?;
+                }
+            }
+        }
+    }
+
+    let export_error =
+        |what: &str, errors: Vec<super::patch::convert::ExportError>| -> Vec<Diagnostic> {
+            if !missing.is_empty() {
+                return missing
+                    .iter()
+                    .map(|name| {
+                        Diagnostic::error(
+                            "invalid-properties",
+                            format!("{description}: missing required property `{name}`"),
+                            Some(positions.value_span(&properties_pointer)),
+                        )
+                    })
+                    .collect();
+            }
+            errors
+                .into_iter()
+                .map(|error| {
+                    let path = error.path.join(".");
+                    let mut diagnostic = Diagnostic::error(
+                        "cue-error",
+                        format!("{description}: {what}: {path}: {}", error.message),
+                        Some(
+                            error
+                                .causes
+                                .first()
+                                .and_then(cue::Error::span)
+                                .unwrap_or(definition.span),
+                        ),
+                    );
+                    for cause in error.causes.iter().skip(1) {
+                        if let Some(span) = cause.span() {
+                            diagnostic = diagnostic.with_label(span, with_path(cause));
+                        }
+                    }
+                    diagnostic
+                })
+                .collect()
+        };
+    let mut workload_json = to_json(&workload, Concreteness::Required)
+        .map_err(|errors| export_error("cannot export the workload", errors))?;
+    let mut auxiliary_json = Vec::with_capacity(auxiliaries.len());
+    for auxiliary in &auxiliaries {
+        let json = to_json(&auxiliary.value, Concreteness::Required).map_err(|errors| {
+            export_error(
+                &format!("cannot export output `{}`", auxiliary.name),
+                errors,
+            )
+        })?;
+        auxiliary_json.push(json);
+    }
+
+    let app = &loaded.app;
+    let label_context = LabelContext {
+        app_name: &loaded.app_ref.name,
+        app_namespace: &loaded.app_ref.namespace,
+        app_labels: &app.metadata.labels,
+        app_annotations: &app.metadata.annotations,
+        component: &component.name,
+        component_type: &component.component_type,
+    };
+    apply_contract(&mut workload_json, &label_context, &ObjectRole::Workload);
+    let mut objects = Vec::with_capacity(1 + auxiliaries.len());
+    for (auxiliary, mut json) in auxiliaries.iter().zip(auxiliary_json) {
+        let role = ObjectRole::Auxiliary {
+            trait_type: &auxiliary.trait_type,
+            resource: &auxiliary.name,
+            workload_ref: auxiliary
+                .workload_ref_path
+                .as_deref()
+                .map(|path| (path, &workload_json)),
+        };
+        apply_contract(&mut json, &label_context, &role);
+        objects.push(RenderedObject {
+            component: component.name.clone(),
+            trait_type: Some(auxiliary.trait_type.clone()),
+            output_name: Some(auxiliary.name.clone()),
+            object: json,
+        });
+    }
+    objects.insert(
+        0,
+        RenderedObject {
+            component: component.name.clone(),
+            trait_type: None,
+            output_name: None,
+            object: workload_json,
+        },
+    );
+    Ok(objects)
+}
+
+/// `outputs.<name>` entries in CUE field order (regular fields only: optional, hidden and
+/// definition fields are skipped, like upstream).
+fn outputs_of(value: &cue::Value) -> Vec<(String, Exported)> {
+    value
+        .lookup(&["outputs"])
+        .map(|outputs| {
+            outputs
+                .fields()
+                .into_iter()
+                .map(|(name, value)| (name, value.export()))
+                .collect()
+        })
+        .unwrap_or_default()
+}

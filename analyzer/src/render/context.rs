@@ -1,0 +1,90 @@
+//! The `context` a template sees (kubevela-render-semantics.md §1.2), and the JSON encoding
+//! KubeVela gives injected data.
+
+use serde_json::{Map, Value, json};
+
+use crate::load::application::LoadedApp;
+use crate::model::Component;
+
+/// Go's `json.Marshal` of a `map[string]interface{}`: keys sorted, and every number went
+/// through `float64`, so an integral float (`1.0`) is an int. Comprehensions over injected
+/// structs iterate in this order, so it decides list order in outputs (the env trait).
+pub(crate) fn go_json(value: &Value) -> Value {
+    match value {
+        Value::Object(object) => {
+            let mut keys: Vec<&String> = object.keys().collect();
+            keys.sort();
+            let mut sorted = Map::with_capacity(object.len());
+            for key in keys {
+                sorted.insert(key.clone(), go_json(&object[key]));
+            }
+            Value::Object(sorted)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(go_json).collect()),
+        Value::Number(number) => match number.as_f64() {
+            Some(float)
+                if number.is_f64()
+                    && float.fract() == 0.0
+                    && float.abs() < 9.007_199_254_740_992e15 =>
+            {
+                json!(float as i64)
+            }
+            _ => value.clone(),
+        },
+        other => other.clone(),
+    }
+}
+
+/// The context of one component's template.
+pub(crate) fn component_context(loaded: &LoadedApp, component: &Component) -> Value {
+    let app = &loaded.app;
+    let annotation = |key: &str| {
+        app.metadata
+            .annotations
+            .get(key)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let components: Vec<Value> = loaded
+        .document
+        .value
+        .pointer("/spec/components")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut context = json!({
+        "name": component.name,
+        "namespace": loaded.app_ref.namespace,
+        "appName": loaded.app_ref.name,
+        "appRevision": "",
+        "appRevisionNum": 0,
+        "revision": "",
+        "components": components,
+        "appLabels": app.metadata.labels,
+        "appAnnotations": app.metadata.annotations,
+        "workflowName": annotation("app.oam.dev/workflowName"),
+        "publishVersion": annotation("app.oam.dev/publishVersion"),
+        "replicaKey": "",
+        "cluster": "",
+        "clusterVersion": {"major": "", "gitVersion": "", "platform": "", "minor": 0},
+    });
+    if let (Some(properties), Some(object)) = (&component.properties, context.as_object_mut()) {
+        object.insert("parameter".to_owned(), properties.clone());
+    }
+    go_json(&context)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_json_sorts_keys_and_turns_integral_floats_into_ints() {
+        let value = json!({"b": 1.0, "a": {"d": [2.5, 3.0], "c": true}});
+        let encoded = go_json(&value);
+        assert_eq!(
+            serde_json::to_string(&encoded).unwrap(),
+            r#"{"a":{"c":true,"d":[2.5,3]},"b":1}"#
+        );
+    }
+}

@@ -1,0 +1,95 @@
+//! One evaluation of a template with its `parameter` and `context`, and the checks KubeVela
+//! runs right after compiling it (`errs`, `Validate()` without concreteness).
+
+use cue::{Evaluator, Exported, Injection, Span};
+use serde_json::Value;
+
+use super::errors::{PropertiesSite, Subject, evaluation_diagnostic};
+use crate::Diagnostic;
+
+/// What to inject into a template.
+pub(crate) struct Inputs<'a> {
+    /// `None` leaves `parameter` out of the program (a trait without properties).
+    pub(crate) parameter: Option<&'a Value>,
+    pub(crate) parameter_span: Span,
+    pub(crate) context: &'a Value,
+    pub(crate) context_span: Span,
+}
+
+/// Evaluates `template` with `inputs`. `Err` holds the diagnostics when the result has errors
+/// (conflicts, failed constraints, `_|_`) or a non-empty `errs` list.
+pub(crate) fn evaluate(
+    evaluator: &Evaluator,
+    template: &cue::ast::File,
+    inputs: &Inputs<'_>,
+    site: &PropertiesSite<'_>,
+    subject: &Subject<'_>,
+) -> Result<cue::Value, Vec<Diagnostic>> {
+    let mut injections = Vec::with_capacity(2);
+    if let Some(parameter) = inputs.parameter {
+        injections.push(Injection {
+            field: "parameter",
+            value: parameter,
+            span: inputs.parameter_span,
+        });
+    }
+    injections.push(Injection {
+        field: "context",
+        value: inputs.context,
+        span: inputs.context_span,
+    });
+    let value = evaluator.evaluate(&[template], &injections);
+    let errors = value.validate();
+    if !errors.is_empty() {
+        return Err(errors
+            .iter()
+            .map(|error| evaluation_diagnostic(error, site, subject))
+            .collect());
+    }
+    // `errs`: a template's own validation messages (KubeVela master checks it right after
+    // compiling, "validation failed ... User Errors").
+    if let Some(errs) = value.lookup(&["errs"])
+        && let Ok(Value::Array(messages)) = errs.to_json()
+        && !messages.is_empty()
+    {
+        let messages: Vec<String> = messages
+            .iter()
+            .map(|message| {
+                message
+                    .as_str()
+                    .map_or_else(|| message.to_string(), str::to_owned)
+            })
+            .collect();
+        return Err(vec![Diagnostic::error(
+            "invalid-properties",
+            format!("{}: {}", subject.description, messages.join("; ")),
+            Some(site.positions.value_span(site.pointer)),
+        )]);
+    }
+    Ok(value)
+}
+
+/// The names of `parameter` fields that are required but were not given: regular fields still
+/// holding a type or constraint. Explains an incomplete output in the user's terms.
+pub(crate) fn missing_parameters(value: &cue::Value) -> Vec<String> {
+    let Some(parameter) = value.lookup(&["parameter"]) else {
+        return Vec::new();
+    };
+    let mut missing = Vec::new();
+    collect_missing(&parameter.export(), &mut Vec::new(), &mut missing);
+    missing
+}
+
+fn collect_missing(value: &Exported, path: &mut Vec<String>, missing: &mut Vec<String>) {
+    match value {
+        Exported::Struct(fields) => {
+            for field in fields.iter().filter(|field| !field.optional) {
+                path.push(field.label.clone());
+                collect_missing(&field.value, path, missing);
+                path.pop();
+            }
+        }
+        Exported::Incomplete(_) if !path.is_empty() => missing.push(path.join(".")),
+        _ => {}
+    }
+}
