@@ -1,0 +1,2799 @@
+//! The evaluation engine: an arena of vertices (one per value node), conjuncts with their
+//! lexical environments, and the unification loop.
+//!
+//! Model (a simplified version of CUE's own `adt` package):
+//! - A [`Vertex`] collects *conjuncts*: expressions together with the environment they were
+//!   written in. Evaluating a vertex processes its conjuncts: struct literals add conjuncts to
+//!   child arcs, scalars and types narrow its [`Shape`], references copy the conjuncts of the
+//!   referenced vertex (so that `#D & {a: 2}` re-evaluates `#D`'s fields relative to the new
+//!   value, as CUE does), and disjunctions are expanded into one vertex per alternative.
+//! - Environments ([`Env`]) are the lexical scopes: a struct literal bound to the vertex it is
+//!   evaluated into, or a comprehension/let binding. Identifiers resolve by walking them.
+//! - Closedness is tracked per vertex by groups: the labels a closed conjunct (a definition, or
+//!   `close()`) declares, its patterns and whether it has `...`.
+//!
+//! Everything lives in one arena per evaluation and is addressed by `u32` ids; after evaluation
+//! the result is converted into an owned tree (see `node.rs`), so the AST borrow ends there.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::ast::{self, BinaryOp, Clause, Decl, Expr, FieldConstraint, Label, UnaryOp};
+use crate::exported::KindSet;
+use crate::span::Span;
+use crate::{Error, ErrorKind};
+
+use super::val::{Atom, BoundOp, Conflict, Shape, Validator, compare, format_float, parse_number};
+
+pub type VId = u32;
+pub type EnvId = u32;
+pub type Sym = u32;
+
+/// Recursion limit of the evaluator (nested evaluations of references and expressions).
+const MAX_EVAL_DEPTH: u32 = 300;
+/// Depth of the value tree beyond which a structural cycle is assumed.
+const MAX_TREE_DEPTH: u32 = 80;
+/// Most alternatives a disjunction expansion may produce.
+const MAX_DISJUNCTS: usize = 512;
+
+/// How closedness applies to a conjunct.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Close {
+    Open,
+    /// `close({...})`: this level only.
+    Shallow,
+    /// Inside a definition: this level and everything below.
+    Deep,
+}
+
+#[derive(Debug, Clone)]
+pub enum ConjKind<'a> {
+    Expr(&'a Expr),
+    /// A struct body: a struct literal's or comprehension body's declarations, or a file's.
+    Decls(&'a [Decl], Span),
+    Json(&'a serde_json::Value, Span),
+    /// Unify with another vertex (a reference): its conjuncts are copied.
+    Ref(VId, Span),
+    Atom(Atom, Span),
+    /// Data built by builtins: a struct of existing vertices.
+    StructOf(Rc<Vec<(Sym, VId)>>, Span),
+    /// Data built by builtins: a closed list of existing vertices.
+    ListOf(Rc<Vec<VId>>, Span),
+    Validator(Validator, Span),
+    Kinds(KindSet, Span),
+    Error(Error),
+}
+
+#[derive(Debug, Clone)]
+pub struct Conj<'a> {
+    pub kind: ConjKind<'a>,
+    pub env: EnvId,
+    pub close: Close,
+    /// Closedness group in the vertex (0: none).
+    pub grp: u32,
+    /// Produced by processing another conjunct of the same vertex (not copied by references).
+    pub derived: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FieldKind {
+    Optional,
+    Required,
+    Regular,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    New,
+    Running,
+    Done,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Group {
+    closed: bool,
+    ellipsis: bool,
+    labels: Vec<Sym>,
+    patterns: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+struct Pattern<'a> {
+    matcher: PatternMatch,
+    value: &'a Expr,
+    env: EnvId,
+    close: Close,
+}
+
+#[derive(Debug, Clone)]
+enum PatternMatch {
+    Any,
+    Shape(Shape),
+    Never,
+}
+
+#[derive(Debug, Clone)]
+enum Pending<'a> {
+    Comprehension(&'a ast::Comprehension, EnvId, Close, u32),
+    Dynamic(&'a ast::Field, &'a Expr, EnvId, Close, u32),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ListState<'a> {
+    pub elems: Vec<VId>,
+    closed_len: Option<(usize, Span)>,
+    types: Vec<Conj<'a>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Vertex<'a> {
+    pub parent: Option<VId>,
+    pub label: Sym,
+    pub field: FieldKind,
+    conjs: Vec<Conj<'a>>,
+    cursor: usize,
+    state: State,
+    pub shape: Shape,
+    pub is_struct: bool,
+    pub struct_hint: bool,
+    pub arcs: Vec<(Sym, VId)>,
+    pub list: Option<ListState<'a>>,
+    disjs: Vec<Conj<'a>>,
+    pending: Vec<Pending<'a>>,
+    patterns: Vec<Pattern<'a>>,
+    groups: Vec<Group>,
+    deep_group: u32,
+    pub errors: Vec<Error>,
+    pub forward: Option<VId>,
+    /// Remaining alternatives of an unresolved disjunction, with their default marks.
+    pub alts: Option<Vec<(VId, bool)>>,
+    pub docs: Vec<(usize, &'a [String])>,
+    pub depth: u32,
+    /// The span of the first conjunct, for errors about the vertex as a whole.
+    pub span: Span,
+}
+
+impl<'a> Vertex<'a> {
+    fn new(parent: Option<VId>, label: Sym, depth: u32) -> Vertex<'a> {
+        Vertex {
+            parent,
+            label,
+            field: FieldKind::Optional,
+            conjs: Vec::new(),
+            cursor: 0,
+            state: State::New,
+            shape: Shape::default(),
+            is_struct: false,
+            struct_hint: false,
+            arcs: Vec::new(),
+            list: None,
+            disjs: Vec::new(),
+            pending: Vec::new(),
+            patterns: Vec::new(),
+            groups: Vec::new(),
+            deep_group: 0,
+            errors: Vec::new(),
+            forward: None,
+            alts: None,
+            docs: Vec::new(),
+            depth,
+            span: Span::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum EnvKind<'a> {
+    Struct { vertex: VId, decls: &'a [Decl] },
+    Bind { name: &'a str, vertex: VId },
+    File { imports: &'a [ast::Import] },
+}
+
+#[derive(Debug, Clone)]
+struct Env<'a> {
+    parent: Option<EnvId>,
+    kind: EnvKind<'a>,
+}
+
+/// The result of evaluating an expression in value position.
+#[derive(Debug, Clone)]
+pub enum R {
+    Atom(Atom),
+    V(VId),
+    Kinds(KindSet),
+    Valid(Validator),
+    Top,
+    Err(Error),
+    /// An imported package (`strings`).
+    Pkg(&'static str),
+    /// A package member that is a function (`strings.Join`), or a predeclared function.
+    Func(&'static str),
+}
+
+/// What an identifier resolves to.
+enum Resolved {
+    Vertex(VId),
+    Pkg(&'static str),
+    Unsupported(String),
+}
+
+/// One evaluation's state.
+pub struct Engine<'a> {
+    pub vs: Vec<Vertex<'a>>,
+    envs: Vec<Env<'a>>,
+    pub syms: Vec<Rc<str>>,
+    sym_index: HashMap<Rc<str>, Sym>,
+    lets: HashMap<(EnvId, usize), VId>,
+    regexes: HashMap<String, Rc<regex::Regex>>,
+    depth: u32,
+}
+
+pub const ROOT: VId = 0;
+
+/// Which kind of label a symbol is.
+pub fn is_hidden(label: &str) -> bool {
+    label.starts_with('_') && label != "_"
+}
+
+pub fn is_definition(label: &str) -> bool {
+    label.starts_with('#') || label.starts_with("_#")
+}
+
+impl<'a> Engine<'a> {
+    pub fn new() -> Engine<'a> {
+        let mut engine = Engine {
+            vs: Vec::with_capacity(256),
+            envs: Vec::with_capacity(64),
+            syms: Vec::new(),
+            sym_index: HashMap::new(),
+            lets: HashMap::new(),
+            regexes: HashMap::new(),
+            depth: 0,
+        };
+        let root_label = engine.intern("");
+        let mut root = Vertex::new(None, root_label, 0);
+        root.field = FieldKind::Regular;
+        engine.vs.push(root);
+        engine
+    }
+
+    pub fn intern(&mut self, s: &str) -> Sym {
+        if let Some(sym) = self.sym_index.get(s) {
+            return *sym;
+        }
+        let rc: Rc<str> = Rc::from(s);
+        let sym = self.syms.len() as Sym;
+        self.syms.push(rc.clone());
+        self.sym_index.insert(rc, sym);
+        sym
+    }
+
+    pub fn sym(&self, sym: Sym) -> &str {
+        self.syms.get(sym as usize).map_or("", |s| s)
+    }
+
+    fn v(&self, v: VId) -> &Vertex<'a> {
+        &self.vs[v as usize]
+    }
+
+    fn vm(&mut self, v: VId) -> &mut Vertex<'a> {
+        &mut self.vs[v as usize]
+    }
+
+    pub fn new_vertex(&mut self, parent: Option<VId>, label: Sym) -> VId {
+        let depth = parent.map_or(0, |p| self.v(p).depth + 1);
+        let id = self.vs.len() as VId;
+        self.vs.push(Vertex::new(parent, label, depth));
+        id
+    }
+
+    fn new_env(&mut self, parent: Option<EnvId>, kind: EnvKind<'a>) -> EnvId {
+        let id = self.envs.len() as EnvId;
+        self.envs.push(Env { parent, kind });
+        id
+    }
+
+    /// Adds the files and injections to the root vertex.
+    pub fn load(&mut self, files: &[&'a ast::File], injections: &[super::Injection<'a>]) {
+        for file in files {
+            let env = self.new_env(
+                None,
+                EnvKind::File {
+                    imports: &file.imports,
+                },
+            );
+            self.add_conj(
+                ROOT,
+                ConjKind::Decls(&file.decls, file.span),
+                env,
+                Close::Open,
+                0,
+                false,
+            );
+        }
+        for injection in injections {
+            let sym = self.intern(injection.field);
+            let arc = self.arc(ROOT, sym);
+            self.vm(arc).field = FieldKind::Regular;
+            let env = self.new_env(None, EnvKind::File { imports: &[] });
+            self.add_conj(
+                arc,
+                ConjKind::Json(injection.value, injection.span),
+                env,
+                Close::Open,
+                0,
+                false,
+            );
+        }
+    }
+
+    /// The path of a vertex, for errors.
+    pub fn path(&self, v: VId) -> Vec<String> {
+        let mut labels = Vec::new();
+        let mut cur = Some(v);
+        while let Some(id) = cur {
+            let vertex = self.v(id);
+            if vertex.parent.is_some() {
+                labels.push(self.sym(vertex.label).to_owned());
+            }
+            cur = vertex.parent;
+        }
+        labels.reverse();
+        labels
+    }
+
+    fn err(&self, v: VId, kind: ErrorKind, message: impl Into<String>, spans: Vec<Span>) -> Error {
+        Error {
+            kind,
+            message: message.into(),
+            spans,
+            path: self.path(v),
+        }
+    }
+
+    fn add_error(&mut self, v: VId, error: Error) {
+        let vertex = self.vm(v);
+        if !vertex
+            .errors
+            .iter()
+            .any(|e| e.message == error.message && e.spans == error.spans)
+        {
+            vertex.errors.push(error);
+        }
+    }
+
+    fn conflict(&mut self, v: VId, conflict: Conflict) {
+        let error = self.err(v, ErrorKind::Conflict, conflict.message, conflict.spans);
+        self.add_error(v, error);
+    }
+
+    /// The child arc `sym` of `v`, created if missing.
+    pub fn arc(&mut self, v: VId, sym: Sym) -> VId {
+        if let Some((_, arc)) = self.v(v).arcs.iter().find(|(s, _)| *s == sym) {
+            return *arc;
+        }
+        let arc = self.new_vertex(Some(v), sym);
+        self.vm(v).arcs.push((sym, arc));
+        // Patterns seen so far apply to the new arc.
+        let label = self.sym(sym).to_owned();
+        let patterns = self.v(v).patterns.clone();
+        for pattern in patterns {
+            if self.pattern_matches(&pattern.matcher, &label) {
+                let close = if pattern.close == Close::Deep {
+                    Close::Deep
+                } else {
+                    Close::Open
+                };
+                self.add_conj(
+                    arc,
+                    ConjKind::Expr(pattern.value),
+                    pattern.env,
+                    close,
+                    0,
+                    false,
+                );
+            }
+        }
+        arc
+    }
+
+    fn find_arc(&self, v: VId, sym: Sym) -> Option<VId> {
+        self.v(v)
+            .arcs
+            .iter()
+            .find(|(s, _)| *s == sym)
+            .map(|(_, a)| *a)
+    }
+
+    pub fn add_conj(
+        &mut self,
+        v: VId,
+        kind: ConjKind<'a>,
+        env: EnvId,
+        close: Close,
+        grp: u32,
+        derived: bool,
+    ) {
+        let vertex = &self.vs[v as usize];
+        // Skip an identical conjunct: keeps reference cycles (`a: b, b: a`) finite.
+        let duplicate = vertex.conjs.iter().any(|c| {
+            c.env == env
+                && c.close == close
+                && match (&c.kind, &kind) {
+                    (ConjKind::Expr(a), ConjKind::Expr(b)) => std::ptr::eq(*a, *b),
+                    (ConjKind::Decls(a, _), ConjKind::Decls(b, _)) => std::ptr::eq(*a, *b),
+                    (ConjKind::Json(a, _), ConjKind::Json(b, _)) => std::ptr::eq(*a, *b),
+                    (ConjKind::Ref(a, _), ConjKind::Ref(b, _)) => a == b,
+                    _ => false,
+                }
+        });
+        if duplicate {
+            return;
+        }
+        let span = conj_span(&kind);
+        let vertex = &mut self.vs[v as usize];
+        if vertex.conjs.is_empty() {
+            vertex.span = span;
+        }
+        if vertex.state == State::Done && vertex.forward.is_none() && vertex.alts.is_none() {
+            // A conjunct arriving late (from a comprehension after the vertex was already
+            // looked at): process it on the next evaluation.
+            vertex.state = State::New;
+        }
+        vertex.conjs.push(Conj {
+            kind,
+            env,
+            close,
+            grp,
+            derived,
+        });
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Vertex evaluation
+
+    /// Evaluates `v` one level deep: its own value, its arcs' conjuncts (not their values),
+    /// comprehensions, disjunctions and closedness.
+    pub fn eval_vertex(&mut self, v: VId) {
+        if self.v(v).state != State::New {
+            return;
+        }
+        if self.v(v).depth > MAX_TREE_DEPTH {
+            let span = self.v(v).span;
+            let error = self.err(v, ErrorKind::Cycle, "structural cycle", vec![span]);
+            self.add_error(v, error);
+            self.vm(v).state = State::Done;
+            return;
+        }
+        if self.depth > MAX_EVAL_DEPTH {
+            let span = self.v(v).span;
+            let error = self.err(
+                v,
+                ErrorKind::Cycle,
+                "evaluation too deep (reference cycle?)",
+                vec![span],
+            );
+            self.add_error(v, error);
+            self.vm(v).state = State::Done;
+            return;
+        }
+        self.depth += 1;
+        self.vm(v).state = State::Running;
+        loop {
+            while self.v(v).cursor < self.v(v).conjs.len() {
+                let index = self.v(v).cursor;
+                self.vm(v).cursor += 1;
+                let conj = self.v(v).conjs[index].clone();
+                self.process_conj(v, conj);
+            }
+            if !self.v(v).disjs.is_empty() {
+                self.expand_disjunctions(v);
+                self.depth -= 1;
+                self.vm(v).state = State::Done;
+                return;
+            }
+            let pending = std::mem::take(&mut self.vm(v).pending);
+            if pending.is_empty() {
+                break;
+            }
+            for item in pending {
+                self.process_pending(v, item);
+            }
+        }
+        self.finish(v);
+        self.depth -= 1;
+        if self.v(v).state == State::Running {
+            self.vm(v).state = State::Done;
+        }
+    }
+
+    fn finish(&mut self, v: VId) {
+        // List element types and lengths.
+        if let Some(list) = self.v(v).list.clone() {
+            if let Some((len, span)) = list.closed_len
+                && list.elems.len() > len
+            {
+                let error = self.err(
+                    v,
+                    ErrorKind::Conflict,
+                    format!("incompatible list lengths ({len} and {})", list.elems.len()),
+                    vec![span],
+                );
+                self.add_error(v, error);
+            }
+            for elem in &list.elems {
+                for ty in &list.types {
+                    self.add_conj(*elem, ty.kind.clone(), ty.env, ty.close, 0, false);
+                }
+            }
+        }
+        // Closedness.
+        let groups = self.v(v).groups.clone();
+        if groups.iter().any(|g| g.closed && !g.ellipsis) {
+            let arcs = self.v(v).arcs.clone();
+            for (sym, arc) in arcs {
+                let label = self.sym(sym).to_owned();
+                if is_hidden(&label) || is_definition(&label) {
+                    continue;
+                }
+                for group in groups.iter().filter(|g| g.closed && !g.ellipsis) {
+                    let allowed = group.labels.contains(&sym)
+                        || group.patterns.iter().any(|p| {
+                            let matcher = self.v(v).patterns.get(*p).map(|p| p.matcher.clone());
+                            matcher.is_some_and(|m| self.pattern_matches(&m, &label))
+                        });
+                    if !allowed {
+                        let span = self.v(arc).span;
+                        let error =
+                            self.err(arc, ErrorKind::Closed, "field not allowed", vec![span]);
+                        self.add_error(arc, error);
+                        break;
+                    }
+                }
+            }
+        }
+        if let Err(conflict) = self.v(v).shape.check() {
+            self.conflict(v, conflict);
+        }
+    }
+
+    fn process_conj(&mut self, v: VId, conj: Conj<'a>) {
+        let Conj {
+            kind,
+            env,
+            close,
+            grp,
+            ..
+        } = conj;
+        match kind {
+            ConjKind::Expr(expr) => self.process_expr(v, expr, env, close, grp),
+            ConjKind::Decls(decls, span) => self.process_decls(v, decls, span, env, close, grp),
+            ConjKind::Json(json, span) => self.process_json(v, json, span),
+            ConjKind::Ref(target, span) => self.process_ref(v, target, span, close, grp),
+            ConjKind::Atom(atom, span) => {
+                if let Err(c) = self.vm(v).shape.add_atom(atom, span) {
+                    self.conflict(v, c);
+                }
+            }
+            ConjKind::Kinds(kinds, span) => {
+                if let Err(c) = self.vm(v).shape.add_kinds(kinds, span) {
+                    self.conflict(v, c);
+                }
+            }
+            ConjKind::Validator(validator, span) => {
+                if let Err(c) = self.vm(v).shape.add_validator(validator, span) {
+                    self.conflict(v, c);
+                }
+            }
+            ConjKind::StructOf(arcs, span) => {
+                self.mark_struct(v, span);
+                for (sym, target) in arcs.iter() {
+                    let arc = self.arc(v, *sym);
+                    let vertex = self.vm(arc);
+                    vertex.field = vertex.field.max(FieldKind::Regular);
+                    self.add_conj(
+                        arc,
+                        ConjKind::Ref(*target, span),
+                        env,
+                        Close::Open,
+                        0,
+                        false,
+                    );
+                }
+            }
+            ConjKind::ListOf(elems, span) => {
+                let n = elems.len();
+                self.list_literal(v, span, n, true);
+                for (i, target) in elems.iter().enumerate() {
+                    let elem = self.list_elem(v, i);
+                    self.add_conj(
+                        elem,
+                        ConjKind::Ref(*target, span),
+                        env,
+                        Close::Open,
+                        0,
+                        false,
+                    );
+                }
+            }
+            ConjKind::Error(error) => self.add_error(v, error),
+        }
+    }
+
+    fn mark_struct(&mut self, v: VId, span: Span) {
+        self.vm(v).is_struct = true;
+        if let Err(c) = self.vm(v).shape.add_kinds(KindSet::STRUCT, span) {
+            self.conflict(v, c);
+        }
+    }
+
+    fn child_close(close: Close) -> Close {
+        if close == Close::Deep {
+            Close::Deep
+        } else {
+            Close::Open
+        }
+    }
+
+    fn new_group(&mut self, v: VId, closed: bool) -> u32 {
+        let vertex = self.vm(v);
+        vertex.groups.push(Group {
+            closed,
+            ..Group::default()
+        });
+        vertex.groups.len() as u32
+    }
+
+    /// The group a struct body joins: the embedding's group, the vertex's definition group,
+    /// or a new one.
+    fn body_group(&mut self, v: VId, close: Close, grp: u32, needs_group: bool) -> u32 {
+        if grp != 0 {
+            if close != Close::Open
+                && let Some(g) = self.vm(v).groups.get_mut(grp as usize - 1)
+            {
+                g.closed = true;
+            }
+            return grp;
+        }
+        match close {
+            Close::Deep => {
+                if self.v(v).deep_group == 0 {
+                    let g = self.new_group(v, true);
+                    self.vm(v).deep_group = g;
+                }
+                self.v(v).deep_group
+            }
+            Close::Shallow => self.new_group(v, true),
+            Close::Open if needs_group => self.new_group(v, false),
+            Close::Open => 0,
+        }
+    }
+
+    fn process_decls(
+        &mut self,
+        v: VId,
+        decls: &'a [Decl],
+        span: Span,
+        env: EnvId,
+        close: Close,
+        grp: u32,
+    ) {
+        let env = self.new_env(Some(env), EnvKind::Struct { vertex: v, decls });
+        let has_fields = decls.is_empty()
+            || decls
+                .iter()
+                .any(|d| matches!(d, Decl::Field(_) | Decl::Ellipsis(..)));
+        let has_embeds = decls
+            .iter()
+            .any(|d| matches!(d, Decl::Embed(_) | Decl::Comprehension(_)));
+        if has_fields {
+            self.mark_struct(v, span);
+        } else {
+            self.vm(v).struct_hint = true;
+        }
+        let g = self.body_group(v, close, grp, has_embeds);
+        let child = Self::child_close(close);
+        for decl in decls {
+            match decl {
+                Decl::Field(field) => self.add_field(v, field, env, child, g),
+                Decl::Ellipsis(_, _) => {
+                    if g != 0
+                        && let Some(group) = self.vm(v).groups.get_mut(g as usize - 1)
+                    {
+                        group.ellipsis = true;
+                    }
+                }
+                Decl::Let(_) | Decl::Attribute(_) | Decl::Embed(_) | Decl::Comprehension(_) => {}
+            }
+        }
+        for decl in decls {
+            match decl {
+                Decl::Embed(expr) => {
+                    self.add_conj(v, ConjKind::Expr(expr), env, close, g, true);
+                }
+                Decl::Comprehension(comp) => {
+                    self.vm(v)
+                        .pending
+                        .push(Pending::Comprehension(comp, env, close, g));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn add_field(&mut self, v: VId, field: &'a ast::Field, env: EnvId, child: Close, g: u32) {
+        let label = match &field.label {
+            Label::Alias(_, inner) => inner.as_ref(),
+            other => other,
+        };
+        let name: &str = match label {
+            Label::Ident(ident) => &ident.name,
+            Label::String(s, _) => s,
+            Label::Dynamic(expr, _) => {
+                self.vm(v)
+                    .pending
+                    .push(Pending::Dynamic(field, expr, env, child, g));
+                return;
+            }
+            Label::Pattern(expr, _) => {
+                let matcher = self.pattern_matcher(expr, env);
+                let pattern = Pattern {
+                    matcher,
+                    value: &field.value,
+                    env,
+                    close: child,
+                };
+                let index = self.v(v).patterns.len();
+                self.vm(v).patterns.push(pattern.clone());
+                if g != 0
+                    && let Some(group) = self.vm(v).groups.get_mut(g as usize - 1)
+                {
+                    group.patterns.push(index);
+                }
+                let arcs = self.v(v).arcs.clone();
+                for (sym, arc) in arcs {
+                    let label = self.sym(sym).to_owned();
+                    if self.pattern_matches(&pattern.matcher, &label) {
+                        self.add_conj(arc, ConjKind::Expr(pattern.value), env, child, 0, false);
+                    }
+                }
+                return;
+            }
+            Label::Alias(_, _) => {
+                let error = Error::new(
+                    ErrorKind::Unsupported,
+                    "unsupported: nested label alias",
+                    field.span,
+                );
+                self.add_error(v, error);
+                return;
+            }
+        };
+        let sym = self.intern(name);
+        self.add_field_named(v, sym, field, env, child, g);
+    }
+
+    fn add_field_named(
+        &mut self,
+        v: VId,
+        sym: Sym,
+        field: &'a ast::Field,
+        env: EnvId,
+        child: Close,
+        g: u32,
+    ) {
+        let arc = self.arc(v, sym);
+        let kind = match field.constraint {
+            FieldConstraint::Regular => FieldKind::Regular,
+            FieldConstraint::Optional => FieldKind::Optional,
+            FieldConstraint::Required => FieldKind::Required,
+        };
+        let close = if is_definition(self.sym(sym)) {
+            Close::Deep
+        } else {
+            child
+        };
+        {
+            let vertex = self.vm(arc);
+            vertex.field = vertex.field.max(kind);
+            let key = field as *const ast::Field as usize;
+            if !field.doc.is_empty() && !vertex.docs.iter().any(|(k, _)| *k == key) {
+                vertex.docs.push((key, &field.doc));
+            }
+        }
+        if g != 0
+            && let Some(group) = self.vm(v).groups.get_mut(g as usize - 1)
+            && !group.labels.contains(&sym)
+        {
+            group.labels.push(sym);
+        }
+        self.add_conj(arc, ConjKind::Expr(&field.value), env, close, 0, false);
+    }
+
+    fn pattern_matcher(&mut self, expr: &'a Expr, env: EnvId) -> PatternMatch {
+        match self.eval_expr(expr, env) {
+            R::Top => PatternMatch::Any,
+            R::Kinds(kinds) if kinds.contains(KindSet::STRING) => PatternMatch::Any,
+            R::Kinds(_) => PatternMatch::Never,
+            R::Atom(atom) => {
+                let mut shape = Shape::default();
+                let _ = shape.add_atom(atom, Span::default());
+                PatternMatch::Shape(shape)
+            }
+            R::Valid(validator) => {
+                let mut shape = Shape::default();
+                let _ = shape.add_validator(validator, Span::default());
+                PatternMatch::Shape(shape)
+            }
+            R::V(v) => {
+                self.eval_vertex(v);
+                let v = self.deref(v);
+                PatternMatch::Shape(self.v(v).shape.clone())
+            }
+            _ => PatternMatch::Never,
+        }
+    }
+
+    fn pattern_matches(&self, matcher: &PatternMatch, label: &str) -> bool {
+        if is_hidden(label) || is_definition(label) {
+            return false;
+        }
+        match matcher {
+            PatternMatch::Any => true,
+            PatternMatch::Never => false,
+            PatternMatch::Shape(shape) => {
+                let mut shape = shape.clone();
+                shape.add_atom(Atom::str(label), Span::default()).is_ok() && shape.check().is_ok()
+            }
+        }
+    }
+
+    fn process_json(&mut self, v: VId, json: &'a serde_json::Value, span: Span) {
+        let env = 0;
+        match json {
+            serde_json::Value::Object(map) => {
+                self.mark_struct(v, span);
+                for (key, value) in map {
+                    let sym = self.intern(key);
+                    let arc = self.arc(v, sym);
+                    let vertex = self.vm(arc);
+                    vertex.field = vertex.field.max(FieldKind::Regular);
+                    self.add_conj(arc, ConjKind::Json(value, span), env, Close::Open, 0, false);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                self.list_literal(v, span, items.len(), true);
+                for (i, item) in items.iter().enumerate() {
+                    let elem = self.list_elem(v, i);
+                    self.add_conj(elem, ConjKind::Json(item, span), env, Close::Open, 0, false);
+                }
+            }
+            scalar => {
+                let atom = json_atom(scalar);
+                if let Err(c) = self.vm(v).shape.add_atom(atom, span) {
+                    self.conflict(v, c);
+                }
+            }
+        }
+    }
+
+    /// Records a list literal of `n` elements (closed or open).
+    fn list_literal(&mut self, v: VId, span: Span, n: usize, closed: bool) {
+        if let Err(c) = self.vm(v).shape.add_kinds(KindSet::LIST, span) {
+            self.conflict(v, c);
+            return;
+        }
+        let list = self.vm(v).list.get_or_insert_with(ListState::default);
+        if closed {
+            match list.closed_len {
+                Some((len, _)) if len != n => {
+                    let error = self.err(
+                        v,
+                        ErrorKind::Conflict,
+                        format!("incompatible list lengths ({len} and {n})"),
+                        vec![span],
+                    );
+                    self.add_error(v, error);
+                }
+                _ => list.closed_len = Some((n, span)),
+            }
+        }
+    }
+
+    fn list_elem(&mut self, v: VId, i: usize) -> VId {
+        if let Some(list) = &self.v(v).list
+            && let Some(elem) = list.elems.get(i)
+        {
+            return *elem;
+        }
+        let sym = self.intern(&i.to_string());
+        let elem = self.new_vertex(Some(v), sym);
+        self.vm(elem).field = FieldKind::Regular;
+        let list = self.vm(v).list.get_or_insert_with(ListState::default);
+        list.elems.push(elem);
+        elem
+    }
+
+    fn process_list(&mut self, v: VId, lit: &'a ast::ListLit, env: EnvId, close: Close) {
+        let child = Self::child_close(close);
+        let mut index = 0;
+        let mut elems: Vec<(usize, ConjKind<'a>, EnvId)> = Vec::new();
+        for elem in &lit.elems {
+            match elem {
+                ast::ListElem::Expr(expr) => {
+                    elems.push((index, ConjKind::Expr(expr), env));
+                    index += 1;
+                }
+                ast::ListElem::Comprehension(comp) => match self.run_clauses(&comp.clauses, env) {
+                    Ok(envs) => {
+                        for env in envs {
+                            elems.push((
+                                index,
+                                ConjKind::Decls(&comp.body.decls, comp.body.span),
+                                env,
+                            ));
+                            index += 1;
+                        }
+                    }
+                    Err(error) => {
+                        let error = self.relocate(v, error);
+                        self.add_error(v, error);
+                    }
+                },
+            }
+        }
+        self.list_literal(v, lit.span, index, lit.ellipsis.is_none());
+        for (i, kind, env) in elems {
+            let elem = self.list_elem(v, i);
+            self.add_conj(elem, kind, env, child, 0, false);
+        }
+        if let Some(Some(ty)) = &lit.ellipsis {
+            let list = self.vm(v).list.get_or_insert_with(ListState::default);
+            list.types.push(Conj {
+                kind: ConjKind::Expr(ty),
+                env,
+                close: child,
+                grp: 0,
+                derived: false,
+            });
+        }
+    }
+
+    /// Gives an error the path of `v` if it has none (errors from sub-evaluations).
+    fn relocate(&self, v: VId, mut error: Error) -> Error {
+        if error.path.is_empty() {
+            error.path = self.path(v);
+        }
+        error
+    }
+
+    fn process_expr(&mut self, v: VId, expr: &'a Expr, env: EnvId, close: Close, grp: u32) {
+        match expr {
+            Expr::Paren(inner, _) => self.process_expr(v, inner, env, close, grp),
+            Expr::Binary {
+                op: BinaryOp::Unify,
+                lhs,
+                rhs,
+                ..
+            } => {
+                self.process_expr(v, lhs, env, close, grp);
+                self.process_expr(v, rhs, env, close, grp);
+            }
+            Expr::Binary {
+                op: BinaryOp::Disjunction,
+                ..
+            }
+            | Expr::Unary {
+                op: UnaryOp::Default,
+                ..
+            } => {
+                self.vm(v).disjs.push(Conj {
+                    kind: ConjKind::Expr(expr),
+                    env,
+                    close,
+                    grp,
+                    derived: false,
+                });
+            }
+            Expr::Struct(lit) => self.process_decls(v, &lit.decls, lit.span, env, close, grp),
+            Expr::List(lit) => self.process_list(v, lit, env, close),
+            Expr::Top(_) => {}
+            Expr::Bottom(span) => {
+                let error = self.err(
+                    v,
+                    ErrorKind::Conflict,
+                    "explicit error (_|_ literal) in source",
+                    vec![*span],
+                );
+                self.add_error(v, error);
+            }
+            Expr::Ident(_) | Expr::Selector { .. } | Expr::Index { .. } => {
+                let is_def = match expr {
+                    Expr::Ident(ident) => is_definition(&ident.name),
+                    Expr::Selector { label, .. } => is_definition(label),
+                    _ => false,
+                };
+                let r = self.eval_expr(expr, env);
+                let close = if is_def { Close::Deep } else { close };
+                self.merge_r(v, r, expr.span(), env, close, grp);
+            }
+            Expr::Call { func, args, span } if is_ident(func, "close") => {
+                if let [arg] = args.as_slice() {
+                    let close = if close == Close::Deep {
+                        Close::Deep
+                    } else {
+                        Close::Shallow
+                    };
+                    self.process_expr(v, arg, env, close, grp);
+                } else {
+                    let error = self.err(
+                        v,
+                        ErrorKind::Builtin,
+                        "close: expected 1 argument",
+                        vec![*span],
+                    );
+                    self.add_error(v, error);
+                }
+            }
+            Expr::Call { func, args, span } if is_ident(func, "and") => {
+                let r = match args.as_slice() {
+                    [arg] => self.eval_expr(arg, env),
+                    _ => R::Err(Error::new(
+                        ErrorKind::Builtin,
+                        "and: expected 1 argument",
+                        *span,
+                    )),
+                };
+                match self.list_items(r, *span) {
+                    Ok(items) => {
+                        for item in items {
+                            self.add_conj(v, ConjKind::Ref(item, *span), env, close, grp, true);
+                        }
+                    }
+                    Err(error) => {
+                        let error = self.relocate(v, error);
+                        self.add_error(v, error);
+                    }
+                }
+            }
+            _ => {
+                let r = self.eval_expr(expr, env);
+                self.merge_r(v, r, expr.span(), env, close, grp);
+            }
+        }
+    }
+
+    /// Unifies an expression result into `v`.
+    fn merge_r(&mut self, v: VId, r: R, span: Span, env: EnvId, close: Close, grp: u32) {
+        match r {
+            R::Atom(atom) => {
+                if let Err(c) = self.vm(v).shape.add_atom(atom, span) {
+                    self.conflict(v, c);
+                }
+            }
+            R::V(target) => self.process_ref(v, target, span, close, grp),
+            R::Kinds(kinds) => {
+                if let Err(c) = self.vm(v).shape.add_kinds(kinds, span) {
+                    self.conflict(v, c);
+                }
+            }
+            R::Valid(validator) => {
+                if let Err(c) = self.vm(v).shape.add_validator(validator, span) {
+                    self.conflict(v, c);
+                }
+            }
+            R::Top => {}
+            R::Err(error) => {
+                let error = self.relocate(v, error);
+                self.add_error(v, error);
+            }
+            R::Pkg(name) | R::Func(name) => {
+                let error = self.err(
+                    v,
+                    ErrorKind::Unsupported,
+                    format!("unsupported: {name} used as a value"),
+                    vec![span],
+                );
+                self.add_error(v, error);
+            }
+        }
+        let _ = env;
+    }
+
+    /// Unifies the vertex `target` into `v` by copying its conjuncts.
+    fn process_ref(&mut self, v: VId, target: VId, span: Span, close: Close, grp: u32) {
+        if target == v {
+            return;
+        }
+        // A vertex already reduced to a scalar: take its value directly.
+        let t = self.v(target);
+        if t.state == State::Done
+            && t.forward.is_none()
+            && t.alts.is_none()
+            && t.arcs.is_empty()
+            && t.list.is_none()
+            && !t.is_struct
+            && !t.struct_hint
+        {
+            let shape = t.shape.clone();
+            let errors = t.errors.clone();
+            for error in errors {
+                self.add_error(v, error);
+            }
+            if let Some((atom, aspan)) = shape.atom {
+                if let Err(c) = self.vm(v).shape.add_atom(atom, aspan) {
+                    self.conflict(v, c);
+                }
+            } else if shape.kinds != KindSet::TOP
+                && let Err(c) = self
+                    .vm(v)
+                    .shape
+                    .add_kinds(shape.kinds, shape.kind_src.map_or(span, |(_, s)| s))
+            {
+                self.conflict(v, c);
+            }
+            for (validator, vspan) in shape.validators {
+                if let Err(c) = self.vm(v).shape.add_validator(validator, vspan) {
+                    self.conflict(v, c);
+                }
+            }
+            return;
+        }
+        let conjs: Vec<Conj<'a>> = t.conjs.iter().filter(|c| !c.derived).cloned().collect();
+        if conjs.is_empty() && t.state == State::Done {
+            // Evaluated data with no conjuncts of its own (cannot happen for AST values).
+            return;
+        }
+        let mut remap: Vec<(u32, u32)> = Vec::new();
+        let shared = if close != Close::Open && grp == 0 {
+            self.new_group(v, true)
+        } else {
+            grp
+        };
+        for conj in conjs {
+            let new_close = match (close, conj.close) {
+                (Close::Deep, _) | (_, Close::Deep) => Close::Deep,
+                (Close::Shallow, _) | (_, Close::Shallow) => Close::Shallow,
+                _ => Close::Open,
+            };
+            let new_grp = if shared != 0 {
+                shared
+            } else if conj.close != Close::Open || conj.grp != 0 {
+                let key = if conj.grp != 0 { conj.grp } else { u32::MAX };
+                if let Some((_, g)) = remap.iter().find(|(k, _)| *k == key) {
+                    *g
+                } else {
+                    let closed = conj.close != Close::Open
+                        || self
+                            .v(target)
+                            .groups
+                            .get(conj.grp as usize - 1)
+                            .is_some_and(|g| g.closed);
+                    let g = self.new_group(v, closed);
+                    remap.push((key, g));
+                    g
+                }
+            } else {
+                0
+            };
+            self.add_conj(v, conj.kind, conj.env, new_close, new_grp, true);
+        }
+    }
+
+    fn process_pending(&mut self, v: VId, pending: Pending<'a>) {
+        match pending {
+            Pending::Comprehension(comp, env, close, grp) => {
+                match self.run_clauses(&comp.clauses, env) {
+                    Ok(envs) => {
+                        for env in envs {
+                            self.add_conj(
+                                v,
+                                ConjKind::Decls(&comp.body.decls, comp.body.span),
+                                env,
+                                close,
+                                grp,
+                                true,
+                            );
+                        }
+                    }
+                    Err(error) => {
+                        let error = self.relocate(v, error);
+                        self.add_error(v, error);
+                    }
+                }
+            }
+            Pending::Dynamic(field, expr, env, close, grp) => {
+                let r = self.eval_expr(expr, env);
+                match self.concrete(r, expr.span()) {
+                    Ok(Atom::Str(name)) => {
+                        let sym = self.intern(&name);
+                        self.add_field_named(v, sym, field, env, close, grp);
+                    }
+                    Ok(other) => {
+                        let error = self.err(
+                            v,
+                            ErrorKind::Conflict,
+                            format!("invalid label {}: label must be a string", other.cue_text()),
+                            vec![expr.span()],
+                        );
+                        self.add_error(v, error);
+                    }
+                    Err(error) => {
+                        let error = self.relocate(v, error);
+                        self.add_error(v, error);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs comprehension clauses, returning one environment per produced body.
+    fn run_clauses(&mut self, clauses: &'a [Clause], env: EnvId) -> Result<Vec<EnvId>, Error> {
+        let mut out = Vec::new();
+        self.run_clauses_into(clauses, env, &mut out)?;
+        Ok(out)
+    }
+
+    fn run_clauses_into(
+        &mut self,
+        clauses: &'a [Clause],
+        env: EnvId,
+        out: &mut Vec<EnvId>,
+    ) -> Result<(), Error> {
+        let Some((first, rest)) = clauses.split_first() else {
+            out.push(env);
+            return Ok(());
+        };
+        match first {
+            Clause::If { condition, .. } => {
+                let r = self.eval_expr(condition, env);
+                match self.concrete(r, condition.span())? {
+                    Atom::Bool(true) => self.run_clauses_into(rest, env, out),
+                    Atom::Bool(false) => Ok(()),
+                    other => Err(Error::new(
+                        ErrorKind::Conflict,
+                        format!("invalid condition {}: expected bool", other.cue_text()),
+                        condition.span(),
+                    )),
+                }
+            }
+            Clause::Let(lc) => {
+                let let_label = self.intern(&lc.name.name);
+                let vertex = self.new_vertex(None, let_label);
+                self.vm(vertex).field = FieldKind::Regular;
+                self.add_conj(
+                    vertex,
+                    ConjKind::Expr(&lc.value),
+                    env,
+                    Close::Open,
+                    0,
+                    false,
+                );
+                let env = self.new_env(
+                    Some(env),
+                    EnvKind::Bind {
+                        name: &lc.name.name,
+                        vertex,
+                    },
+                );
+                self.run_clauses_into(rest, env, out)
+            }
+            Clause::For {
+                key,
+                value,
+                source,
+                span,
+            } => {
+                let r = self.eval_expr(source, env);
+                let src = self.to_vertex(r, source.span())?;
+                let src = self.concrete_vertex(src, *span)?;
+                let items: Vec<(Atom, VId)> = if let Some(list) = &self.v(src).list {
+                    list.elems
+                        .iter()
+                        .enumerate()
+                        .map(|(i, e)| (Atom::Int(i as i64), *e))
+                        .collect()
+                } else if self.v(src).is_struct || self.v(src).struct_hint {
+                    let arcs = self.v(src).arcs.clone();
+                    let mut items = Vec::new();
+                    for (sym, arc) in arcs {
+                        let label = self.sym(sym).to_owned();
+                        if is_hidden(&label) || is_definition(&label) {
+                            continue;
+                        }
+                        if self.v(arc).field != FieldKind::Regular {
+                            continue;
+                        }
+                        items.push((Atom::str(&label), arc));
+                    }
+                    items
+                } else {
+                    let text = self.v(src).shape.constraint_text();
+                    let kind = if self.v(src).shape.atom.is_some() {
+                        ErrorKind::Conflict
+                    } else {
+                        ErrorKind::Incomplete
+                    };
+                    return Err(Error::new(
+                        kind,
+                        format!("cannot range over {text}"),
+                        source.span(),
+                    ));
+                };
+                for (k, item) in items {
+                    let mut env2 = env;
+                    if let Some(key) = key {
+                        let key_label = self.intern(&key.name);
+                        let kv = self.new_vertex(None, key_label);
+                        self.vm(kv).field = FieldKind::Regular;
+                        self.add_conj(kv, ConjKind::Atom(k, key.span), env, Close::Open, 0, false);
+                        env2 = self.new_env(
+                            Some(env2),
+                            EnvKind::Bind {
+                                name: &key.name,
+                                vertex: kv,
+                            },
+                        );
+                    }
+                    env2 = self.new_env(
+                        Some(env2),
+                        EnvKind::Bind {
+                            name: &value.name,
+                            vertex: item,
+                        },
+                    );
+                    self.run_clauses_into(rest, env2, out)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Disjunctions
+
+    fn expand_disjunctions(&mut self, v: VId) {
+        let disjs = std::mem::take(&mut self.vm(v).disjs);
+        // Alternatives of each disjunction: (conjunct kind, env, close, grp, default flag).
+        let mut sets: Vec<Vec<(Conj<'a>, bool)>> = Vec::new();
+        for d in &disjs {
+            let ConjKind::Expr(expr) = d.kind else {
+                continue;
+            };
+            let mut leaves = Vec::new();
+            flatten_disjunction(expr, false, &mut leaves);
+            let any_marked = leaves.iter().any(|(_, m)| *m);
+            let alts = leaves
+                .into_iter()
+                .map(|(e, marked)| {
+                    (
+                        Conj {
+                            kind: ConjKind::Expr(e),
+                            env: d.env,
+                            close: d.close,
+                            grp: d.grp,
+                            derived: true,
+                        },
+                        !any_marked || marked,
+                    )
+                })
+                .collect();
+            sets.push(alts);
+        }
+        let total: usize = sets
+            .iter()
+            .map(Vec::len)
+            .try_fold(1usize, |acc, n| acc.checked_mul(n))
+            .unwrap_or(usize::MAX);
+        if total > MAX_DISJUNCTS {
+            let span = self.v(v).span;
+            let error = self.err(
+                v,
+                ErrorKind::Unsupported,
+                "unsupported: disjunction with too many alternatives",
+                vec![span],
+            );
+            self.add_error(v, error);
+            return;
+        }
+        let mut survivors: Vec<(VId, bool)> = Vec::new();
+        let mut failures: Vec<Error> = Vec::new();
+        let mut choice = vec![0usize; sets.len()];
+        loop {
+            let z = self.clone_state(v);
+            let mut is_default = true;
+            for (set, &i) in sets.iter().zip(&choice) {
+                let (conj, flag) = &set[i];
+                is_default &= *flag;
+                let c = conj.clone();
+                self.add_conj(z, c.kind, c.env, c.close, c.grp, true);
+            }
+            self.eval_vertex(z);
+            let errors = self.deep_errors(z, 0);
+            if errors.is_empty() {
+                // An alternative that is itself a disjunction contributes its alternatives.
+                if let Some(alts) = self.v(z).alts.clone() {
+                    for (alt, flag) in alts {
+                        survivors.push((alt, flag && is_default));
+                    }
+                } else {
+                    survivors.push((self.deref(z), is_default));
+                }
+            } else {
+                failures.extend(errors);
+            }
+            // Next combination.
+            let mut k = 0;
+            loop {
+                if k == choice.len() {
+                    break;
+                }
+                choice[k] += 1;
+                if choice[k] < sets[k].len() {
+                    break;
+                }
+                choice[k] = 0;
+                k += 1;
+            }
+            if k == choice.len() {
+                break;
+            }
+        }
+        // Merge equal alternatives.
+        let mut unique: Vec<(VId, bool)> = Vec::new();
+        for (alt, flag) in survivors {
+            if let Some(existing) = unique.iter_mut().find(|(u, _)| self.same_value(*u, alt, 0)) {
+                existing.1 |= flag;
+            } else {
+                unique.push((alt, flag));
+            }
+        }
+        match unique.len() {
+            0 => {
+                let span = self.v(v).span;
+                if failures.is_empty() {
+                    let error = self.err(v, ErrorKind::Conflict, "empty disjunction", vec![span]);
+                    self.add_error(v, error);
+                }
+                let n = failures.len();
+                for mut failure in failures {
+                    if n > 1 {
+                        failure.message = format!("{} (in empty disjunction)", failure.message);
+                    }
+                    self.add_error(v, failure);
+                }
+            }
+            1 => self.vm(v).forward = Some(unique[0].0),
+            _ => self.vm(v).alts = Some(unique),
+        }
+    }
+
+    /// A fresh vertex holding `v`'s conjuncts processed so far (not its disjunctions).
+    fn clone_state(&mut self, v: VId) -> VId {
+        let parent = self.v(v).parent;
+        let label = self.v(v).label;
+        let z = self.new_vertex(parent, label);
+        let mut copy = self.v(v).clone();
+        copy.disjs.clear();
+        copy.state = State::New;
+        copy.cursor = copy.conjs.len();
+        copy.depth = self.v(v).depth;
+        // Children are copied unevaluated so the alternative can add to them.
+        let arcs = std::mem::take(&mut copy.arcs);
+        let list = copy.list.take();
+        self.vs[z as usize] = copy;
+        for (sym, arc) in arcs {
+            let new_arc = self.clone_unevaluated(arc, z);
+            self.vm(z).arcs.push((sym, new_arc));
+        }
+        if let Some(mut list) = list {
+            let elems = std::mem::take(&mut list.elems);
+            for elem in elems {
+                let new_elem = self.clone_unevaluated(elem, z);
+                list.elems.push(new_elem);
+            }
+            self.vm(z).list = Some(list);
+        }
+        z
+    }
+
+    fn clone_unevaluated(&mut self, v: VId, parent: VId) -> VId {
+        let src = self.v(v);
+        let label = src.label;
+        let field = src.field;
+        let docs = src.docs.clone();
+        let span = src.span;
+        let conjs: Vec<Conj<'a>> = src.conjs.iter().filter(|c| !c.derived).cloned().collect();
+        let id = self.new_vertex(Some(parent), label);
+        let vertex = self.vm(id);
+        vertex.field = field;
+        vertex.docs = docs;
+        vertex.span = span;
+        vertex.conjs = conjs;
+        id
+    }
+
+    /// Non-incomplete errors in `v` and below (evaluating everything).
+    pub fn deep_errors(&mut self, v: VId, depth: u32) -> Vec<Error> {
+        self.eval_vertex(v);
+        let v = self.deref(v);
+        let mut errors: Vec<Error> = self
+            .v(v)
+            .errors
+            .iter()
+            .filter(|e| e.kind != ErrorKind::Incomplete)
+            .cloned()
+            .collect();
+        if depth > MAX_TREE_DEPTH || !errors.is_empty() {
+            return errors;
+        }
+        if self.v(v).alts.is_some() {
+            return errors;
+        }
+        let children: Vec<VId> = self
+            .v(v)
+            .arcs
+            .iter()
+            .map(|(_, a)| *a)
+            .chain(self.v(v).list.iter().flat_map(|l| l.elems.iter().copied()))
+            .collect();
+        for child in children {
+            errors.extend(self.deep_errors(child, depth + 1));
+            if !errors.is_empty() {
+                break;
+            }
+        }
+        errors
+    }
+
+    /// Structural equality of two evaluated values (for merging equal disjuncts).
+    fn same_value(&mut self, a: VId, b: VId, depth: u32) -> bool {
+        if depth > 20 {
+            return false;
+        }
+        self.eval_vertex(a);
+        self.eval_vertex(b);
+        let (a, b) = (self.deref(a), self.deref(b));
+        if a == b {
+            return true;
+        }
+        let (va, vb) = (self.v(a), self.v(b));
+        if va.alts.is_some() || vb.alts.is_some() {
+            return false;
+        }
+        if va.is_struct != vb.is_struct || va.list.is_some() != vb.list.is_some() {
+            return false;
+        }
+        match (&va.shape.atom, &vb.shape.atom) {
+            (Some((x, _)), Some((y, _))) => return x == y,
+            (None, None) => {}
+            _ => return false,
+        }
+        if va.shape.kinds != vb.shape.kinds
+            || va.shape.validators.len() != vb.shape.validators.len()
+            || !va
+                .shape
+                .validators
+                .iter()
+                .zip(&vb.shape.validators)
+                .all(|((x, _), (y, _))| x == y)
+        {
+            return false;
+        }
+        if let (Some(la), Some(lb)) = (&va.list, &vb.list) {
+            if la.elems.len() != lb.elems.len()
+                || la.closed_len.map(|c| c.0) != lb.closed_len.map(|c| c.0)
+            {
+                return false;
+            }
+            let pairs: Vec<(VId, VId)> = la
+                .elems
+                .iter()
+                .copied()
+                .zip(lb.elems.iter().copied())
+                .collect();
+            return pairs
+                .into_iter()
+                .all(|(x, y)| self.same_value(x, y, depth + 1));
+        }
+        if va.arcs.len() != vb.arcs.len() {
+            return false;
+        }
+        let arcs_a = va.arcs.clone();
+        let arcs_b = vb.arcs.clone();
+        for (sym, x) in arcs_a {
+            let Some((_, y)) = arcs_b.iter().find(|(s, _)| *s == sym) else {
+                return false;
+            };
+            if self.v(x).field != self.v(*y).field || !self.same_value(x, *y, depth + 1) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Follows forwarding (a disjunction resolved to one alternative).
+    pub fn deref(&self, mut v: VId) -> VId {
+        while let Some(next) = self.v(v).forward {
+            v = next;
+        }
+        v
+    }
+
+    /// The vertex to use where a single value is needed: forwarded, and the default of an
+    /// unresolved disjunction.
+    pub fn concrete_vertex(&mut self, v: VId, span: Span) -> Result<VId, Error> {
+        self.eval_vertex(v);
+        let v = self.deref(v);
+        match self.default_of(v) {
+            Some(Ok(d)) => {
+                self.eval_vertex(d);
+                Ok(self.deref(d))
+            }
+            Some(Err(())) => Err(Error {
+                kind: ErrorKind::Incomplete,
+                message: format!("incomplete value {}", self.describe(v)),
+                spans: vec![span],
+                path: self.path(v),
+            }),
+            None => Ok(v),
+        }
+    }
+
+    /// For an unresolved disjunction, its default (or an error when there is none).
+    pub fn default_of(&self, v: VId) -> Option<Result<VId, ()>> {
+        let alts = self.v(v).alts.as_ref()?;
+        let defaults: Vec<VId> = alts.iter().filter(|(_, d)| *d).map(|(a, _)| *a).collect();
+        if defaults.len() == 1 && alts.len() > 1 {
+            Some(Ok(defaults[0]))
+        } else {
+            Some(Err(()))
+        }
+    }
+
+    /// Short CUE text of a vertex's value for messages.
+    pub fn describe(&self, v: VId) -> String {
+        let v = self.deref(v);
+        let vertex = self.v(v);
+        if let Some(alts) = &vertex.alts {
+            let parts: Vec<String> = alts
+                .iter()
+                .map(|(a, d)| {
+                    let text = self.describe(*a);
+                    if *d { format!("*{text}") } else { text }
+                })
+                .collect();
+            return parts.join(" | ");
+        }
+        if vertex.list.is_some() {
+            return "[...]".to_owned();
+        }
+        if vertex.is_struct {
+            return "{...}".to_owned();
+        }
+        vertex.shape.constraint_text()
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Expressions
+
+    fn resolve_ident(&mut self, name: &str, env: EnvId, span: Span) -> Resolved {
+        let mut cur = Some(env);
+        while let Some(e) = cur {
+            let Env { parent, kind } = self.envs[e as usize].clone();
+            match kind {
+                EnvKind::Struct { vertex, decls } => {
+                    for decl in decls {
+                        match decl {
+                            Decl::Field(field) => {
+                                let (alias, label) = match &field.label {
+                                    Label::Alias(alias, inner) => {
+                                        (Some(&alias.name), inner.as_ref())
+                                    }
+                                    other => (None, other),
+                                };
+                                let matches_label =
+                                    matches!(label, Label::Ident(id) if id.name == name);
+                                if alias.is_some_and(|a| a == name) || matches_label {
+                                    let label_name = match label {
+                                        Label::Ident(id) => id.name.as_str(),
+                                        Label::String(s, _) => s.as_str(),
+                                        _ => {
+                                            return Resolved::Unsupported(
+                                                "alias of a dynamic field".to_owned(),
+                                            );
+                                        }
+                                    };
+                                    let sym = self.intern(label_name);
+                                    let arc = self
+                                        .find_arc(vertex, sym)
+                                        .unwrap_or_else(|| self.arc(vertex, sym));
+                                    return Resolved::Vertex(arc);
+                                }
+                            }
+                            Decl::Let(lc) if lc.name.name == name => {
+                                let key = (e, lc as *const ast::LetClause as usize);
+                                if let Some(v) = self.lets.get(&key) {
+                                    return Resolved::Vertex(*v);
+                                }
+                                let let_label = self.intern(name);
+                                let lv = self.new_vertex(Some(vertex), let_label);
+                                self.vm(lv).field = FieldKind::Regular;
+                                self.add_conj(
+                                    lv,
+                                    ConjKind::Expr(&lc.value),
+                                    e,
+                                    Close::Open,
+                                    0,
+                                    false,
+                                );
+                                self.lets.insert(key, lv);
+                                return Resolved::Vertex(lv);
+                            }
+                            _ => {}
+                        }
+                    }
+                    if vertex == ROOT {
+                        let sym = self.intern(name);
+                        if let Some(arc) = self.find_arc(ROOT, sym) {
+                            return Resolved::Vertex(arc);
+                        }
+                    }
+                }
+                EnvKind::Bind {
+                    name: bound,
+                    vertex,
+                } => {
+                    if bound == name {
+                        return Resolved::Vertex(vertex);
+                    }
+                }
+                EnvKind::File { imports } => {
+                    for import in imports {
+                        let local = import
+                            .alias
+                            .as_ref()
+                            .map(|a| a.name.as_str())
+                            .unwrap_or_else(|| {
+                                import.path.rsplit('/').next().unwrap_or(&import.path)
+                            });
+                        if local == name {
+                            return match super::builtins::package(&import.path) {
+                                Some(pkg) => Resolved::Pkg(pkg),
+                                None => {
+                                    Resolved::Unsupported(format!("import \"{}\"", import.path))
+                                }
+                            };
+                        }
+                    }
+                }
+            }
+            cur = parent;
+        }
+        let _ = span;
+        Resolved::Unsupported(String::new())
+    }
+
+    pub fn eval_expr(&mut self, expr: &'a Expr, env: EnvId) -> R {
+        match expr {
+            Expr::Null(_) => R::Atom(Atom::Null),
+            Expr::Bool(b, _) => R::Atom(Atom::Bool(*b)),
+            Expr::Number { text, kind, span } => {
+                match parse_number(text, *kind == ast::NumberKind::Int) {
+                    Ok(atom) => R::Atom(atom),
+                    Err(message) => {
+                        let kind = if message.starts_with("unsupported") {
+                            ErrorKind::Unsupported
+                        } else {
+                            ErrorKind::Syntax
+                        };
+                        R::Err(Error::new(kind, message, *span))
+                    }
+                }
+            }
+            Expr::String { parts, span } => match self.interpolate(parts, env, *span) {
+                Ok(s) => R::Atom(Atom::Str(Rc::from(s.as_str()))),
+                Err(e) => R::Err(e),
+            },
+            Expr::Bytes { parts, span } => match self.interpolate(parts, env, *span) {
+                Ok(s) => R::Atom(Atom::Bytes(Rc::from(s.as_bytes()))),
+                Err(e) => R::Err(e),
+            },
+            Expr::Top(_) => R::Top,
+            Expr::Bottom(span) => R::Err(Error::new(
+                ErrorKind::Conflict,
+                "explicit error (_|_ literal) in source",
+                *span,
+            )),
+            Expr::Paren(inner, _) => self.eval_expr(inner, env),
+            Expr::Ident(ident) => self.eval_ident(ident, env),
+            Expr::Selector {
+                base,
+                label,
+                label_span,
+                span,
+            } => {
+                let base_r = self.eval_expr(base, env);
+                match base_r {
+                    R::Pkg(pkg) => super::builtins::member(pkg, label, *span),
+                    R::Err(e) => R::Err(e),
+                    other => {
+                        let sym = self.intern(label);
+                        self.select(other, sym, *label_span)
+                    }
+                }
+            }
+            Expr::Index { base, index, span } => {
+                let base_r = self.eval_expr(base, env);
+                if let R::Err(e) = base_r {
+                    return R::Err(e);
+                }
+                let index_r = self.eval_expr(index, env);
+                let index = match self.concrete(index_r, index.span()) {
+                    Ok(atom) => atom,
+                    Err(e) => return R::Err(e),
+                };
+                match index {
+                    Atom::Str(s) => {
+                        let sym = self.intern(&s);
+                        self.select(base_r, sym, *span)
+                    }
+                    Atom::Int(i) => self.index_list(base_r, i, *span),
+                    other => R::Err(Error::new(
+                        ErrorKind::Conflict,
+                        format!("invalid index {}", other.cue_text()),
+                        *span,
+                    )),
+                }
+            }
+            Expr::Slice { base, lo, hi, span } => {
+                self.slice(base, lo.as_deref(), hi.as_deref(), env, *span)
+            }
+            Expr::Call { func, args, span } => self.call(func, args, env, *span),
+            Expr::Unary { op, operand, span } => self.unary(*op, operand, env, *span),
+            Expr::Binary {
+                op: BinaryOp::Unify | BinaryOp::Disjunction,
+                ..
+            } => self.temp_vertex(expr, env),
+            Expr::Binary { op, lhs, rhs, span } => self.binary(*op, lhs, rhs, env, *span),
+            Expr::Struct(_) | Expr::List(_) => self.temp_vertex(expr, env),
+        }
+    }
+
+    /// Evaluates an expression into a fresh vertex.
+    fn temp_vertex(&mut self, expr: &'a Expr, env: EnvId) -> R {
+        let label = self.intern("");
+        let t = self.new_vertex(None, label);
+        self.vm(t).field = FieldKind::Regular;
+        self.add_conj(t, ConjKind::Expr(expr), env, Close::Open, 0, false);
+        self.eval_vertex(t);
+        R::V(t)
+    }
+
+    fn eval_ident(&mut self, ident: &'a ast::Ident, env: EnvId) -> R {
+        match self.resolve_ident(&ident.name, env, ident.span) {
+            Resolved::Vertex(v) => R::V(v),
+            Resolved::Pkg(pkg) => R::Pkg(pkg),
+            Resolved::Unsupported(what) if !what.is_empty() => R::Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("unsupported: {what}"),
+                ident.span,
+            )),
+            Resolved::Unsupported(_) => match ident.name.as_str() {
+                "int" => R::Kinds(KindSet::INT),
+                "float" => R::Kinds(KindSet::FLOAT),
+                "number" => R::Kinds(KindSet::NUMBER),
+                "string" => R::Kinds(KindSet::STRING),
+                "bytes" => R::Kinds(KindSet::BYTES),
+                "bool" => R::Kinds(KindSet::BOOL),
+                "null" => R::Atom(Atom::Null),
+                "len" | "close" | "and" | "or" | "div" | "mod" | "quo" | "rem" => {
+                    R::Func(super::builtins::predeclared(&ident.name))
+                }
+                _ => R::Err(Error::new(
+                    ErrorKind::Reference,
+                    format!("reference \"{}\" not found", ident.name),
+                    ident.span,
+                )),
+            },
+        }
+    }
+
+    /// `x.label` or `x["label"]`.
+    fn select(&mut self, base: R, sym: Sym, span: Span) -> R {
+        let base = match self.to_vertex(base, span) {
+            Ok(v) => v,
+            Err(e) => return R::Err(e),
+        };
+        let base = match self.concrete_vertex(base, span) {
+            Ok(v) => v,
+            Err(e) => return R::Err(e),
+        };
+        match self.lookup_arc(base, sym, span) {
+            Ok(arc) => R::V(arc),
+            Err(e) => R::Err(e),
+        }
+    }
+
+    /// The arc `sym` of the evaluated vertex `base`, if it exists as a regular field.
+    pub fn lookup_arc(&mut self, base: VId, sym: Sym, span: Span) -> Result<VId, Error> {
+        let running = self.v(base).state == State::Running;
+        if let Some(error) = self.v(base).errors.first() {
+            return Err(error.clone());
+        }
+        let name = self.sym(sym).to_owned();
+        match self.find_arc(base, sym) {
+            Some(arc) => {
+                let field = self.v(arc).field;
+                if field == FieldKind::Optional {
+                    return Err(Error {
+                        kind: ErrorKind::Incomplete,
+                        message: format!("cannot reference optional field: {name}"),
+                        spans: vec![span],
+                        path: self.path(base),
+                    });
+                }
+                Ok(arc)
+            }
+            None => {
+                let vertex = self.v(base);
+                let is_struct = vertex.is_struct || vertex.struct_hint || running;
+                let message = if is_struct {
+                    format!("undefined field: {name}")
+                } else if vertex.list.is_some() {
+                    format!("invalid selector {name} for list")
+                } else if vertex.shape.atom.is_some() {
+                    format!(
+                        "invalid selector {name} for value {}",
+                        vertex.shape.constraint_text()
+                    )
+                } else {
+                    format!("undefined field: {name}")
+                };
+                let kind = if is_struct || vertex.shape.atom.is_none() {
+                    ErrorKind::Incomplete
+                } else {
+                    ErrorKind::Reference
+                };
+                Err(Error {
+                    kind,
+                    message,
+                    spans: vec![span],
+                    path: self.path(base),
+                })
+            }
+        }
+    }
+
+    fn index_list(&mut self, base: R, i: i64, span: Span) -> R {
+        let base = match self
+            .to_vertex(base, span)
+            .and_then(|v| self.concrete_vertex(v, span))
+        {
+            Ok(v) => v,
+            Err(e) => return R::Err(e),
+        };
+        if let Some(error) = self.v(base).errors.first() {
+            return R::Err(error.clone());
+        }
+        let Some(list) = &self.v(base).list else {
+            return R::Err(Error::new(
+                ErrorKind::Conflict,
+                format!("invalid index {i} for {}", self.describe(base)),
+                span,
+            ));
+        };
+        match usize::try_from(i).ok().and_then(|i| list.elems.get(i)) {
+            Some(elem) => R::V(*elem),
+            None => R::Err(Error::new(
+                ErrorKind::Incomplete,
+                format!("index out of range [{i}] with length {}", list.elems.len()),
+                span,
+            )),
+        }
+    }
+
+    fn slice(
+        &mut self,
+        base: &'a Expr,
+        lo: Option<&'a Expr>,
+        hi: Option<&'a Expr>,
+        env: EnvId,
+        span: Span,
+    ) -> R {
+        let base_r = self.eval_expr(base, env);
+        let mut bound = |this: &mut Self, e: Option<&'a Expr>| -> Result<Option<i64>, Error> {
+            match e {
+                None => Ok(None),
+                Some(e) => {
+                    let r = this.eval_expr(e, env);
+                    match this.concrete(r, e.span())? {
+                        Atom::Int(i) => Ok(Some(i)),
+                        other => Err(Error::new(
+                            ErrorKind::Conflict,
+                            format!("invalid slice index {}", other.cue_text()),
+                            e.span(),
+                        )),
+                    }
+                }
+            }
+        };
+        let (lo, hi) = match (bound(self, lo), bound(self, hi)) {
+            (Ok(l), Ok(h)) => (l, h),
+            (Err(e), _) | (_, Err(e)) => return R::Err(e),
+        };
+        let items = match self.list_items(base_r, span) {
+            Ok(items) => items,
+            Err(e) => return R::Err(e),
+        };
+        let n = items.len() as i64;
+        let lo = lo.unwrap_or(0);
+        let hi = hi.unwrap_or(n);
+        if lo < 0 || hi > n || lo > hi {
+            return R::Err(Error::new(
+                ErrorKind::Conflict,
+                format!("invalid slice index [{lo}:{hi}] with length {n}"),
+                span,
+            ));
+        }
+        R::V(self.list_of(items[lo as usize..hi as usize].to_vec(), span))
+    }
+
+    /// A new list vertex whose elements unify with `items`.
+    pub fn list_of(&mut self, items: Vec<VId>, span: Span) -> VId {
+        let label = self.intern("");
+        let t = self.new_vertex(None, label);
+        self.vm(t).field = FieldKind::Regular;
+        self.add_conj(
+            t,
+            ConjKind::ListOf(Rc::new(items), span),
+            0,
+            Close::Open,
+            0,
+            false,
+        );
+        t
+    }
+
+    /// A new struct vertex with the given fields.
+    pub fn struct_of(&mut self, fields: Vec<(Sym, VId)>, span: Span) -> VId {
+        let label = self.intern("");
+        let t = self.new_vertex(None, label);
+        self.vm(t).field = FieldKind::Regular;
+        self.add_conj(
+            t,
+            ConjKind::StructOf(Rc::new(fields), span),
+            0,
+            Close::Open,
+            0,
+            false,
+        );
+        t
+    }
+
+    /// A new vertex holding one atom.
+    pub fn atom_vertex(&mut self, atom: Atom, span: Span) -> VId {
+        let label = self.intern("");
+        let t = self.new_vertex(None, label);
+        self.vm(t).field = FieldKind::Regular;
+        self.add_conj(t, ConjKind::Atom(atom, span), 0, Close::Open, 0, false);
+        t
+    }
+
+    /// Builds vertices from JSON data (builtin results).
+    pub fn json_vertex(&mut self, json: &serde_json::Value, span: Span) -> VId {
+        match json {
+            serde_json::Value::Object(map) => {
+                let mut fields = Vec::new();
+                for (key, value) in map {
+                    let sym = self.intern(key);
+                    let child = self.json_vertex(value, span);
+                    fields.push((sym, child));
+                }
+                self.struct_of(fields, span)
+            }
+            serde_json::Value::Array(items) => {
+                let elems = items.iter().map(|i| self.json_vertex(i, span)).collect();
+                self.list_of(elems, span)
+            }
+            scalar => self.atom_vertex(json_atom(scalar), span),
+        }
+    }
+
+    pub fn to_vertex(&mut self, r: R, span: Span) -> Result<VId, Error> {
+        match r {
+            R::V(v) => Ok(v),
+            R::Err(e) => Err(e),
+            R::Atom(atom) => Ok(self.atom_vertex(atom, span)),
+            R::Kinds(kinds) => {
+                let label = self.intern("");
+                let t = self.new_vertex(None, label);
+                self.add_conj(t, ConjKind::Kinds(kinds, span), 0, Close::Open, 0, false);
+                Ok(t)
+            }
+            R::Valid(validator) => {
+                let label = self.intern("");
+                let t = self.new_vertex(None, label);
+                self.add_conj(
+                    t,
+                    ConjKind::Validator(validator, span),
+                    0,
+                    Close::Open,
+                    0,
+                    false,
+                );
+                Ok(t)
+            }
+            R::Top => {
+                let label = self.intern("");
+                Ok(self.new_vertex(None, label))
+            }
+            R::Pkg(name) | R::Func(name) => Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("unsupported: {name} used as a value"),
+                span,
+            )),
+        }
+    }
+
+    /// The elements of a list value.
+    pub fn list_items(&mut self, r: R, span: Span) -> Result<Vec<VId>, Error> {
+        let v = self.to_vertex(r, span)?;
+        let v = self.concrete_vertex(v, span)?;
+        if let Some(error) = self.v(v).errors.first() {
+            return Err(error.clone());
+        }
+        match &self.v(v).list {
+            Some(list) => Ok(list.elems.clone()),
+            None => Err(Error::new(
+                if self.v(v).shape.atom.is_some() || self.v(v).is_struct {
+                    ErrorKind::Conflict
+                } else {
+                    ErrorKind::Incomplete
+                },
+                format!("cannot use {} as list", self.describe(v)),
+                span,
+            )),
+        }
+    }
+
+    /// Whether the list value `v` is open (`[...T]`).
+    pub fn list_is_open(&self, v: VId) -> bool {
+        let v = self.deref(v);
+        self.v(v)
+            .list
+            .as_ref()
+            .is_some_and(|l| l.closed_len.is_none())
+    }
+
+    /// The regular fields of a struct value.
+    pub fn struct_fields(&mut self, r: R, span: Span) -> Result<Vec<(Sym, VId)>, Error> {
+        let v = self.to_vertex(r, span)?;
+        let v = self.concrete_vertex(v, span)?;
+        if let Some(error) = self.v(v).errors.first() {
+            return Err(error.clone());
+        }
+        if !(self.v(v).is_struct || self.v(v).struct_hint) {
+            return Err(Error::new(
+                ErrorKind::Conflict,
+                format!("cannot use {} as struct", self.describe(v)),
+                span,
+            ));
+        }
+        let arcs = self.v(v).arcs.clone();
+        Ok(arcs
+            .into_iter()
+            .filter(|(sym, arc)| {
+                let label = self.sym(*sym);
+                !is_hidden(label)
+                    && !is_definition(label)
+                    && self.v(*arc).field == FieldKind::Regular
+            })
+            .collect())
+    }
+
+    /// A concrete scalar from an expression result.
+    pub fn concrete(&mut self, r: R, span: Span) -> Result<Atom, Error> {
+        match r {
+            R::Atom(atom) => Ok(atom),
+            R::Err(e) => Err(e),
+            R::V(v) => {
+                if self.v(v).state == State::Running {
+                    if let Some((atom, _)) = &self.v(v).shape.atom
+                        && self.v(v).disjs.is_empty()
+                    {
+                        return Ok(atom.clone());
+                    }
+                    return Err(Error {
+                        kind: ErrorKind::Cycle,
+                        message: "cycle in reference".to_owned(),
+                        spans: vec![span],
+                        path: self.path(v),
+                    });
+                }
+                let v = self.concrete_vertex(v, span)?;
+                let vertex = self.v(v);
+                if let Some(error) = vertex.errors.first() {
+                    return Err(error.clone());
+                }
+                if let Some((atom, _)) = &vertex.shape.atom {
+                    return Ok(atom.clone());
+                }
+                let (kind, message) = if vertex.list.is_some() || vertex.is_struct {
+                    (
+                        ErrorKind::Conflict,
+                        format!("invalid operand {} (expected a scalar)", self.describe(v)),
+                    )
+                } else if vertex.alts.is_some() {
+                    (
+                        ErrorKind::Incomplete,
+                        format!("incomplete value {}", self.describe(v)),
+                    )
+                } else if vertex.struct_hint && vertex.shape.kinds == KindSet::TOP {
+                    (
+                        ErrorKind::Conflict,
+                        "invalid operand {} (expected a scalar)".replace("{}", "{}"),
+                    )
+                } else {
+                    (
+                        ErrorKind::Incomplete,
+                        format!("incomplete value {}", vertex.shape.constraint_text()),
+                    )
+                };
+                Err(Error {
+                    kind,
+                    message,
+                    spans: vec![span],
+                    path: self.path(v),
+                })
+            }
+            R::Kinds(kinds) => Err(Error::new(
+                ErrorKind::Incomplete,
+                format!("incomplete value {}", super::val::kind_text(kinds)),
+                span,
+            )),
+            R::Valid(validator) => Err(Error::new(
+                ErrorKind::Incomplete,
+                format!("incomplete value {}", validator.text()),
+                span,
+            )),
+            R::Top => Err(Error::new(
+                ErrorKind::Incomplete,
+                "incomplete value _",
+                span,
+            )),
+            R::Pkg(name) | R::Func(name) => Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("unsupported: {name} used as a value"),
+                span,
+            )),
+        }
+    }
+
+    pub fn regex(&mut self, pattern: &str, span: Span) -> Result<Rc<regex::Regex>, Error> {
+        if let Some(re) = self.regexes.get(pattern) {
+            return Ok(re.clone());
+        }
+        let re = regex::Regex::new(pattern).map_err(|e| {
+            Error::new(
+                ErrorKind::Conflict,
+                format!("invalid regular expression {pattern:?}: {e}"),
+                span,
+            )
+        })?;
+        let re = Rc::new(re);
+        self.regexes.insert(pattern.to_owned(), re.clone());
+        Ok(re)
+    }
+
+    fn interpolate(
+        &mut self,
+        parts: &'a [ast::StringPart],
+        env: EnvId,
+        span: Span,
+    ) -> Result<String, Error> {
+        let mut out = String::new();
+        for part in parts {
+            match part {
+                ast::StringPart::Lit(s) => out.push_str(s),
+                ast::StringPart::Interp(expr) => {
+                    let r = self.eval_expr(expr, env);
+                    match self.concrete(r, expr.span())? {
+                        Atom::Str(s) => out.push_str(&s),
+                        Atom::Int(i) => out.push_str(&i.to_string()),
+                        Atom::Float(f) => out.push_str(&format_float(f)),
+                        Atom::Bool(b) => out.push_str(&b.to_string()),
+                        Atom::Bytes(b) => out.push_str(&String::from_utf8_lossy(&b)),
+                        Atom::Null => {
+                            return Err(Error::new(
+                                ErrorKind::Conflict,
+                                "invalid interpolation: cannot use null as string",
+                                expr.span(),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        let _ = span;
+        Ok(out)
+    }
+
+    fn unary(&mut self, op: UnaryOp, operand: &'a Expr, env: EnvId, span: Span) -> R {
+        let r = self.eval_expr(operand, env);
+        if op == UnaryOp::Default {
+            return r;
+        }
+        let atom = match self.concrete(r, operand.span()) {
+            Ok(atom) => atom,
+            Err(e) => return R::Err(e),
+        };
+        let bad = |what: &str| {
+            R::Err(Error::new(
+                ErrorKind::Conflict,
+                format!("invalid operation {what}{}", atom.cue_text()),
+                span,
+            ))
+        };
+        match op {
+            UnaryOp::Neg => match atom {
+                Atom::Int(i) => i
+                    .checked_neg()
+                    .map_or_else(|| overflow(span), |i| R::Atom(Atom::Int(i))),
+                Atom::Float(f) => R::Atom(Atom::Float(-f)),
+                _ => bad("-"),
+            },
+            UnaryOp::Pos => match atom {
+                Atom::Int(_) | Atom::Float(_) => R::Atom(atom),
+                _ => bad("+"),
+            },
+            UnaryOp::Not => match atom {
+                Atom::Bool(b) => R::Atom(Atom::Bool(!b)),
+                _ => bad("!"),
+            },
+            UnaryOp::Lt | UnaryOp::Le | UnaryOp::Gt | UnaryOp::Ge => {
+                let bop = match op {
+                    UnaryOp::Lt => BoundOp::Lt,
+                    UnaryOp::Le => BoundOp::Le,
+                    UnaryOp::Gt => BoundOp::Gt,
+                    _ => BoundOp::Ge,
+                };
+                match atom {
+                    Atom::Int(_) | Atom::Float(_) | Atom::Str(_) | Atom::Bytes(_) => {
+                        R::Valid(Validator::Bound(bop, atom))
+                    }
+                    _ => bad(bop.text()),
+                }
+            }
+            UnaryOp::Ne => R::Valid(Validator::NotEqual(atom)),
+            UnaryOp::Match | UnaryOp::NotMatch => match atom {
+                Atom::Str(s) => match self.regex(&s, span) {
+                    Ok(re) => R::Valid(Validator::Match(re, op == UnaryOp::Match)),
+                    Err(e) => R::Err(e),
+                },
+                _ => bad("=~"),
+            },
+            UnaryOp::Default => R::Top,
+        }
+    }
+
+    /// Whether an expression evaluates without error (`x != _|_`).
+    fn exists(&mut self, expr: &'a Expr, env: EnvId) -> bool {
+        match self.eval_expr(expr, env) {
+            R::Err(_) => false,
+            R::V(v) => {
+                if self.v(v).state == State::Running {
+                    return true;
+                }
+                self.eval_vertex(v);
+                let v = self.deref(v);
+                if !self.v(v).errors.is_empty() {
+                    return false;
+                }
+                match self.default_of(v) {
+                    Some(Ok(d)) => {
+                        self.eval_vertex(d);
+                        let d = self.deref(d);
+                        self.v(d).errors.is_empty()
+                    }
+                    _ => true,
+                }
+            }
+            _ => true,
+        }
+    }
+
+    fn binary(&mut self, op: BinaryOp, lhs: &'a Expr, rhs: &'a Expr, env: EnvId, span: Span) -> R {
+        match op {
+            BinaryOp::Eq | BinaryOp::Ne if is_bottom(rhs) || is_bottom(lhs) => {
+                let other = if is_bottom(rhs) { lhs } else { rhs };
+                let exists = self.exists(other, env);
+                return R::Atom(Atom::Bool(if op == BinaryOp::Ne {
+                    exists
+                } else {
+                    !exists
+                }));
+            }
+            BinaryOp::And | BinaryOp::Or => {
+                let l = self.eval_expr(lhs, env);
+                let l = match self.concrete(l, lhs.span()) {
+                    Ok(Atom::Bool(b)) => b,
+                    Ok(other) => return bad_operand(op, &other, span),
+                    Err(e) => return R::Err(e),
+                };
+                if op == BinaryOp::And && !l {
+                    return R::Atom(Atom::Bool(false));
+                }
+                if op == BinaryOp::Or && l {
+                    return R::Atom(Atom::Bool(true));
+                }
+                let r = self.eval_expr(rhs, env);
+                return match self.concrete(r, rhs.span()) {
+                    Ok(Atom::Bool(b)) => R::Atom(Atom::Bool(b)),
+                    Ok(other) => bad_operand(op, &other, span),
+                    Err(e) => R::Err(e),
+                };
+            }
+            _ => {}
+        }
+        let l = self.eval_expr(lhs, env);
+        let r = self.eval_expr(rhs, env);
+        // Comparing a struct or list with null is allowed (and false for ==).
+        if matches!(op, BinaryOp::Eq | BinaryOp::Ne) {
+            let lnull = matches!(l, R::Atom(Atom::Null));
+            let rnull = matches!(r, R::Atom(Atom::Null));
+            if lnull != rnull {
+                let other = if lnull { r.clone() } else { l.clone() };
+                if let R::V(v) = other
+                    && let Ok(v) = self.concrete_vertex(v, span)
+                    && (self.v(v).is_struct || self.v(v).list.is_some())
+                {
+                    return R::Atom(Atom::Bool(op == BinaryOp::Ne));
+                }
+            }
+        }
+        if matches!(op, BinaryOp::Add | BinaryOp::Mul) && (self.is_list(&l) || self.is_list(&r)) {
+            return R::Err(Error::new(
+                ErrorKind::Conflict,
+                format!(
+                    "invalid operation: {} on lists is not supported in CUE v0.14 (use list.Concat or list.Repeat)",
+                    if op == BinaryOp::Add { "+" } else { "*" }
+                ),
+                span,
+            ));
+        }
+        let a = match self.concrete(l, lhs.span()) {
+            Ok(a) => a,
+            Err(e) => return R::Err(e),
+        };
+        let b = match self.concrete(r, rhs.span()) {
+            Ok(b) => b,
+            Err(e) => return R::Err(e),
+        };
+        match binary_atoms(op, &a, &b, span) {
+            Ok(atom) => R::Atom(atom),
+            Err(e) => R::Err(e),
+        }
+    }
+
+    fn is_list(&mut self, r: &R) -> bool {
+        if let R::V(v) = r {
+            let v = *v;
+            self.eval_vertex(v);
+            let v = self.deref(v);
+            return self.v(v).list.is_some();
+        }
+        false
+    }
+
+    fn call(&mut self, func: &'a Expr, args: &'a [Expr], env: EnvId, span: Span) -> R {
+        let f = match self.eval_expr(func, env) {
+            R::Func(name) => name,
+            R::Err(e) => return R::Err(e),
+            _ => {
+                return R::Err(Error::new(
+                    ErrorKind::Conflict,
+                    "cannot call non-function",
+                    func.span(),
+                ));
+            }
+        };
+        if f == "close" || f == "and" || f == "or" {
+            // Evaluated as a value of its own, through the conjunct machinery.
+            return self.temp_call(func, args, env, span, f);
+        }
+        let mut values = Vec::with_capacity(args.len());
+        for arg in args {
+            values.push((self.eval_expr(arg, env), arg.span()));
+        }
+        super::builtins::call(self, f, values, span)
+    }
+
+    fn temp_call(
+        &mut self,
+        _func: &'a Expr,
+        args: &'a [Expr],
+        env: EnvId,
+        span: Span,
+        f: &'static str,
+    ) -> R {
+        let label = self.intern("");
+        let t = self.new_vertex(None, label);
+        self.vm(t).field = FieldKind::Regular;
+        match (f, args) {
+            ("close", [arg]) => {
+                self.add_conj(t, ConjKind::Expr(arg), env, Close::Shallow, 0, false)
+            }
+            ("and", [arg]) => {
+                let r = self.eval_expr(arg, env);
+                match self.list_items(r, span) {
+                    Ok(items) => {
+                        for item in items {
+                            self.add_conj(t, ConjKind::Ref(item, span), env, Close::Open, 0, false);
+                        }
+                    }
+                    Err(e) => return R::Err(e),
+                }
+            }
+            ("or", [arg]) => {
+                let r = self.eval_expr(arg, env);
+                match self.list_items(r, span) {
+                    Ok(items) => {
+                        let mut alts = Vec::new();
+                        for item in items {
+                            self.eval_vertex(item);
+                            if self.deep_errors(item, 0).is_empty() {
+                                alts.push((self.deref(item), true));
+                            }
+                        }
+                        match alts.len() {
+                            0 => {
+                                return R::Err(Error::new(
+                                    ErrorKind::Conflict,
+                                    "empty disjunction",
+                                    span,
+                                ));
+                            }
+                            1 => self.vm(t).forward = Some(alts[0].0),
+                            _ => self.vm(t).alts = Some(alts),
+                        }
+                        self.vm(t).state = State::Done;
+                        return R::V(t);
+                    }
+                    Err(e) => return R::Err(e),
+                }
+            }
+            _ => {
+                return R::Err(Error::new(
+                    ErrorKind::Builtin,
+                    format!("{f}: expected 1 argument"),
+                    span,
+                ));
+            }
+        }
+        self.eval_vertex(t);
+        R::V(t)
+    }
+}
+
+fn is_ident(expr: &Expr, name: &str) -> bool {
+    matches!(expr, Expr::Ident(ident) if ident.name == name)
+}
+
+fn is_bottom(expr: &Expr) -> bool {
+    match expr {
+        Expr::Bottom(_) => true,
+        Expr::Paren(inner, _) => is_bottom(inner),
+        _ => false,
+    }
+}
+
+fn conj_span(kind: &ConjKind<'_>) -> Span {
+    match kind {
+        ConjKind::Expr(e) => e.span(),
+        ConjKind::Decls(_, s)
+        | ConjKind::Json(_, s)
+        | ConjKind::Ref(_, s)
+        | ConjKind::Atom(_, s)
+        | ConjKind::StructOf(_, s)
+        | ConjKind::ListOf(_, s)
+        | ConjKind::Validator(_, s)
+        | ConjKind::Kinds(_, s) => *s,
+        ConjKind::Error(e) => e.span().unwrap_or_default(),
+    }
+}
+
+/// Collects the leaves of a disjunction with whether each is marked default.
+fn flatten_disjunction<'a>(expr: &'a Expr, marked: bool, out: &mut Vec<(&'a Expr, bool)>) {
+    match expr {
+        Expr::Binary {
+            op: BinaryOp::Disjunction,
+            lhs,
+            rhs,
+            ..
+        } => {
+            flatten_disjunction(lhs, marked, out);
+            flatten_disjunction(rhs, marked, out);
+        }
+        Expr::Unary {
+            op: UnaryOp::Default,
+            operand,
+            ..
+        } => flatten_disjunction(operand, true, out),
+        Expr::Paren(inner, _) if is_disjunction(inner) => flatten_disjunction(inner, marked, out),
+        other => out.push((other, marked)),
+    }
+}
+
+fn is_disjunction(expr: &Expr) -> bool {
+    match expr {
+        Expr::Binary {
+            op: BinaryOp::Disjunction,
+            ..
+        }
+        | Expr::Unary {
+            op: UnaryOp::Default,
+            ..
+        } => true,
+        Expr::Paren(inner, _) => is_disjunction(inner),
+        _ => false,
+    }
+}
+
+pub fn json_atom(json: &serde_json::Value) -> Atom {
+    match json {
+        serde_json::Value::Null => Atom::Null,
+        serde_json::Value::Bool(b) => Atom::Bool(*b),
+        serde_json::Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Atom::Int(i)
+            } else if let Some(f) = n.as_f64() {
+                if f.fract() == 0.0 && f.abs() < 9.0e15 {
+                    Atom::Int(f as i64)
+                } else {
+                    Atom::Float(f)
+                }
+            } else {
+                Atom::Float(f64::NAN)
+            }
+        }
+        serde_json::Value::String(s) => Atom::str(s),
+        // Structured values are handled by the callers.
+        _ => Atom::Null,
+    }
+}
+
+fn overflow(span: Span) -> R {
+    R::Err(Error::new(
+        ErrorKind::Unsupported,
+        "unsupported: integer overflow (integers beyond 64 bits)",
+        span,
+    ))
+}
+
+fn bad_operand(op: BinaryOp, atom: &Atom, span: Span) -> R {
+    R::Err(Error::new(
+        ErrorKind::Conflict,
+        format!(
+            "invalid operand {} ('{}' requires bool)",
+            atom.cue_text(),
+            op_text(op)
+        ),
+        span,
+    ))
+}
+
+fn op_text(op: BinaryOp) -> &'static str {
+    match op {
+        BinaryOp::Disjunction => "|",
+        BinaryOp::Unify => "&",
+        BinaryOp::Or => "||",
+        BinaryOp::And => "&&",
+        BinaryOp::Eq => "==",
+        BinaryOp::Ne => "!=",
+        BinaryOp::Lt => "<",
+        BinaryOp::Le => "<=",
+        BinaryOp::Gt => ">",
+        BinaryOp::Ge => ">=",
+        BinaryOp::Match => "=~",
+        BinaryOp::NotMatch => "!~",
+        BinaryOp::Add => "+",
+        BinaryOp::Sub => "-",
+        BinaryOp::Mul => "*",
+        BinaryOp::Div => "/",
+    }
+}
+
+/// Arithmetic, comparison and matching on concrete scalars.
+pub fn binary_atoms(op: BinaryOp, a: &Atom, b: &Atom, span: Span) -> Result<Atom, Error> {
+    let mismatch = || {
+        Error::new(
+            ErrorKind::Conflict,
+            format!(
+                "invalid operands {} and {} to '{}' (type {} and {})",
+                a.cue_text(),
+                b.cue_text(),
+                op_text(op),
+                super::val::kind_text(a.kind()),
+                super::val::kind_text(b.kind())
+            ),
+            span,
+        )
+    };
+    let ovf = || {
+        Error::new(
+            ErrorKind::Unsupported,
+            "unsupported: integer overflow (integers beyond 64 bits)",
+            span,
+        )
+    };
+    match op {
+        BinaryOp::Eq | BinaryOp::Ne => {
+            let comparable = a.kind() == b.kind() || (a.as_f64().is_some() && b.as_f64().is_some());
+            if !comparable && *a != Atom::Null && *b != Atom::Null {
+                return Err(mismatch());
+            }
+            let eq = a.equals(b);
+            Ok(Atom::Bool(if op == BinaryOp::Eq { eq } else { !eq }))
+        }
+        BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
+            let ord = compare(a, b).ok_or_else(mismatch)?;
+            Ok(Atom::Bool(match op {
+                BinaryOp::Lt => ord.is_lt(),
+                BinaryOp::Le => ord.is_le(),
+                BinaryOp::Gt => ord.is_gt(),
+                _ => ord.is_ge(),
+            }))
+        }
+        BinaryOp::Match | BinaryOp::NotMatch => match (a, b) {
+            (Atom::Str(s), Atom::Str(p)) => {
+                let re = regex::Regex::new(p).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Conflict,
+                        format!("invalid regular expression: {e}"),
+                        span,
+                    )
+                })?;
+                Ok(Atom::Bool(re.is_match(s) == (op == BinaryOp::Match)))
+            }
+            _ => Err(mismatch()),
+        },
+        BinaryOp::Add => match (a, b) {
+            (Atom::Int(x), Atom::Int(y)) => x.checked_add(*y).map(Atom::Int).ok_or_else(ovf),
+            (Atom::Str(x), Atom::Str(y)) => Ok(Atom::Str(Rc::from(format!("{x}{y}").as_str()))),
+            (Atom::Bytes(x), Atom::Bytes(y)) => {
+                Ok(Atom::Bytes(Rc::from([&x[..], &y[..]].concat().as_slice())))
+            }
+            _ => match (a.as_f64(), b.as_f64()) {
+                (Some(x), Some(y)) => Ok(Atom::Float(x + y)),
+                _ => Err(mismatch()),
+            },
+        },
+        BinaryOp::Sub => match (a, b) {
+            (Atom::Int(x), Atom::Int(y)) => x.checked_sub(*y).map(Atom::Int).ok_or_else(ovf),
+            _ => match (a.as_f64(), b.as_f64()) {
+                (Some(x), Some(y)) => Ok(Atom::Float(x - y)),
+                _ => Err(mismatch()),
+            },
+        },
+        BinaryOp::Mul => match (a, b) {
+            (Atom::Int(x), Atom::Int(y)) => x.checked_mul(*y).map(Atom::Int).ok_or_else(ovf),
+            (Atom::Str(s), Atom::Int(n)) | (Atom::Int(n), Atom::Str(s)) => {
+                let n = usize::try_from(*n).map_err(|_| mismatch())?;
+                Ok(Atom::Str(Rc::from(s.repeat(n).as_str())))
+            }
+            _ => match (a.as_f64(), b.as_f64()) {
+                (Some(x), Some(y)) => Ok(Atom::Float(x * y)),
+                _ => Err(mismatch()),
+            },
+        },
+        BinaryOp::Div => match (a.as_f64(), b.as_f64()) {
+            (Some(_), Some(y)) if y == 0.0 => {
+                Err(Error::new(ErrorKind::Conflict, "division by zero", span))
+            }
+            (Some(x), Some(y)) => Ok(Atom::Float(x / y)),
+            _ => Err(mismatch()),
+        },
+        BinaryOp::And | BinaryOp::Or | BinaryOp::Unify | BinaryOp::Disjunction => Err(mismatch()),
+    }
+}

@@ -1,0 +1,139 @@
+//! The CUE evaluator: public API ([`Evaluator`], [`Value`]) over the engine.
+//!
+//! - `engine.rs`: vertices, conjuncts, environments, unification, disjunctions, closedness.
+//! - `val.rs`: scalars, kinds, bounds and validators.
+//! - `builtins.rs`: predeclared functions and the standard packages.
+//! - `node.rs`: the owned result tree a [`Value`] wraps, with JSON and syntax-like export.
+
+mod builtins;
+mod engine;
+mod node;
+mod val;
+
+use std::rc::Rc;
+
+use crate::ast;
+use crate::span::Span;
+use crate::{Error, Exported};
+
+use node::Node;
+
+/// JSON data unified into a top-level field before evaluation, the way KubeVela appends
+/// `parameter: <JSON>` and `context: <JSON>` to a template. `span` is where errors about this
+/// data point (for example the Application's `properties`).
+#[derive(Debug, Clone, Copy)]
+pub struct Injection<'a> {
+    pub field: &'a str,
+    pub value: &'a serde_json::Value,
+    pub span: Span,
+}
+
+/// Evaluates parsed files. Holds no per-evaluation state, so one evaluator can be shared by
+/// reference across rayon threads.
+#[derive(Debug, Default)]
+pub struct Evaluator {}
+
+impl Evaluator {
+    pub fn new() -> Evaluator {
+        Evaluator {}
+    }
+
+    /// Unifies `files` as one package and `injections` into their top-level fields.
+    pub fn evaluate(&self, files: &[&ast::File], injections: &[Injection<'_>]) -> Value {
+        let mut engine = engine::Engine::new();
+        engine.load(files, injections);
+        let root = node::build(&mut engine, engine::ROOT);
+        Value {
+            node: root,
+            doc: Rc::new(Vec::new()),
+            path: Rc::new(Vec::new()),
+        }
+    }
+}
+
+/// An evaluated value. Cheap to clone; owns the evaluation it came from.
+#[derive(Debug, Clone)]
+pub struct Value {
+    node: Rc<Node>,
+    doc: Rc<Vec<String>>,
+    path: Rc<Vec<String>>,
+}
+
+impl Value {
+    /// The value at `path` (regular, optional, hidden or definition field names, or list
+    /// indices), if it exists.
+    pub fn lookup(&self, path: &[&str]) -> Option<Value> {
+        let mut node = self.node.clone();
+        let mut doc = self.doc.clone();
+        let mut full: Vec<String> = self.path.as_ref().clone();
+        for label in path {
+            let (next, next_doc) = node::child(&node, label)?;
+            node = next;
+            doc = next_doc;
+            full.push((*label).to_owned());
+        }
+        Some(Value {
+            node,
+            doc,
+            path: Rc::new(full),
+        })
+    }
+
+    /// Regular fields (not optional, hidden or definitions), in CUE field order.
+    pub fn fields(&self) -> Vec<(String, Value)> {
+        node::regular_fields(&self.node)
+            .into_iter()
+            .map(|(label, node, doc)| {
+                let mut path = self.path.as_ref().clone();
+                path.push(label.clone());
+                (
+                    label,
+                    Value {
+                        node,
+                        doc,
+                        path: Rc::new(path),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Doc comments of the field this value was looked up from.
+    pub fn doc(&self) -> Vec<String> {
+        self.doc.as_ref().clone()
+    }
+
+    /// Every error anywhere in the value, without requiring concreteness (CUE's
+    /// `Value.Validate()`).
+    pub fn validate(&self) -> Vec<Error> {
+        let mut errors = Vec::new();
+        node::validate(&self.node, &mut errors);
+        errors
+    }
+
+    /// Concrete JSON, like `cue export`: defaults taken; optional, hidden and definition fields
+    /// omitted; any non-concrete regular field is an error.
+    ///
+    /// # Errors
+    /// Every conflict and every incomplete value found, each with its path and spans.
+    pub fn to_json(&self) -> Result<serde_json::Value, Vec<Error>> {
+        let mut errors = Vec::new();
+        let mut path = self.path.as_ref().clone();
+        let json = node::to_json(&self.node, &mut path, &mut errors);
+        if errors.is_empty() {
+            Ok(json)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// The syntax-like export used by trait patching.
+    pub fn export(&self) -> Exported {
+        node::export(&self.node)
+    }
+
+    /// Whether the value is an error (bottom).
+    pub fn is_bottom(&self) -> bool {
+        matches!(self.node.as_ref(), Node::Bottom(_))
+    }
+}

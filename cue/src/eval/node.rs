@@ -1,0 +1,350 @@
+//! The owned result of an evaluation: a tree of [`Node`]s built from the engine's vertices
+//! once evaluation is complete, so a [`super::Value`] no longer borrows the AST. JSON export,
+//! validation and the syntax-like [`Exported`] view all work on this tree.
+
+use std::rc::Rc;
+
+use crate::exported::{Constraint, Exported, ExportedField, KindSet};
+use crate::span::Span;
+use crate::{Error, ErrorKind};
+
+use super::engine::{Engine, FieldKind, VId, is_definition, is_hidden};
+use super::val::{Atom, kind_text};
+
+const MAX_DEPTH: u32 = 100;
+
+#[derive(Debug)]
+pub enum Node {
+    Struct(Vec<NField>),
+    List {
+        elems: Vec<Rc<Node>>,
+        open: bool,
+    },
+    Scalar(Atom),
+    Disj {
+        alts: Vec<Rc<Node>>,
+        default: Option<usize>,
+    },
+    Incomplete {
+        kinds: KindSet,
+        text: String,
+        span: Span,
+    },
+    Bottom(Vec<Error>),
+}
+
+#[derive(Debug)]
+pub struct NField {
+    pub label: String,
+    pub field: FieldKind,
+    pub node: Rc<Node>,
+    pub doc: Rc<Vec<String>>,
+}
+
+/// Evaluates `v` completely and converts it.
+pub fn build(engine: &mut Engine<'_>, v: VId) -> Rc<Node> {
+    build_at(engine, v, 0)
+}
+
+fn build_at(engine: &mut Engine<'_>, v: VId, depth: u32) -> Rc<Node> {
+    engine.eval_vertex(v);
+    let v = engine.deref(v);
+    if depth > MAX_DEPTH {
+        let span = engine.vs[v as usize].span;
+        return Rc::new(Node::Bottom(vec![Error {
+            kind: ErrorKind::Cycle,
+            message: "structural cycle".to_owned(),
+            spans: vec![span],
+            path: engine.path(v),
+        }]));
+    }
+    let vertex = &engine.vs[v as usize];
+    if !vertex.errors.is_empty() {
+        return Rc::new(Node::Bottom(vertex.errors.clone()));
+    }
+    if let Some(alts) = vertex.alts.clone() {
+        let default = match engine.default_of(v) {
+            Some(Ok(d)) => alts.iter().position(|(a, _)| *a == d),
+            _ => None,
+        };
+        let nodes = alts
+            .iter()
+            .map(|(a, _)| build_at(engine, *a, depth + 1))
+            .collect();
+        return Rc::new(Node::Disj {
+            alts: nodes,
+            default,
+        });
+    }
+    if let Some(list) = vertex.list.clone() {
+        let open = engine.list_is_open(v);
+        let elems = list
+            .elems
+            .iter()
+            .map(|e| build_at(engine, *e, depth + 1))
+            .collect();
+        return Rc::new(Node::List { elems, open });
+    }
+    let is_struct = vertex.is_struct
+        || (vertex.struct_hint
+            && vertex.shape.atom.is_none()
+            && (vertex.shape.kinds == KindSet::TOP || vertex.shape.kinds == KindSet::STRUCT));
+    if is_struct {
+        let arcs = vertex.arcs.clone();
+        let mut fields = Vec::with_capacity(arcs.len());
+        for (sym, arc) in arcs {
+            let label = engine.sym(sym).to_owned();
+            let node = build_at(engine, arc, depth + 1);
+            let a = &engine.vs[arc as usize];
+            let doc: Vec<String> = a.docs.iter().flat_map(|(_, d)| d.iter().cloned()).collect();
+            fields.push(NField {
+                label,
+                field: a.field,
+                node,
+                doc: Rc::new(doc),
+            });
+        }
+        return Rc::new(Node::Struct(fields));
+    }
+    if let Some((atom, _)) = &vertex.shape.atom {
+        return Rc::new(Node::Scalar(atom.clone()));
+    }
+    Rc::new(Node::Incomplete {
+        kinds: vertex.shape.kinds,
+        text: vertex.shape.constraint_text(),
+        span: vertex.span,
+    })
+}
+
+/// The default of a disjunction node, or the node itself.
+fn resolved(node: &Rc<Node>) -> Rc<Node> {
+    match node.as_ref() {
+        Node::Disj {
+            alts,
+            default: Some(d),
+        } => alts.get(*d).cloned().unwrap_or_else(|| node.clone()),
+        _ => node.clone(),
+    }
+}
+
+pub fn child(node: &Rc<Node>, label: &str) -> Option<(Rc<Node>, Rc<Vec<String>>)> {
+    let node = resolved(node);
+    match node.as_ref() {
+        Node::Struct(fields) => fields
+            .iter()
+            .find(|f| f.label == label)
+            .map(|f| (f.node.clone(), f.doc.clone())),
+        Node::List { elems, .. } => {
+            let i: usize = label.parse().ok()?;
+            elems.get(i).map(|e| (e.clone(), Rc::new(Vec::new())))
+        }
+        _ => None,
+    }
+}
+
+fn is_regular(field: &NField) -> bool {
+    !is_hidden(&field.label) && !is_definition(&field.label) && field.field != FieldKind::Optional
+}
+
+pub fn regular_fields(node: &Rc<Node>) -> Vec<(String, Rc<Node>, Rc<Vec<String>>)> {
+    let node = resolved(node);
+    match node.as_ref() {
+        Node::Struct(fields) => fields
+            .iter()
+            .filter(|f| is_regular(f))
+            .map(|f| (f.label.clone(), f.node.clone(), f.doc.clone()))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+pub fn validate(node: &Rc<Node>, errors: &mut Vec<Error>) {
+    match node.as_ref() {
+        Node::Bottom(errs) => {
+            for e in errs {
+                if e.kind != ErrorKind::Incomplete && !errors.contains(e) {
+                    errors.push(e.clone());
+                }
+            }
+        }
+        Node::Struct(fields) => {
+            for f in fields {
+                validate(&f.node, errors);
+            }
+        }
+        Node::List { elems, .. } => {
+            for e in elems {
+                validate(e, errors);
+            }
+        }
+        Node::Disj { alts, .. } => {
+            for a in alts {
+                validate(a, errors);
+            }
+        }
+        Node::Scalar(_) | Node::Incomplete { .. } => {}
+    }
+}
+
+pub fn to_json(
+    node: &Rc<Node>,
+    path: &mut Vec<String>,
+    errors: &mut Vec<Error>,
+) -> serde_json::Value {
+    match node.as_ref() {
+        Node::Bottom(errs) => {
+            for e in errs {
+                let mut e = e.clone();
+                if e.path.is_empty() {
+                    e.path = path.clone();
+                }
+                if !errors.contains(&e) {
+                    errors.push(e);
+                }
+            }
+            serde_json::Value::Null
+        }
+        Node::Scalar(atom) => atom.to_json(),
+        Node::Struct(fields) => {
+            let mut map = serde_json::Map::new();
+            for f in fields {
+                if is_hidden(&f.label) || is_definition(&f.label) || f.field == FieldKind::Optional
+                {
+                    continue;
+                }
+                path.push(f.label.clone());
+                if f.field == FieldKind::Required
+                    && !matches!(
+                        f.node.as_ref(),
+                        Node::Scalar(_) | Node::Struct(_) | Node::List { .. }
+                    )
+                {
+                    errors.push(Error {
+                        kind: ErrorKind::Incomplete,
+                        message: format!("field is required but not present: {}", f.label),
+                        spans: vec![],
+                        path: path.clone(),
+                    });
+                } else {
+                    let value = to_json(&f.node, path, errors);
+                    map.insert(f.label.clone(), value);
+                }
+                path.pop();
+            }
+            serde_json::Value::Object(map)
+        }
+        Node::List { elems, .. } => {
+            let mut out = Vec::with_capacity(elems.len());
+            for (i, e) in elems.iter().enumerate() {
+                path.push(i.to_string());
+                out.push(to_json(e, path, errors));
+                path.pop();
+            }
+            serde_json::Value::Array(out)
+        }
+        Node::Disj { alts, default } => match default.and_then(|d| alts.get(d)) {
+            Some(d) => to_json(d, path, errors),
+            None => {
+                let texts: Vec<String> = alts.iter().map(|a| text_of(a)).collect();
+                errors.push(Error {
+                    kind: ErrorKind::Incomplete,
+                    message: format!("incomplete value {}", texts.join(" | ")),
+                    spans: vec![],
+                    path: path.clone(),
+                });
+                serde_json::Value::Null
+            }
+        },
+        Node::Incomplete { text, span, .. } => {
+            errors.push(Error {
+                kind: ErrorKind::Incomplete,
+                message: format!("incomplete value {text}"),
+                spans: vec![*span],
+                path: path.clone(),
+            });
+            serde_json::Value::Null
+        }
+    }
+}
+
+/// Short CUE text of a node.
+fn text_of(node: &Rc<Node>) -> String {
+    match node.as_ref() {
+        Node::Scalar(atom) => atom.cue_text(),
+        Node::Incomplete { text, .. } => text.clone(),
+        Node::Struct(_) => "{...}".to_owned(),
+        Node::List { .. } => "[...]".to_owned(),
+        Node::Disj { alts, default } => alts
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                if Some(i) == *default {
+                    format!("*{}", text_of(a))
+                } else {
+                    text_of(a)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" | "),
+        Node::Bottom(_) => "_|_".to_owned(),
+    }
+}
+
+fn kinds_of(node: &Rc<Node>) -> KindSet {
+    match node.as_ref() {
+        Node::Scalar(atom) => atom.kind(),
+        Node::Incomplete { kinds, .. } => *kinds,
+        Node::Struct(_) => KindSet::STRUCT,
+        Node::List { .. } => KindSet::LIST,
+        Node::Disj { alts, .. } => alts
+            .iter()
+            .fold(KindSet(0), |acc, a| acc.union(kinds_of(a))),
+        Node::Bottom(_) => KindSet(0),
+    }
+}
+
+pub fn export(node: &Rc<Node>) -> Exported {
+    match node.as_ref() {
+        Node::Bottom(errs) => Exported::Bottom(errs.clone()),
+        Node::Scalar(atom) => Exported::Scalar(atom.to_json()),
+        Node::Struct(fields) => Exported::Struct(
+            fields
+                .iter()
+                .filter(|f| !is_definition(&f.label))
+                .map(|f| ExportedField {
+                    label: f.label.clone(),
+                    value: export(&f.node),
+                    doc: f.doc.as_ref().clone(),
+                    optional: f.field == FieldKind::Optional,
+                })
+                .collect(),
+        ),
+        Node::List { elems, open } => Exported::List {
+            elems: elems.iter().map(export).collect(),
+            open: *open,
+        },
+        Node::Disj { alts, default } => match default.and_then(|d| alts.get(d)) {
+            Some(d) => Exported::Default {
+                default: Box::new(export(d)),
+                others: alts
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| Some(*i) != *default)
+                    .map(|(_, a)| export(a))
+                    .collect(),
+            },
+            None => Exported::Incomplete(Constraint {
+                kinds: kinds_of(node),
+                text: text_of(node),
+            }),
+        },
+        Node::Incomplete { kinds, text, .. } => Exported::Incomplete(Constraint {
+            kinds: *kinds,
+            text: if text.is_empty() {
+                kind_text(*kinds)
+            } else {
+                text.clone()
+            },
+        }),
+    }
+}
