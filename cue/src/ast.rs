@@ -69,6 +69,12 @@ pub struct Field {
     /// in source order.
     pub doc: Vec<String>,
     pub span: Span,
+    /// `[X=expr]: value` or `(X=expr): value`: `X` is bound to the concrete label (the field
+    /// name the pattern matched, or the dynamic label's string) within `value`. The label
+    /// itself is `Label::Pattern(expr)` / `Label::Dynamic(expr)` as without the alias.
+    pub label_expr_alias: Option<Ident>,
+    /// `label: X=value`: `X` is bound to the field's value within `value`.
+    pub value_alias: Option<Ident>,
 }
 
 /// Whether a field is regular, optional (`?`) or required (`!`).
@@ -236,9 +242,15 @@ pub enum Expr {
         span: Span,
     },
     /// A double-quoted (or `#"..."#`, or `"""` multi-line) string, possibly interpolated.
-    String { parts: Vec<StringPart>, span: Span },
+    String {
+        parts: Vec<StringPart>,
+        span: Span,
+    },
     /// A single-quoted bytes literal, possibly interpolated.
-    Bytes { parts: Vec<StringPart>, span: Span },
+    Bytes {
+        parts: Vec<StringPart>,
+        span: Span,
+    },
     /// `_`
     Top(Span),
     /// `_|_`

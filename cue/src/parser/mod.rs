@@ -1,0 +1,839 @@
+//! The CUE parser: source text to [`ast::File`] plus syntax errors.
+//!
+//! It is a hand-written recursive-descent parser over the token vector from [`lexer`], with
+//! precedence climbing for binary operators (`expr.rs`) and literal decoding in `literal.rs`.
+//! This file holds the entry point, the shared token cursor and error reporting, and the
+//! declaration level: package clause, imports, fields, let clauses, comprehensions.
+//!
+//! It recovers from errors: a bad declaration is reported with its span and skipped up to the
+//! next comma, newline or closing brace, so one typo yields one error and the rest of the file is
+//! still parsed. Nesting is capped at [`MAX_DEPTH`] so no input can overflow the stack.
+
+mod expr;
+mod lexer;
+mod literal;
+#[cfg(test)]
+mod tests;
+
+use crate::ast;
+use crate::span::{FileId, Span};
+use crate::{Error, ErrorKind};
+use lexer::{Token, TokenKind};
+
+/// A parsed file and the syntax errors found while parsing it. The parser recovers, so `file`
+/// holds every declaration it could read even when `errors` is not empty.
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    pub file: ast::File,
+    pub errors: Vec<Error>,
+}
+
+/// Parses one CUE source text. Spans are byte offsets into `source`, tagged with `file`.
+///
+/// Errors are sorted by position. Constructs of the CUE syntax that [`ast`] cannot represent
+/// (aliases on values and inside pattern labels) are reported as [`ErrorKind::Unsupported`].
+pub fn parse_file(file: FileId, source: &str) -> Parsed {
+    let lexed = lexer::lex(file, source);
+    let mut parser = Parser {
+        file,
+        src: source,
+        tokens: lexed.tokens,
+        comments: lexed.comments,
+        doc_groups: lexed.doc_groups,
+        pos: 0,
+        last_end: 0,
+        depth: 0,
+        chain: 0,
+        too_deep: false,
+        errors: Vec::new(),
+    };
+    let ast = parser.file(source);
+    let mut errors = lexed.errors;
+    errors.extend(parser.errors);
+    // Lexer and parser errors interleave; report them in source order, one per position.
+    errors.sort_by_key(|error| error.span().map_or(0, |span| span.start));
+    errors.dedup_by(|later, earlier| {
+        later.span().map(|span| span.start) == earlier.span().map(|span| span.start)
+            && later.kind == earlier.kind
+    });
+    errors.truncate(MAX_ERRORS);
+    Parsed { file: ast, errors }
+}
+
+/// The deepest nesting of expressions, structs and label chains the parser follows. Real
+/// templates nest about 15 levels; the cap keeps recursion bounded on hostile input.
+pub(crate) const MAX_DEPTH: u32 = 200;
+
+/// At most this many errors are reported for one file; after that they are mostly cascades.
+const MAX_ERRORS: usize = 100;
+
+struct Parser<'a> {
+    file: FileId,
+    src: &'a str,
+    tokens: Vec<Token>,
+    comments: Vec<(u32, u32)>,
+    doc_groups: Vec<(u32, u32)>,
+    pos: usize,
+    /// End offset of the last consumed token (commas excluded), for node spans.
+    last_end: u32,
+    depth: u32,
+    /// Extra tree depth from operator and selector chains in progress (see `expr.rs`).
+    chain: u32,
+    /// Set once [`MAX_DEPTH`] is exceeded: the rest of the input is skipped.
+    too_deep: bool,
+    errors: Vec<Error>,
+}
+
+/// What [`Parser::field_or_expr`] found.
+enum FieldOrExpr {
+    Field(ast::Field),
+    Expr(ast::Expr),
+    /// `X=expr`: an aliased value (in a field value) or embedding.
+    Aliased(ast::Ident, ast::Expr),
+}
+
+/// Where a list of declarations ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum DeclContext {
+    File,
+    Struct,
+}
+
+impl<'a> Parser<'a> {
+    // ----- token cursor -----
+
+    fn peek(&self) -> Token {
+        self.peek_at(0)
+    }
+
+    fn peek_at(&self, ahead: usize) -> Token {
+        match self.tokens.get(self.pos + ahead) {
+            Some(token) => *token,
+            None => self.eof_token(),
+        }
+    }
+
+    fn eof_token(&self) -> Token {
+        self.tokens.last().copied().unwrap_or(Token {
+            kind: TokenKind::Eof,
+            start: self.src.len() as u32,
+            end: self.src.len() as u32,
+            implicit: false,
+            doc: 0,
+        })
+    }
+
+    fn kind(&self) -> TokenKind {
+        self.peek().kind
+    }
+
+    fn at(&self, kind: TokenKind) -> bool {
+        self.kind() == kind
+    }
+
+    fn bump(&mut self) -> Token {
+        let token = self.peek();
+        if token.kind != TokenKind::Eof {
+            self.pos += 1;
+            if token.kind != TokenKind::Comma {
+                self.last_end = token.end;
+            }
+        }
+        token
+    }
+
+    fn eat(&mut self, kind: TokenKind) -> Option<Token> {
+        if self.at(kind) {
+            Some(self.bump())
+        } else {
+            None
+        }
+    }
+
+    fn text(&self, token: Token) -> &'a str {
+        self.src
+            .get(token.start as usize..token.end as usize)
+            .unwrap_or("")
+    }
+
+    fn is_keyword(&self, token: Token, keyword: &str) -> bool {
+        token.kind == TokenKind::Ident && self.text(token) == keyword
+    }
+
+    fn span(&self, start: u32, end: u32) -> Span {
+        Span::new(self.file, start, end.max(start))
+    }
+
+    fn token_span(&self, token: Token) -> Span {
+        self.span(token.start, token.end)
+    }
+
+    /// The span from `start` to the end of the last consumed token.
+    fn span_from(&self, start: u32) -> Span {
+        self.span(start, self.last_end)
+    }
+
+    /// Consumes a token of `kind`, or reports `expected {what}, found ...` and consumes nothing.
+    fn expect(&mut self, kind: TokenKind, what: &str) -> Option<Token> {
+        if self.at(kind) {
+            Some(self.bump())
+        } else {
+            self.error_expected(what);
+            None
+        }
+    }
+
+    // ----- errors -----
+
+    fn error(&mut self, span: Span, message: impl Into<String>) {
+        self.report(ErrorKind::Syntax, span, message.into());
+    }
+
+    fn report(&mut self, kind: ErrorKind, span: Span, message: String) {
+        if self.too_deep || self.errors.len() >= MAX_ERRORS {
+            return;
+        }
+        // One error per position: the rest are cascades of the first.
+        if self
+            .errors
+            .last()
+            .and_then(Error::span)
+            .is_some_and(|last| last.start == span.start)
+        {
+            return;
+        }
+        self.errors.push(Error::new(kind, message, span));
+    }
+
+    fn error_expected(&mut self, what: &str) {
+        let token = self.peek();
+        let found = self.describe(token);
+        self.error(
+            self.token_span(token),
+            format!("expected {what}, found {found}"),
+        );
+    }
+
+    /// How a token is named in an error message.
+    fn describe(&self, token: Token) -> String {
+        match token.kind {
+            TokenKind::Eof => "end of file".to_owned(),
+            TokenKind::Comma if token.implicit => "newline".to_owned(),
+            TokenKind::StrStart => "string literal".to_owned(),
+            TokenKind::Attribute => "attribute".to_owned(),
+            _ => {
+                let text = self.text(token);
+                let short: String = text.chars().take(24).collect();
+                format!("'{short}'")
+            }
+        }
+    }
+
+    /// Enters one nesting level. Returns false, after reporting once and skipping the rest of
+    /// the input, when the nesting is too deep.
+    fn enter(&mut self) -> bool {
+        if self.too_deep {
+            return false;
+        }
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            let token = self.peek();
+            self.error(
+                self.token_span(token),
+                format!("nesting too deep: more than {MAX_DEPTH} levels"),
+            );
+            self.too_deep = true;
+            self.pos = self.tokens.len().saturating_sub(1);
+            self.depth -= 1;
+            return false;
+        }
+        true
+    }
+
+    fn leave(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    /// Skips to the end of the current declaration or list element: the next comma or closing
+    /// bracket at this nesting level (neither consumed), or the end of file.
+    fn skip_to_separator(&mut self) {
+        let mut nesting = 0u32;
+        loop {
+            match self.kind() {
+                TokenKind::Eof => return,
+                TokenKind::Comma if nesting == 0 => return,
+                TokenKind::LBrace | TokenKind::LBrack | TokenKind::LParen => nesting += 1,
+                TokenKind::RBrace | TokenKind::RBrack | TokenKind::RParen => {
+                    if nesting == 0 {
+                        return;
+                    }
+                    nesting -= 1;
+                }
+                _ => {}
+            }
+            self.bump();
+        }
+    }
+
+    // ----- file level -----
+
+    fn file(&mut self, source: &str) -> ast::File {
+        let mut decls = Vec::new();
+        // Attributes may precede the package clause (`@if(tag)` build constraints).
+        while self.at(TokenKind::Attribute) && self.preamble_follows_attributes() {
+            let token = self.bump();
+            decls.push(ast::Decl::Attribute(self.attribute(token)));
+            self.eat(TokenKind::Comma);
+        }
+        let package = self.package_clause();
+        let imports = self.imports();
+        decls.extend(self.decls(DeclContext::File));
+        ast::File {
+            package,
+            imports,
+            decls,
+            span: self.span(0, source.len() as u32),
+        }
+    }
+
+    /// Whether the attributes at the cursor are followed by a `package` clause.
+    fn preamble_follows_attributes(&self) -> bool {
+        let mut ahead = 0;
+        loop {
+            let token = self.peek_at(ahead);
+            match token.kind {
+                TokenKind::Attribute | TokenKind::Comma => ahead += 1,
+                TokenKind::Ident => {
+                    return self.is_keyword(token, "package")
+                        && self.peek_at(ahead + 1).kind == TokenKind::Ident;
+                }
+                _ => return false,
+            }
+        }
+    }
+
+    fn package_clause(&mut self) -> Option<ast::Ident> {
+        let token = self.peek();
+        if !self.is_keyword(token, "package") || self.peek_at(1).kind != TokenKind::Ident {
+            return None;
+        }
+        self.bump();
+        let name_token = self.bump();
+        let name = self.ident(name_token);
+        self.end_of_preamble_line();
+        Some(name)
+    }
+
+    fn imports(&mut self) -> Vec<ast::Import> {
+        let mut imports = Vec::new();
+        loop {
+            let token = self.peek();
+            let next = self.peek_at(1).kind;
+            if !self.is_keyword(token, "import")
+                || !matches!(
+                    next,
+                    TokenKind::StrStart | TokenKind::LParen | TokenKind::Ident
+                )
+            {
+                return imports;
+            }
+            // `import: x` or `import (x): y` would be fields; `import` followed by an
+            // identifier and `:` as well.
+            if next == TokenKind::Ident && self.peek_at(2).kind != TokenKind::StrStart {
+                return imports;
+            }
+            self.bump();
+            if self.eat(TokenKind::LParen).is_some() {
+                loop {
+                    match self.kind() {
+                        TokenKind::RParen | TokenKind::Eof => break,
+                        TokenKind::Comma => {
+                            self.bump();
+                        }
+                        _ => {
+                            let before = self.pos;
+                            if let Some(import) = self.import_spec() {
+                                imports.push(import);
+                            }
+                            if !matches!(self.kind(), TokenKind::Comma | TokenKind::RParen) {
+                                self.error_expected("',' or ')' in import list");
+                                self.skip_to_separator();
+                            }
+                            if self.pos == before {
+                                self.bump();
+                            }
+                        }
+                    }
+                }
+                self.expect(TokenKind::RParen, "')' to close the import list");
+            } else if let Some(import) = self.import_spec() {
+                imports.push(import);
+            }
+            self.end_of_preamble_line();
+        }
+    }
+
+    fn import_spec(&mut self) -> Option<ast::Import> {
+        let start = self.peek().start;
+        let alias = self.eat(TokenKind::Ident).map(|token| self.ident(token));
+        if !self.at(TokenKind::StrStart) {
+            self.error_expected("import path string");
+            return None;
+        }
+        let path_start = self.peek().start;
+        let path = match self.string_expr() {
+            ast::Expr::String { parts, .. } => match parts.as_slice() {
+                [] => String::new(),
+                [ast::StringPart::Lit(text)] => text.clone(),
+                _ => {
+                    let span = self.span_from(path_start);
+                    self.error(span, "import path must not be interpolated");
+                    String::new()
+                }
+            },
+            _ => {
+                let span = self.span_from(path_start);
+                self.error(span, "import path must be a double-quoted string");
+                String::new()
+            }
+        };
+        Some(ast::Import {
+            alias,
+            path,
+            span: self.span_from(start),
+        })
+    }
+
+    /// After the package clause or an import: a comma or newline, or the end of the file.
+    fn end_of_preamble_line(&mut self) {
+        if self.eat(TokenKind::Comma).is_none() && !self.at(TokenKind::Eof) {
+            self.error_expected("newline after package or import clause");
+            self.skip_to_separator();
+            self.eat(TokenKind::Comma);
+        }
+    }
+
+    // ----- declarations -----
+
+    /// Parses declarations up to `}` (not consumed) or the end of file.
+    fn decls(&mut self, context: DeclContext) -> Vec<ast::Decl> {
+        let mut decls = Vec::new();
+        loop {
+            match self.kind() {
+                TokenKind::Eof => break,
+                TokenKind::RBrace if context == DeclContext::Struct => break,
+                TokenKind::Comma => {
+                    let token = self.bump();
+                    if !token.implicit {
+                        self.error(
+                            self.token_span(token),
+                            "unexpected ',': expected declaration",
+                        );
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            let before = self.pos;
+            let decl = self.decl();
+            if self.pos == before {
+                // Nothing could be read here; the error is reported, move on.
+                self.bump();
+                continue;
+            }
+            if let Some(decl) = decl {
+                decls.push(decl);
+            }
+            match self.kind() {
+                TokenKind::Comma => {
+                    self.bump();
+                }
+                TokenKind::Eof => {}
+                TokenKind::RBrace if context == DeclContext::Struct => {}
+                _ => {
+                    let what = match context {
+                        DeclContext::File => "',' or newline after declaration",
+                        DeclContext::Struct => "',' or '}' after declaration",
+                    };
+                    self.error_expected(what);
+                    self.skip_to_separator();
+                    if context == DeclContext::File && !self.at(TokenKind::Eof) {
+                        // A stray closing bracket at file level: step over it.
+                        self.bump();
+                    }
+                }
+            }
+        }
+        decls
+    }
+
+    fn decl(&mut self) -> Option<ast::Decl> {
+        let token = self.peek();
+        match token.kind {
+            TokenKind::Ellipsis => {
+                self.bump();
+                let value = if expr::starts_expr(self.kind()) {
+                    Some(self.expr())
+                } else {
+                    None
+                };
+                Some(ast::Decl::Ellipsis(value, self.span_from(token.start)))
+            }
+            TokenKind::Attribute => {
+                self.bump();
+                Some(ast::Decl::Attribute(self.attribute(token)))
+            }
+            TokenKind::Ident if self.at_let_clause() => Some(ast::Decl::Let(self.let_clause())),
+            TokenKind::Ident if self.at_comprehension() => {
+                Some(ast::Decl::Comprehension(self.comprehension()))
+            }
+            kind if expr::starts_expr(kind) => {
+                let doc = self.doc_lines(token);
+                match self.field_or_expr()? {
+                    FieldOrExpr::Field(mut field) => {
+                        set_doc(&mut field, doc);
+                        Some(ast::Decl::Field(field))
+                    }
+                    FieldOrExpr::Expr(expr) => Some(ast::Decl::Embed(expr)),
+                    FieldOrExpr::Aliased(alias, expr) => {
+                        // The spec reserves `X=expr` embeddings but no CUE version has
+                        // given them a meaning.
+                        let span = alias.span.to(expr.span());
+                        self.report(
+                            ErrorKind::Unsupported,
+                            span,
+                            "unsupported: alias on an embedding ('X=expr'); aliases go on \
+                             labels ('X=label: value') or field values ('label: X=value')"
+                                .to_owned(),
+                        );
+                        Some(ast::Decl::Embed(expr))
+                    }
+                }
+            }
+            _ => {
+                self.error_expected("declaration");
+                None
+            }
+        }
+    }
+
+    /// The doc comment lines attached to `token`, with `//` and one following space removed.
+    fn doc_lines(&self, token: Token) -> Vec<String> {
+        let Some(&(first, last)) = token
+            .doc
+            .checked_sub(1)
+            .and_then(|index| self.doc_groups.get(index as usize))
+        else {
+            return Vec::new();
+        };
+        let comments = self
+            .comments
+            .get(first as usize..last as usize)
+            .unwrap_or(&[]);
+        comments
+            .iter()
+            .map(|&(start, end)| {
+                let text = self.src.get(start as usize..end as usize).unwrap_or("");
+                let text = text.strip_prefix("//").unwrap_or(text);
+                let text = text.strip_prefix(' ').unwrap_or(text);
+                text.strip_suffix('\r').unwrap_or(text).to_owned()
+            })
+            .collect()
+    }
+
+    /// `let x = ...` (and not a field named `let`).
+    fn at_let_clause(&self) -> bool {
+        self.is_keyword(self.peek(), "let")
+            && self.peek_at(1).kind == TokenKind::Ident
+            && self.peek_at(2).kind == TokenKind::Assign
+    }
+
+    /// `for x in ...` or `if cond` starting a comprehension (and not a field named `for`/`if`).
+    fn at_comprehension(&self) -> bool {
+        let token = self.peek();
+        let next = self.peek_at(1);
+        if self.is_keyword(token, "for") {
+            return next.kind == TokenKind::Ident;
+        }
+        if self.is_keyword(token, "if") {
+            let marker_then_colon = matches!(next.kind, TokenKind::Question | TokenKind::Not)
+                && self.peek_at(2).kind == TokenKind::Colon;
+            return expr::starts_expr(next.kind)
+                && next.kind != TokenKind::Colon
+                && !marker_then_colon;
+        }
+        false
+    }
+
+    fn let_clause(&mut self) -> ast::LetClause {
+        let start = self.bump().start;
+        let name_token = self.bump();
+        let name = self.ident(name_token);
+        self.expect(TokenKind::Assign, "'=' in let clause");
+        let value = self.expr();
+        ast::LetClause {
+            name,
+            value,
+            span: self.span_from(start),
+        }
+    }
+
+    /// `for ... in ... / if ... / let ...` clauses and the struct body.
+    fn comprehension(&mut self) -> ast::Comprehension {
+        let start = self.peek().start;
+        let mut clauses = Vec::new();
+        loop {
+            let token = self.peek();
+            if self.is_keyword(token, "for") {
+                clauses.push(self.for_clause());
+            } else if self.is_keyword(token, "if") {
+                self.bump();
+                let condition = self.expr();
+                clauses.push(ast::Clause::If {
+                    condition,
+                    span: self.span_from(token.start),
+                });
+            } else if self.is_keyword(token, "let") {
+                if self.at_let_clause() {
+                    clauses.push(ast::Clause::Let(self.let_clause()));
+                } else {
+                    self.bump();
+                    self.error_expected("identifier and '=' after 'let'");
+                }
+            } else {
+                break;
+            }
+            // Clauses may be separated by commas, written or inserted at a newline.
+            if self.at(TokenKind::Comma) {
+                let next = self.peek_at(1);
+                if ["for", "if", "let"]
+                    .iter()
+                    .any(|keyword| self.is_keyword(next, keyword))
+                {
+                    self.bump();
+                }
+            }
+        }
+        let body = if self.at(TokenKind::LBrace) {
+            self.struct_lit()
+        } else {
+            self.error_expected("'{' after comprehension clauses");
+            ast::StructLit {
+                decls: Vec::new(),
+                shorthand: false,
+                span: self.span(self.last_end, self.last_end),
+            }
+        };
+        ast::Comprehension {
+            clauses,
+            body,
+            span: self.span_from(start),
+        }
+    }
+
+    fn for_clause(&mut self) -> ast::Clause {
+        let start = self.bump().start;
+        let first = self.ident_or_error("identifier after 'for'");
+        let (key, value) = if self.at(TokenKind::Comma) && !self.peek().implicit {
+            self.bump();
+            let second = self.ident_or_error("identifier after ','");
+            (first, second)
+        } else {
+            (None, first)
+        };
+        let value = value.unwrap_or_else(|| ast::Ident {
+            name: "_".to_owned(),
+            span: self.span(self.last_end, self.last_end),
+        });
+        let source = if self.is_keyword(self.peek(), "in") {
+            self.bump();
+            self.expr()
+        } else {
+            self.error_expected("'in' in for clause");
+            if expr::starts_expr(self.kind()) && !self.at(TokenKind::LBrace) {
+                self.expr()
+            } else {
+                self.placeholder(self.last_end)
+            }
+        };
+        ast::Clause::For {
+            key,
+            value,
+            source,
+            span: self.span_from(start),
+        }
+    }
+
+    fn ident_or_error(&mut self, what: &str) -> Option<ast::Ident> {
+        if self.at(TokenKind::Ident) {
+            let token = self.bump();
+            Some(self.ident(token))
+        } else {
+            self.error_expected(what);
+            None
+        }
+    }
+
+    fn ident(&self, token: Token) -> ast::Ident {
+        ast::Ident {
+            name: self.text(token).to_owned(),
+            span: self.token_span(token),
+        }
+    }
+
+    fn attribute(&self, token: Token) -> ast::Attribute {
+        let text = self.text(token);
+        let inner = text.strip_prefix('@').unwrap_or(text);
+        let (name, body) = match inner.split_once('(') {
+            Some((name, rest)) => (name, rest.strip_suffix(')').unwrap_or(rest)),
+            None => (inner, ""),
+        };
+        ast::Attribute {
+            name: name.to_owned(),
+            body: body.to_owned(),
+            span: self.token_span(token),
+        }
+    }
+
+    // ----- fields -----
+
+    /// Parses what starts a declaration or a field value: a field (`label: value`, possibly a
+    /// shorthand chain) or an expression. Labels are operands (`a`, `"a"`, `(a)`, `[a]`), so the
+    /// operand is parsed first and becomes a label if `:` (or `?:`, `!:`) follows; otherwise it
+    /// continues as an expression, without re-parsing.
+    fn field_or_expr(&mut self) -> Option<FieldOrExpr> {
+        if !self.enter() {
+            return None;
+        }
+        let result = self.field_or_expr_inner();
+        self.leave();
+        Some(result)
+    }
+
+    fn field_or_expr_inner(&mut self) -> FieldOrExpr {
+        let start = self.peek();
+        // `X=label: value` (label alias) or `X=expr` (value alias).
+        if start.kind == TokenKind::Ident && self.peek_at(1).kind == TokenKind::Assign {
+            self.bump();
+            self.bump();
+            let alias = self.ident(start);
+            let operand_start = self.peek().start;
+            let operand = self.label_operand();
+            if let Some(constraint) = self.field_marker() {
+                let Some((label, label_expr_alias)) = self.operand_to_label(operand, operand_start)
+                else {
+                    return self.field_after_bad_label(constraint, start.start);
+                };
+                let label = ast::Label::Alias(alias, Box::new(label));
+                let mut field = self.field_rest(label, constraint, start.start);
+                field.label_expr_alias = label_expr_alias;
+                return FieldOrExpr::Field(field);
+            }
+            let expr = self.continue_expr(operand);
+            return FieldOrExpr::Aliased(alias, expr);
+        }
+        let operand = self.label_operand();
+        if let Some(constraint) = self.field_marker() {
+            let Some((label, label_expr_alias)) = self.operand_to_label(operand, start.start)
+            else {
+                return self.field_after_bad_label(constraint, start.start);
+            };
+            let mut field = self.field_rest(label, constraint, start.start);
+            field.label_expr_alias = label_expr_alias;
+            return FieldOrExpr::Field(field);
+        }
+        FieldOrExpr::Expr(self.continue_expr(operand))
+    }
+
+    /// After a label that was reported as invalid: parses the value anyway, so the error does
+    /// not cascade, and yields a placeholder.
+    fn field_after_bad_label(
+        &mut self,
+        constraint: ast::FieldConstraint,
+        start: u32,
+    ) -> FieldOrExpr {
+        let label = ast::Label::String(String::new(), self.span(start, start));
+        self.field_rest(label, constraint, start);
+        FieldOrExpr::Expr(self.placeholder(start))
+    }
+
+    /// Parses `: value {attr}` after a label.
+    fn field_rest(
+        &mut self,
+        label: ast::Label,
+        constraint: ast::FieldConstraint,
+        start: u32,
+    ) -> ast::Field {
+        let mut value_alias = None;
+        let value = if expr::starts_expr(self.kind()) {
+            match self.field_or_expr() {
+                Some(FieldOrExpr::Field(inner)) => {
+                    let span = inner.span;
+                    ast::Expr::Struct(ast::StructLit {
+                        decls: vec![ast::Decl::Field(inner)],
+                        shorthand: true,
+                        span,
+                    })
+                }
+                Some(FieldOrExpr::Expr(expr)) => expr,
+                Some(FieldOrExpr::Aliased(alias, expr)) => {
+                    value_alias = Some(alias);
+                    expr
+                }
+                None => self.placeholder(self.last_end),
+            }
+        } else {
+            self.error_expected("field value after ':'");
+            self.placeholder(self.last_end)
+        };
+        let mut attrs = Vec::new();
+        while self.at(TokenKind::Attribute) {
+            let token = self.bump();
+            attrs.push(self.attribute(token));
+        }
+        ast::Field {
+            label,
+            constraint,
+            value,
+            attrs,
+            doc: Vec::new(),
+            span: self.span_from(start),
+            label_expr_alias: None,
+            value_alias,
+        }
+    }
+
+    /// Consumes `:`, `?:` or `!:` and says which, or consumes nothing.
+    fn field_marker(&mut self) -> Option<ast::FieldConstraint> {
+        let constraint = match (self.kind(), self.peek_at(1).kind) {
+            (TokenKind::Colon, _) => ast::FieldConstraint::Regular,
+            (TokenKind::Question, TokenKind::Colon) => ast::FieldConstraint::Optional,
+            (TokenKind::Not, TokenKind::Colon) => ast::FieldConstraint::Required,
+            _ => return None,
+        };
+        if constraint != ast::FieldConstraint::Regular {
+            self.bump();
+        }
+        self.bump();
+        Some(constraint)
+    }
+
+    /// A stand-in expression where one could not be parsed (an error is already reported).
+    fn placeholder(&self, at: u32) -> ast::Expr {
+        ast::Expr::Bottom(self.span(at, at.max(self.last_end)))
+    }
+}
+
+/// Gives `doc` to the field a shorthand chain `a: b: c: v` ends in (`c`), or to the field itself.
+/// A chain is a single-field shorthand struct literal in the value, recursively; CUE's
+/// `ExtractDoc` attaches the comment there (kubevela-render-semantics.md §2.2).
+fn set_doc(field: &mut ast::Field, doc: Vec<String>) {
+    if let ast::Expr::Struct(lit) = &mut field.value
+        && lit.shorthand
+        && let [ast::Decl::Field(inner)] = lit.decls.as_mut_slice()
+    {
+        set_doc(inner, doc);
+        return;
+    }
+    field.doc = doc;
+}
