@@ -26,4 +26,31 @@ while IFS= read -r file; do
   fi
   rm -f "$out.stderr"
 done < <(find cue/tests/cases -name '*.cue' | sort)
+
+# KubeVela templates: cue/tests/kubevela/<kind>__<def>.<variant>.input.json holds the injected
+# `parameter` and `context`; the expected export of the template body (imports + the `template:` struct's
+# declarations, as KubeVela assembles it), evaluated by the real CLI with both appended, goes to <...>.json (or <...>.err with cue's message on failure).
+defs=../shared/kubevela/vela-templates/definitions/internal
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+for input in cue/tests/kubevela/*.input.json; do
+  stem="${input%.input.json}"
+  name="$(basename "$stem")"
+  kind="${name%%__*}"
+  rest="${name#*__}"
+  def="${rest%%.*}"
+  {
+    python3 "$(dirname "$0")/cue-template-body.py" "$defs/$kind/$def.cue"
+    printf '\nparameter: '
+    python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["parameter"]))' "$input"
+    printf '\ncontext: '
+    python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["context"]))' "$input"
+  } > "$tmp/prog.cue"
+  rm -f "$stem.json" "$stem.err"
+  if ! "$CUE" export --out json "$tmp/prog.cue" > "$stem.json" 2> "$stem.err"; then
+    rm -f "$stem.json"
+  else
+    rm -f "$stem.err"
+  fi
+done
 exit $status
