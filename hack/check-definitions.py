@@ -83,12 +83,114 @@ def program(path, kind, parameter, context):
 
 def export(path, kind, parameter, context, expr):
     """Exports `expr`; returns ("ok", value) | ("absent", None) | ("error", message)."""
+    if expr in ("outputs", "patchOutputs"):
+        r = export_fields(path, kind, parameter, context, expr)
+        if r is not None:
+            return r
     rc, out, err = run_cue(["export", "--out", "json", "-e", expr], program(path, kind, parameter, context))
     if rc == 0:
         return "ok", json.loads(out)
     if re.search(r'field not found: %s|reference "%s" not found' % (expr, expr), err):
         return "absent", None
     return "error", err.strip()
+
+
+# `cue export -e outputs` fails when any comprehension inside `outputs` fails, but KubeVela
+# iterates `outputs` with the Go API (Value.Fields), which yields the fields that did evaluate.
+# This helper does the same; it is built once from the Go module cache (no network needed).
+OUTPUTS_GO = r'''// Prints the regular fields of `outputs` the way KubeVela iterates them (cue Go API Fields),
+// as a JSON object in field order; a field whose value cannot be exported maps to
+// {"<error>": message}. Exit code 3 when `outputs` does not exist.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+)
+
+func main() {
+	src, err := os.ReadFile(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	v := cuecontext.New().CompileBytes(src)
+	if err := v.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	o := v.LookupPath(cue.ParsePath(os.Args[2]))
+	if !o.Exists() {
+		os.Exit(3)
+	}
+	it, err := o.Fields(cue.Definitions(true), cue.Hidden(true), cue.All())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var buf bytes.Buffer
+	buf.WriteString("{")
+	first := true
+	for it.Next() {
+		sel := it.Selector()
+		if sel.LabelType() != cue.StringLabel || it.IsOptional() {
+			continue
+		}
+		if !first {
+			buf.WriteString(",")
+		}
+		first = false
+		k, _ := json.Marshal(sel.Unquoted())
+		buf.Write(k)
+		buf.WriteString(":")
+		b, err := it.Value().MarshalJSON()
+		if err != nil {
+			e, _ := json.Marshal(map[string]string{"<error>": err.Error()})
+			buf.Write(e)
+		} else {
+			buf.Write(b)
+		}
+	}
+	buf.WriteString("}")
+	fmt.Println(buf.String())
+}
+'''
+OUTPUTS_BIN = os.path.join(os.path.dirname(CUE), "kv-outputs")
+
+
+def outputs_tool():
+    if os.path.exists(OUTPUTS_BIN):
+        return OUTPUTS_BIN
+    with tempfile.TemporaryDirectory() as d:
+        open(os.path.join(d, "main.go"), "w").write(OUTPUTS_GO)
+        open(os.path.join(d, "go.mod"), "w").write("module kvoutputs\ngo 1.22\nrequire cuelang.org/go v0.14.1\n")
+        env = dict(os.environ, GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+        env.setdefault("GOPROXY", "off")
+        p = subprocess.run(["go", "build", "-o", OUTPUTS_BIN, "."], cwd=d, env=env, capture_output=True, text=True)
+        if p.returncode != 0:
+            print("note: cannot build the outputs helper, falling back to `cue export -e outputs`:", p.stderr.strip()[:300])
+            return None
+    return OUTPUTS_BIN
+
+
+def export_fields(path, kind, parameter, context, expr):
+    tool = outputs_tool()
+    if tool is None:
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        f = os.path.join(d, "program.cue")
+        open(f, "w").write(program(path, kind, parameter, context))
+        p = subprocess.run([tool, f, expr], capture_output=True, text=True)
+    if p.returncode == 3:
+        return "absent", None
+    if p.returncode != 0:
+        return "error", p.stderr.replace(d + "/", "").strip()
+    return "ok", json.loads(p.stdout)
 
 
 # Only tags the patch engine acts on; e.g. `+patchStrategy=open` has no effect.
