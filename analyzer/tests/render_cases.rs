@@ -9,11 +9,16 @@ use std::path::Path;
 
 fn render_case(case_file: &Path) -> datatest_stable::Result<()> {
     let case_dir = case_file.parent().ok_or("case.md has a parent directory")?;
-    let snapshot = common::snapshot_of_dir(case_dir, &["case.md", "render.yaml", "diagnostics.txt"])?;
-    let (output, sources) =
-        analyzer::render_snapshot(&snapshot, common::builtins(), &analyzer::RenderOptions::default());
+    let snapshot =
+        common::snapshot_of_dir(case_dir, &["case.md", "render.yaml", "diagnostics.txt"])?;
+    let (output, sources) = analyzer::render_snapshot(
+        &snapshot,
+        common::builtins(),
+        &analyzer::RenderOptions::default(),
+    );
     let absolute = std::env::current_dir()?.join(case_dir);
-    expect_test::expect_file![absolute.join("render.yaml")].assert_eq(&common::render_yaml(&output));
+    expect_test::expect_file![absolute.join("render.yaml")]
+        .assert_eq(&common::render_yaml(&output));
     expect_test::expect_file![absolute.join("diagnostics.txt")]
         .assert_eq(&common::diagnostics_text(&output, &sources));
     Ok(())

@@ -56,6 +56,11 @@ impl Positions {
             })
     }
 
+    /// The file these positions are in.
+    pub(crate) fn file(&self) -> FileId {
+        self.file
+    }
+
     /// True when the exact path was present in the document.
     pub(crate) fn contains(&self, pointer: &str) -> bool {
         self.nodes.contains_key(pointer)

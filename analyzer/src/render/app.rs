@@ -140,8 +140,9 @@ fn render_app_inner(
     };
     let check: ConstraintCheck<'_> = &check_closure;
     let mut objects = Vec::new();
-    let blocked_by_load = diagnostics.iter().any(|d| d.severity == Severity::Error);
-    if !blocked_by_load {
+    // Components are rendered even when another part of the app has an error, so one run
+    // reports every problem; the objects are dropped below anyway.
+    {
         for (index, (component, resolved)) in
             loaded.app.spec.components.iter().zip(&resolved).enumerate()
         {

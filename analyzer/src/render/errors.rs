@@ -66,18 +66,33 @@ pub(crate) fn evaluation_diagnostic(
         }
         return diagnostic;
     }
+    // The template is the primary position; values that came from the Application (the
+    // injected context or properties) are secondary.
+    let app_file = site.positions.file();
+    let spans: Vec<Span> = error
+        .spans
+        .iter()
+        .copied()
+        .filter(|span| *span != Span::default())
+        .collect();
+    let primary = spans
+        .iter()
+        .copied()
+        .find(|span| span.file != app_file)
+        .or_else(|| spans.first().copied())
+        .unwrap_or(subject.definition_span);
     let mut diagnostic = Diagnostic::error(
         "cue-error",
         format!("{}: {}", subject.description, with_path(error)),
-        Some(
-            error
-                .span()
-                .filter(|span| *span != Span::default())
-                .unwrap_or(subject.definition_span),
-        ),
+        Some(primary),
     );
-    for other in error.spans.iter().skip(1) {
-        diagnostic = diagnostic.with_label(*other, "also involved");
+    for other in spans.iter().filter(|span| **span != primary) {
+        let note = if other.file == app_file {
+            "value from the Application"
+        } else {
+            "also involved"
+        };
+        diagnostic = diagnostic.with_label(*other, note);
     }
     diagnostic
 }

@@ -41,10 +41,13 @@ pub(crate) fn evaluate(
     let value = evaluator.evaluate(&[template], &injections);
     let errors = value.validate();
     if !errors.is_empty() {
-        return Err(errors
-            .iter()
-            .map(|error| evaluation_diagnostic(error, site, subject))
-            .collect());
+        return Err(user_facing(
+            errors
+                .iter()
+                .map(|error| evaluation_diagnostic(error, site, subject))
+                .collect(),
+            site,
+        ));
     }
     // `errs`: a template's own validation messages (KubeVela master checks it right after
     // compiling, "validation failed ... User Errors").
@@ -67,6 +70,33 @@ pub(crate) fn evaluate(
         )]);
     }
     Ok(value)
+}
+
+/// When the properties are wrong, the same conflict also surfaces in every template value
+/// derived from them; those echoes (template errors involving the Application's file) are
+/// dropped, and one diagnostic per property position is kept.
+fn user_facing(diagnostics: Vec<Diagnostic>, site: &PropertiesSite<'_>) -> Vec<Diagnostic> {
+    let app_file = site.positions.file();
+    let has_property_errors = diagnostics.iter().any(|d| d.rule == "invalid-properties");
+    let mut kept: Vec<Diagnostic> = Vec::new();
+    for diagnostic in diagnostics {
+        let involves_app = diagnostic
+            .span
+            .iter()
+            .chain(diagnostic.labels.iter().map(|label| &label.span))
+            .any(|span| span.file == app_file);
+        if has_property_errors && diagnostic.rule != "invalid-properties" && involves_app {
+            continue;
+        }
+        if kept
+            .iter()
+            .any(|k| k.rule == diagnostic.rule && k.span == diagnostic.span)
+        {
+            continue;
+        }
+        kept.push(diagnostic);
+    }
+    kept
 }
 
 /// The names of `parameter` fields that are required but were not given: regular fields still

@@ -26,7 +26,12 @@ pub fn snapshot_of_dir(dir: &Path, skip: &[&str]) -> std::io::Result<Snapshot> {
     })
 }
 
-fn collect(root: &Path, dir: &Path, skip: &[&str], out: &mut Vec<SourceFile>) -> std::io::Result<()> {
+fn collect(
+    root: &Path,
+    dir: &Path,
+    skip: &[&str],
+    out: &mut Vec<SourceFile>,
+) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
         if path.is_dir() {
@@ -54,15 +59,24 @@ fn collect(root: &Path, dir: &Path, skip: &[&str], out: &mut Vec<SourceFile>) ->
 pub fn render_yaml(output: &RenderOutput) -> String {
     let mut out = String::new();
     for app in &output.apps {
-        out.push_str(&format!("# app {} ({} objects)\n", app.app, app.objects.len()));
+        out.push_str(&format!(
+            "# app {} ({} objects)\n",
+            app.app,
+            app.objects.len()
+        ));
         for object in &app.objects {
             let origin = match (&object.trait_type, &object.output_name) {
                 (None, _) => "workload".to_owned(),
                 (Some(trait_type), Some(name)) => format!("{trait_type} output {name}"),
                 (Some(trait_type), None) => trait_type.clone(),
             };
-            out.push_str(&format!("---\n# component {}: {origin}\n", object.component));
-            out.push_str(&serde_saphyr::to_string(&object.object).unwrap_or_else(|e| e.to_string()));
+            out.push_str(&format!(
+                "---\n# component {}: {origin}\n",
+                object.component
+            ));
+            out.push_str(
+                &serde_saphyr::to_string(&object.object).unwrap_or_else(|e| e.to_string()),
+            );
         }
     }
     out
