@@ -269,12 +269,20 @@ impl Parser<'_> {
         start: u32,
     ) -> Option<(ast::Label, Option<ast::Ident>)> {
         let label = match operand {
-            Operand::Ident(token) => ast::Label::Ident(self.ident(token)),
-            Operand::Expr(ast::Expr::String { parts, span }) => match parts.as_slice() {
-                [] => ast::Label::String(String::new(), span),
-                [ast::StringPart::Lit(text)] => ast::Label::String(text.clone(), span),
-                _ => ast::Label::Dynamic(Box::new(ast::Expr::String { parts, span }), span),
-            },
+            Operand::Ident(token) => {
+                let ident = self.ident(token);
+                if ident.name.starts_with("__") {
+                    self.error(ident.span, "identifiers starting with '__' are reserved");
+                }
+                ast::Label::Ident(ident)
+            }
+            Operand::Expr(ast::Expr::String { parts, span } | ast::Expr::Bytes { parts, span }) => {
+                match parts.as_slice() {
+                    [] => ast::Label::String(String::new(), span),
+                    [ast::StringPart::Lit(text)] => ast::Label::String(text.clone(), span),
+                    _ => ast::Label::Dynamic(Box::new(ast::Expr::String { parts, span }), span),
+                }
+            }
             Operand::Expr(ast::Expr::Paren(inner, span)) => ast::Label::Dynamic(inner, span),
             Operand::Expr(ast::Expr::List(mut list)) => {
                 let single = list.elems.len() == 1 && list.ellipsis.is_none();

@@ -487,7 +487,23 @@ impl Lexer<'_> {
             let len = self.char_len_at(self.pos);
             self.pos += len;
         }
-        if !valid {
+        // `0755`: CUE has no C-style octal; a leading zero is only allowed before a fraction
+        // or exponent (`072.40`).
+        let text = &self.src[start..self.pos];
+        if valid
+            && kind == TokenKind::Int
+            && text.first() == Some(&b'0')
+            && text
+                .get(1)
+                .is_some_and(|byte| byte.is_ascii_digit() || *byte == b'_')
+        {
+            let text = String::from_utf8_lossy(text).into_owned();
+            self.error(
+                start as u32,
+                self.pos as u32,
+                format!("illegal integer literal '{text}': use '0o' for octal"),
+            );
+        } else if !valid {
             let text = String::from_utf8_lossy(&self.src[start..self.pos]).into_owned();
             self.error(
                 start as u32,

@@ -255,6 +255,12 @@ impl Parser<'_> {
                     value = 0x10000 + ((value - 0xD800) << 10) + (low - 0xDC00);
                     next += 6;
                 }
+                // A lone surrogate half: CUE reports "unmatched surrogate pair".
+                if (0xD800..0xE000).contains(&value) {
+                    let (start, end) = span_to(next);
+                    self.error(self.span(start, end), "unmatched surrogate pair in escape");
+                    return (next, false);
+                }
                 match char::from_u32(value) {
                     Some(character) => {
                         let mut buffer = [0; 4];

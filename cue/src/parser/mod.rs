@@ -442,6 +442,9 @@ impl<'a> Parser<'a> {
                 continue;
             }
             if let Some(decl) = decl {
+                if let ast::Decl::Let(clause) = &decl {
+                    self.check_let_unique(&decls, clause);
+                }
                 decls.push(decl);
             }
             match self.kind() {
@@ -473,7 +476,15 @@ impl<'a> Parser<'a> {
             TokenKind::Ellipsis => {
                 self.bump();
                 let value = if expr::starts_expr(self.kind()) {
-                    Some(self.expr())
+                    let value = self.expr();
+                    // The spec allows `...T` in structs, but CUE v0.14 rejects it ("missing ','
+                    // in struct literal"), and so must we: KubeVela would fail on it.
+                    self.error(
+                        self.span_from(token.start),
+                        "'...T' is not allowed in a struct literal (CUE v0.14 only accepts a \
+                         bare '...'); use a pattern constraint '[string]: T'",
+                    );
+                    Some(value)
                 } else {
                     None
                 };
@@ -514,6 +525,19 @@ impl<'a> Parser<'a> {
                 self.error_expected("declaration");
                 None
             }
+        }
+    }
+
+    /// Reports a `let` that redeclares an earlier one in the same struct, as CUE does.
+    fn check_let_unique(&mut self, earlier: &[ast::Decl], clause: &ast::LetClause) {
+        let redeclared = earlier.iter().any(
+            |decl| matches!(decl, ast::Decl::Let(other) if other.name.name == clause.name.name),
+        );
+        if redeclared {
+            self.error(
+                clause.name.span,
+                format!("let '{}' redeclared in the same scope", clause.name.name),
+            );
         }
     }
 
@@ -613,6 +637,13 @@ impl<'a> Parser<'a> {
                     self.bump();
                 }
             }
+        }
+        // The body may start on the next line (`for x in xs\n{`), as in Go.
+        if self.at(TokenKind::Comma)
+            && self.peek().implicit
+            && self.peek_at(1).kind == TokenKind::LBrace
+        {
+            self.bump();
         }
         let body = if self.at(TokenKind::LBrace) {
             self.struct_lit()

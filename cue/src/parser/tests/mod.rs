@@ -203,10 +203,10 @@ fn let_clauses_and_embeddings() {
 #[test]
 fn ellipsis_in_structs() {
     check(
-        "a: {b: 1, ...}\nc: {...string}\n",
+        "a: {b: 1, ...}\nc: {...}\n",
         expect![[r##"
             (: a {(: b 1) ...})
-            (: c {(... string)})"##]],
+            (: c {...})"##]],
     );
 }
 
@@ -226,7 +226,7 @@ fn comprehensions_at_decl_level() {
 #[test]
 fn nested_comprehensions_and_comma_separated_clauses() {
     check(
-        "for a in as, for b in bs if a != b {\n\tif c {\n\t\tx: a\n\t}\n}\n",
+        "for a in as, for b in bs if a != b {\n\tif c\n\t{\n\t\tx: a\n\t}\n}\n",
         expect![[r##"(comp (for a as) (for b bs) (if (!= a b)) {(comp (if c) {(: x a)})})"##]],
     );
 }
@@ -648,4 +648,68 @@ fn spans_cover_nodes() {
         panic!("expected field")
     };
     assert_eq!((inner.value.span().start, inner.value.span().end), (6, 11));
+}
+
+#[test]
+fn front_style_commas_and_colons_continue_the_line() {
+    check(
+        "a\n: { \"key\": \"value\"\n, \"key2\"\n: \"value2\"\n}\n",
+        expect![[r#"(: a {(: "key" "value") (: "key2" "value2")})"#]],
+    );
+}
+
+#[test]
+fn lone_hash_is_an_identifier() {
+    check(
+        "#: 1\nx: #\n",
+        expect![[r#"
+            (: # 1)
+            (: x #)"#]],
+    );
+}
+
+#[test]
+fn infix_integer_operators_are_builtin_calls() {
+    check(
+        "a: 7 div 2 + 1\nb: 7 mod 2 * 3 quo 1 rem 2\nc: x.div\n",
+        expect![[r#"
+            (: a (+ (call div 7 2) 1))
+            (: b (call rem (call quo (* (call mod 7 2) 3) 1) 2))
+            (: c (. x "div"))"#]],
+    );
+}
+
+#[test]
+fn bytes_literal_labels() {
+    check("'b': 2\n", expect![[r#"(: "b" 2)"#]]);
+}
+
+#[test]
+fn error_rejections_matching_cue() {
+    check_errors(
+        "a: 0755\n",
+        expect!["1:4: illegal integer literal '0755': use '0o' for octal"],
+    );
+    check_errors(
+        "__x: 1\n",
+        expect!["1:1: identifiers starting with '__' are reserved"],
+    );
+    check_errors(
+        "let x = 1\nlet x = 2\n",
+        expect!["2:5: let 'x' redeclared in the same scope"],
+    );
+    check_errors(
+        "a: {...int}\n",
+        expect![
+            "1:5: '...T' is not allowed in a struct literal (CUE v0.14 only accepts a bare '...'); use a pattern constraint '[string]: T'"
+        ],
+    );
+    check_errors(
+        "a: \"\\uD800\"\n",
+        expect!["1:5: unmatched surrogate pair in escape"],
+    );
+    check_errors(
+        "a: [1, ...int, 2]\n",
+        expect!["1:16: expected ']' after '...' in list, found '2'"],
+    );
 }
