@@ -8,17 +8,24 @@
 use std::path::{Path, PathBuf};
 
 fn defs_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/kubevela/vela-templates/definitions/internal")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/kubevela/vela-templates/definitions/internal")
 }
 
 /// The template program of a definition file: its imports and the `template:` declarations.
 fn template_file(source: &str) -> Option<cue::ast::File> {
     let parsed = cue::parse_file(cue::FileId(0), source);
-    assert!(parsed.errors.is_empty(), "syntax errors: {:?}", parsed.errors);
+    assert!(
+        parsed.errors.is_empty(),
+        "syntax errors: {:?}",
+        parsed.errors
+    );
     let file = parsed.file;
     let body = file.decls.iter().find_map(|decl| match decl {
         cue::ast::Decl::Field(field) => match (&field.label, &field.value) {
-            (cue::ast::Label::Ident(ident), cue::ast::Expr::Struct(lit)) if ident.name == "template" => {
+            (cue::ast::Label::Ident(ident), cue::ast::Expr::Struct(lit))
+                if ident.name == "template" =>
+            {
                 Some(lit.decls.clone())
             }
             _ => None,
@@ -33,14 +40,26 @@ fn template_file(source: &str) -> Option<cue::ast::File> {
     })
 }
 
-fn evaluate(file: &cue::ast::File, parameter: &serde_json::Value, context: &serde_json::Value) -> cue::Value {
+fn evaluate(
+    file: &cue::ast::File,
+    parameter: &serde_json::Value,
+    context: &serde_json::Value,
+) -> cue::Value {
     let evaluator = cue::Evaluator::new();
     let span = cue::Span::default();
     evaluator.evaluate(
         &[file],
         &[
-            cue::Injection { field: "parameter", value: parameter, span },
-            cue::Injection { field: "context", value: context, span },
+            cue::Injection {
+                field: "parameter",
+                value: parameter,
+                span,
+            },
+            cue::Injection {
+                field: "context",
+                value: context,
+                span,
+            },
         ],
     )
 }
@@ -57,12 +76,18 @@ fn templates_match_cue_export() {
     assert!(!inputs.is_empty());
     let mut failures = Vec::new();
     for input in &inputs {
-        let name = input.file_name().unwrap().to_string_lossy().replace(".input.json", "");
+        let name = input
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .replace(".input.json", "");
         let (kind, rest) = name.split_once("__").unwrap();
         let def = rest.split('.').next().unwrap();
-        let source = std::fs::read_to_string(defs_dir().join(kind).join(format!("{def}.cue"))).unwrap();
+        let source =
+            std::fs::read_to_string(defs_dir().join(kind).join(format!("{def}.cue"))).unwrap();
         let file = template_file(&source).unwrap();
-        let data: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(input).unwrap()).unwrap();
+        let data: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(input).unwrap()).unwrap();
         let value = evaluate(&file, &data["parameter"], &data["context"]);
         let expected_path = cases_dir.join(format!("{name}.json"));
         let actual = value.to_json();
@@ -76,7 +101,10 @@ fn templates_match_cue_export() {
                 )),
                 Err(errors) => failures.push(format!(
                     "{name}: errors: {:#?}",
-                    errors.iter().map(|e| format!("{}: {}", e.path_string(), e.message)).collect::<Vec<_>>()
+                    errors
+                        .iter()
+                        .map(|e| format!("{}: {}", e.path_string(), e.message))
+                        .collect::<Vec<_>>()
                 )),
             }
         } else if actual.is_ok() {
@@ -99,7 +127,9 @@ fn every_internal_template_evaluates_without_panic() {
         paths.sort();
         for path in paths {
             let source = std::fs::read_to_string(&path).unwrap();
-            let Some(file) = template_file(&source) else { continue };
+            let Some(file) = template_file(&source) else {
+                continue;
+            };
             let value = evaluate(&file, &parameter, &context);
             // Errors are fine (no parameters given); reaching here without a panic is the point,
             // and the result must be inspectable.

@@ -419,6 +419,7 @@ impl<'a> Engine<'a> {
         let duplicate = vertex.conjs.iter().any(|c| {
             c.env == env
                 && c.close == close
+                && c.grp == grp
                 && match (&c.kind, &kind) {
                     (ConjKind::Expr(a), ConjKind::Expr(b)) => std::ptr::eq(*a, *b),
                     (ConjKind::Decls(a, _), ConjKind::Decls(b, _)) => std::ptr::eq(*a, *b),
@@ -543,6 +544,25 @@ impl<'a> Engine<'a> {
                             matcher.is_some_and(|m| self.pattern_matches(&m, &label))
                         });
                     if !allowed {
+                        if std::env::var_os("CUE_DEBUG").is_some() {
+                            eprintln!(
+                                "not allowed {label} in {:?}: groups {:?} conjs {:?}",
+                                self.path(v),
+                                groups
+                                    .iter()
+                                    .map(|g| g
+                                        .labels
+                                        .iter()
+                                        .map(|l| self.sym(*l).to_owned())
+                                        .collect::<Vec<_>>())
+                                    .collect::<Vec<_>>(),
+                                self.v(v)
+                                    .conjs
+                                    .iter()
+                                    .map(|c| (c.close, c.grp, c.derived, conj_span(&c.kind)))
+                                    .collect::<Vec<_>>()
+                            );
+                        }
                         let span = self.v(arc).span;
                         let error =
                             self.err(arc, ErrorKind::Closed, "field not allowed", vec![span]);
