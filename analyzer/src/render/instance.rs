@@ -113,7 +113,10 @@ pub(crate) fn missing_parameters(value: &cue::Value) -> Vec<String> {
 fn collect_missing(value: &Exported, path: &mut Vec<String>, missing: &mut Vec<String>) {
     match value {
         Exported::Struct(fields) => {
-            for field in fields.iter().filter(|field| !field.optional) {
+            for field in fields
+                .iter()
+                .filter(|field| super::patch::convert::is_data_field(field))
+            {
                 path.push(field.label.clone());
                 collect_missing(&field.value, path, missing);
                 path.pop();

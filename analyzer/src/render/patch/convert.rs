@@ -54,7 +54,7 @@ fn convert(
         Exported::Default { default, .. } => convert(default, concreteness, path, errors),
         Exported::Struct(fields) => {
             let mut object = serde_json::Map::new();
-            for field in fields.iter().filter(|field| !field.optional) {
+            for field in fields.iter().filter(|field| is_data_field(field)) {
                 path.push(field.label.clone());
                 if let Some(json) = convert(&field.value, concreteness, path, errors) {
                     object.insert(field.label.clone(), json);
@@ -98,6 +98,16 @@ fn convert(
             None
         }
     }
+}
+
+/// Whether a field reaches JSON: not optional, not hidden (`_x`), not a definition (`#X`).
+/// Hidden fields and definitions appear in exports (a patch carries its hidden fields into the
+/// base, like upstream), but never in data, and errors inside them do not block export.
+///
+/// FIXME(#2): `ExportedField` does not say whether a label was quoted, so a regular field
+/// written `"_x"` is taken for a hidden one.
+pub(crate) fn is_data_field(field: &ExportedField) -> bool {
+    !field.optional && !field.label.starts_with('_') && !field.label.starts_with('#')
 }
 
 /// A JSON value as a concrete exported value. Lists are open, like KubeVela re-parsing a JSON
