@@ -401,6 +401,15 @@ def compare(label, kind, name, parameter, context, exprs, results):
     return export(b, kind, parameter, context, "output")
 
 
+# Differences that definitions/README.md documents under "Deviations": a case whose every
+# note matches the pattern is reported as a deviation instead of a failure.
+DEVIATIONS = {
+    # KubeVela master's gateway customStatus hits a CUE v0.14 evaluator quirk when the trait
+    # has no `name` and always reports "Host not specified, ..."; ours reports the host.
+    ("trait", "gateway (health)"): r"customStatus ",
+}
+
+
 # Health/status snippets are compared on the first few render cases of each definition only.
 HEALTH_CASES = 3
 HEALTH_BUDGET = {}
@@ -475,7 +484,15 @@ def main():
             print(f"FAIL trait {name}: patch strategy ours={patch_field_strategy(f)} kubevela={patch_field_strategy(b)}")
 
     by_def = {}
+    deviations = 0
     for kind, name, label, ok, notes in results:
+        allowed = DEVIATIONS.get((kind, name))
+        if not ok and allowed and all(re.match(allowed, n) for n in notes if not n.startswith("  ")):
+            deviations += 1
+            by_def.setdefault((kind, name), []).append((label, "deviation", notes))
+            if VERBOSE:
+                print(f"deviation {kind} {name} ({label}): documented in definitions/README.md")
+            continue
         by_def.setdefault((kind, name), []).append((label, ok, notes))
         if not ok:
             failures += 1
@@ -484,10 +501,12 @@ def main():
                 print("  " + n)
         elif VERBOSE:
             print(f"match    {kind} {name} ({label})")
-    print("\n| class | definition | cases | match |\n|---|---|---|---|")
+    print("\n| class | definition | cases | match | documented deviation |\n|---|---|---|---|---|")
     for (kind, name), rs in sorted(by_def.items()):
-        print(f"| {kind} | {name} | {len(rs)} | {sum(1 for r in rs if r[1])}/{len(rs)} |")
-    print(f"\n{'FAILED' if failures else 'OK'}: {failures} problem(s)")
+        dev = sum(1 for r in rs if r[1] == "deviation")
+        same = sum(1 for r in rs if r[1] is True)
+        print(f"| {kind} | {name} | {len(rs)} | {same}/{len(rs)} | {dev or ''} |")
+    print(f"\n{'FAILED' if failures else 'OK'}: {failures} problem(s), {deviations} documented deviation(s)")
     return 1 if failures else 0
 
 
