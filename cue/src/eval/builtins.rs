@@ -960,16 +960,16 @@ fn math(a: &mut Args<'_, '_>) -> Result<R, Error> {
         "math.Pow" => {
             a.arity(2)?;
             let (x, y) = (a.num(0)?, a.num(1)?);
-            R::Atom(Atom::Float(x.powf(y)))
+            integral_float(x.powf(y))
         }
         "math.Sqrt" | "math.Log" | "math.Exp" => {
             a.arity(1)?;
             let x = a.num(0)?;
-            R::Atom(Atom::Float(match name {
+            integral_float(match name {
                 "math.Sqrt" => x.sqrt(),
                 "math.Log" => x.ln(),
                 _ => x.exp(),
-            }))
+            })
         }
         "math.Max" | "math.Min" => {
             a.arity(2)?;
@@ -989,6 +989,16 @@ fn math(a: &mut Args<'_, '_>) -> Result<R, Error> {
         }
     };
     Ok(r)
+}
+
+/// CUE computes these with decimals: an exact integral result prints without a fraction, which
+/// we approximate by returning an int.
+fn integral_float(f: f64) -> R {
+    if f.is_finite() && f.fract() == 0.0 && f.abs() < 9.0e15 {
+        R::Atom(Atom::Int(f as i64))
+    } else {
+        R::Atom(Atom::Float(f))
+    }
 }
 
 fn json(a: &mut Args<'_, '_>) -> Result<R, Error> {

@@ -981,9 +981,7 @@ impl<'a> Engine<'a> {
 
     /// Gives an error the path of `v` if it has none (errors from sub-evaluations).
     fn relocate(&self, v: VId, mut error: Error) -> Error {
-        if error.path.is_empty() {
-            error.path = self.path(v);
-        }
+        error.path = self.path(v);
         error
     }
 
@@ -1124,6 +1122,18 @@ impl<'a> Engine<'a> {
     fn process_ref(&mut self, v: VId, target: VId, span: Span, close: Close, grp: u32) {
         if target == v {
             return;
+        }
+        // A reference to an ancestor makes the value contain itself.
+        let mut ancestor = self.v(v).parent;
+        while let Some(a) = ancestor {
+            if a == target {
+                if self.v(v).field != FieldKind::Optional {
+                    let error = self.err(v, ErrorKind::Cycle, "structural cycle", vec![span]);
+                    self.add_error(v, error);
+                }
+                return;
+            }
+            ancestor = self.v(a).parent;
         }
         // A vertex already reduced to a scalar: take its value directly.
         let t = self.v(target);
@@ -2476,8 +2486,17 @@ impl<'a> Engine<'a> {
             return R::Err(Error::new(
                 ErrorKind::Conflict,
                 format!(
-                    "invalid operation: {} on lists is not supported in CUE v0.14 (use list.Concat or list.Repeat)",
-                    if op == BinaryOp::Add { "+" } else { "*" }
+                    "{} of lists is superseded by list.{}; see https://cuelang.org/e/v0.11-list-arithmetic",
+                    if op == BinaryOp::Add {
+                        "Addition"
+                    } else {
+                        "Multiplication"
+                    },
+                    if op == BinaryOp::Add {
+                        "Concat"
+                    } else {
+                        "Repeat"
+                    }
                 ),
                 span,
             ));
@@ -2808,9 +2827,11 @@ pub fn binary_atoms(op: BinaryOp, a: &Atom, b: &Atom, span: Span) -> Result<Atom
             },
         },
         BinaryOp::Div => match (a.as_f64(), b.as_f64()) {
-            (Some(_), Some(y)) if y == 0.0 => {
-                Err(Error::new(ErrorKind::Conflict, "division by zero", span))
-            }
+            (Some(_), Some(y)) if y == 0.0 => Err(Error::new(
+                ErrorKind::Conflict,
+                "failed arithmetic: division by zero",
+                span,
+            )),
             (Some(x), Some(y)) => Ok(Atom::Float(x / y)),
             _ => Err(mismatch()),
         },

@@ -210,6 +210,8 @@ pub fn to_json(
             for f in fields {
                 if is_hidden(&f.label) || is_definition(&f.label) || f.field == FieldKind::Optional
                 {
+                    // Not exported, but real errors there still fail the export (as in CUE).
+                    validate(&f.node, errors);
                     continue;
                 }
                 path.push(f.label.clone());
@@ -219,10 +221,14 @@ pub fn to_json(
                         Node::Scalar(_) | Node::Struct(_) | Node::List { .. }
                     )
                 {
+                    let spans = match f.node.as_ref() {
+                        Node::Incomplete { span, .. } => vec![*span],
+                        _ => Vec::new(),
+                    };
                     errors.push(Error {
                         kind: ErrorKind::Incomplete,
-                        message: format!("field is required but not present: {}", f.label),
-                        spans: vec![],
+                        message: "field is required but not present".to_owned(),
+                        spans,
                         path: path.clone(),
                     });
                 } else {
