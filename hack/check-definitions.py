@@ -55,10 +55,9 @@ def split_definition(path):
         raise ValueError(f"{path}: template block must end with a lone `}}`")
     head = "\n".join(lines[:start])
     body = "\n".join(lines[start + 1 : end])
-    imports = ""
-    m = re.match(r"\s*(import\s*(\([^)]*\)|\"[^\"]*\")\s*)", head)
-    if m:
-        imports = m.group(1)
+    # Every import declaration at the head of the file (there may be several).
+    m = re.match(r"(\s*import\s*(\([^)]*\)|\"[^\"]*\"))*", head)
+    imports = m.group(0) if m else ""
     return imports, head, body
 
 
@@ -209,6 +208,8 @@ def tags(path, kind, parameter, context, expr):
             pending.append(m.group(1))
             continue
         s = line.strip()
+        if s == "" or s.startswith("//"):
+            continue
         closes = len(re.match(r"^[\]\})]*", s).group(0))
         for _ in range(closes):
             if stack:
@@ -224,7 +225,7 @@ def tags(path, kind, parameter, context, expr):
         for _ in range(max(opens, 0)):
             stack.append(label)
             label = ""
-    return sorted(found)
+    return sorted(set(found))
 
 
 def patch_field_strategy(path):
