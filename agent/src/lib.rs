@@ -2,4 +2,11 @@
 //! workflow, forges, schedule and the HTTP server. The pure parts (plan, diff, health, the
 //! workflow scheduler) take plain data.
 
+pub mod cluster;
+pub mod diff;
+pub mod health;
+pub mod ownership;
 pub mod plan;
+pub mod planner;
+pub mod policy;
+pub mod tracker;

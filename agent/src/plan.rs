@@ -15,6 +15,77 @@ pub struct ObjectRef {
     pub name: String,
 }
 
+impl ObjectRef {
+    /// The identity of an object given as JSON (`apiVersion`, `kind`, `metadata.name`,
+    /// `metadata.namespace`), taken as written: the scope is not known here, see
+    /// [`ObjectRef::with_scope`].
+    ///
+    /// # Errors
+    ///
+    /// [`ObjectRefError`] when `apiVersion`, `kind` or `metadata.name` is missing or not a
+    /// non-empty string.
+    pub fn from_object(object: &serde_json::Value) -> Result<ObjectRef, ObjectRefError> {
+        let text = |value: Option<&serde_json::Value>| {
+            value
+                .and_then(serde_json::Value::as_str)
+                .filter(|text| !text.is_empty())
+                .map(str::to_owned)
+        };
+        let metadata = object.get("metadata");
+        Ok(ObjectRef {
+            api_version: text(object.get("apiVersion"))
+                .ok_or(ObjectRefError::Missing("apiVersion"))?,
+            kind: text(object.get("kind")).ok_or(ObjectRefError::Missing("kind"))?,
+            namespace: text(metadata.and_then(|m| m.get("namespace"))),
+            name: text(metadata.and_then(|m| m.get("name")))
+                .ok_or(ObjectRefError::Missing("metadata.name"))?,
+        })
+    }
+
+    /// The API group (`""` for the core group).
+    pub fn group(&self) -> &str {
+        self.api_version
+            .rsplit_once('/')
+            .map_or("", |(group, _)| group)
+    }
+
+    /// The API version without its group (`v1`).
+    pub fn version(&self) -> &str {
+        self.api_version
+            .rsplit_once('/')
+            .map_or(self.api_version.as_str(), |(_, version)| version)
+    }
+
+    /// The same reference with the namespace fixed by the kind's scope: cluster-scoped objects
+    /// have none (KubeVela stamps the app namespace on every rendered object but a `Namespace`,
+    /// cluster-scoped kinds included), namespaced objects without one get `default_namespace`.
+    pub fn with_scope(mut self, scope: Scope, default_namespace: &str) -> ObjectRef {
+        match scope {
+            Scope::Cluster => self.namespace = None,
+            Scope::Namespaced => {
+                if self.namespace.is_none() {
+                    self.namespace = Some(default_namespace.to_owned());
+                }
+            }
+        }
+        self
+    }
+}
+
+/// Why a JSON value is not a Kubernetes object.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ObjectRefError {
+    #[error("the object has no {0}")]
+    Missing(&'static str),
+}
+
+/// Whether a kind's objects live in a namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scope {
+    Namespaced,
+    Cluster,
+}
+
 impl std::fmt::Display for ObjectRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.namespace {

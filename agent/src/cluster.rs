@@ -1,0 +1,347 @@
+//! One target cluster: a kube client built from a kubeconfig and context, held to a QPS/burst
+//! budget, plus a discovery cache that maps rendered kinds to API resources and scopes.
+//!
+//! Every API call of `observe`, `apply` and the tracker store goes through [`Cluster::api`] or
+//! [`Cluster::throttle`], so the budget covers them all. Discovery is per group-version and only
+//! for the group-versions a plan renders, not the whole cluster; a group-version is forgotten
+//! when a CRD that serves it is applied.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::core::GroupVersion;
+use kube::discovery::{self, ApiCapabilities, ApiResource};
+use kube::{Client, Config};
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+
+use crate::plan::{ObjectRef, Scope};
+
+/// How a cluster is reached and how hard it may be pushed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterOptions {
+    /// The cluster's name in plans (`local` for the default cluster).
+    pub name: String,
+    /// Sustained requests per second.
+    pub qps: f64,
+    /// Requests allowed in a burst above the sustained rate.
+    pub burst: u32,
+    /// Connect and read timeout of each request.
+    pub timeout: Duration,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            name: "local".to_owned(),
+            // client-go's defaults are 5/10; a GitOps agent applying whole apps needs more, and
+            // the apiserver's priority-and-fairness protects itself.
+            qps: 20.0,
+            burst: 40,
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Connecting to a cluster failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("reading kubeconfig {path}")]
+    KubeconfigReadFailed {
+        path: PathBuf,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    #[error("loading kubeconfig {path} (context {context})")]
+    KubeconfigLoadFailed {
+        path: PathBuf,
+        context: String,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    #[error("building the client for cluster {cluster}")]
+    ClientBuildFailed {
+        cluster: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// A connected cluster.
+pub struct Cluster {
+    name: String,
+    client: Client,
+    limiter: RateLimiter,
+    /// Per `apiVersion`: the resources it serves, or `None` when the group-version is not served.
+    discovery: Mutex<BTreeMap<String, Option<Vec<(ApiResource, ApiCapabilities)>>>>,
+}
+
+/// A kind resolved by discovery.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub resource: ApiResource,
+    pub scope: Scope,
+}
+
+/// A token bucket in front of every API call.
+pub struct RateLimiter {
+    qps: f64,
+    burst: f64,
+    state: Mutex<Bucket>,
+}
+
+struct Bucket {
+    tokens: f64,
+    last: Instant,
+}
+
+impl Cluster {
+    /// Connects with a kubeconfig file and an optional context (the current context otherwise).
+    ///
+    /// # Errors
+    ///
+    /// [`ClusterError`] when the kubeconfig cannot be read or loaded, or the client not built.
+    /// No request is made here: an unreachable apiserver shows up per object later.
+    pub async fn connect(
+        kubeconfig: &Path,
+        context: Option<&str>,
+        options: &ClusterOptions,
+    ) -> Result<Cluster, ClusterError> {
+        let file = Kubeconfig::read_from(kubeconfig).map_err(|source| {
+            ClusterError::KubeconfigReadFailed {
+                path: kubeconfig.to_owned(),
+                source,
+            }
+        })?;
+        let kube_options = KubeConfigOptions {
+            context: context.map(str::to_owned),
+            ..KubeConfigOptions::default()
+        };
+        let mut config = Config::from_custom_kubeconfig(file, &kube_options)
+            .await
+            .map_err(|source| ClusterError::KubeconfigLoadFailed {
+                path: kubeconfig.to_owned(),
+                context: context.unwrap_or("current").to_owned(),
+                source,
+            })?;
+        config.connect_timeout = Some(options.timeout);
+        config.read_timeout = Some(options.timeout);
+        config.write_timeout = Some(options.timeout);
+        let client =
+            Client::try_from(config).map_err(|source| ClusterError::ClientBuildFailed {
+                cluster: options.name.clone(),
+                source,
+            })?;
+        Ok(Cluster::from_client(client, options))
+    }
+
+    /// Wraps an existing client.
+    pub fn from_client(client: Client, options: &ClusterOptions) -> Cluster {
+        Cluster {
+            name: options.name.clone(),
+            client,
+            limiter: RateLimiter::new(options.qps, options.burst),
+            discovery: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Waits for a request token. Call before every API request not made through [`Cluster::api`].
+    pub async fn throttle(&self) {
+        self.limiter.acquire().await;
+    }
+
+    /// The client, for requests the caller throttles itself.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Resolves a kind to its API resource and scope; `Ok(None)` when the cluster does not serve
+    /// it (an unknown group-version or kind: a CRD not installed).
+    ///
+    /// # Errors
+    ///
+    /// The discovery request failed for another reason than the group-version not existing.
+    pub async fn resolve(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<Option<Resolved>, kube::Error> {
+        let mut cache = self.discovery.lock().await;
+        if !cache.contains_key(api_version) {
+            let group_version: GroupVersion = api_version
+                .parse()
+                .unwrap_or_else(|_| GroupVersion::gv("", api_version));
+            self.throttle().await;
+            let served = match discovery::pinned_group(&self.client, &group_version).await {
+                Ok(group) => Some(group.versioned_resources(&group_version.version)),
+                Err(kube::Error::Api(status)) if status.code == 404 => None,
+                Err(error) => return Err(error),
+            };
+            cache.insert(api_version.to_owned(), served);
+        }
+        let resolved = cache
+            .get(api_version)
+            .and_then(Option::as_ref)
+            .and_then(|resources| {
+                resources
+                    .iter()
+                    .find(|(resource, _)| resource.kind == kind)
+                    .map(|(resource, capabilities)| Resolved {
+                        resource: resource.clone(),
+                        scope: match capabilities.scope {
+                            discovery::Scope::Cluster => Scope::Cluster,
+                            discovery::Scope::Namespaced => Scope::Namespaced,
+                        },
+                    })
+            });
+        Ok(resolved)
+    }
+
+    /// Forgets what discovery knew about a group-version (after applying a CRD serving it).
+    pub async fn forget(&self, api_version: &str) {
+        self.discovery.lock().await.remove(api_version);
+    }
+
+    /// A throttled handle on one object's resource.
+    pub async fn api(&self, resolved: &Resolved, object: &ObjectRef) -> Api<DynamicObject> {
+        self.throttle().await;
+        match (&resolved.scope, &object.namespace) {
+            (Scope::Namespaced, Some(namespace)) => {
+                Api::namespaced_with(self.client.clone(), namespace, &resolved.resource)
+            }
+            _ => Api::all_with(self.client.clone(), &resolved.resource),
+        }
+    }
+}
+
+impl RateLimiter {
+    /// A bucket holding `burst` tokens, refilled at `qps` per second. A non-positive rate means
+    /// no limit.
+    pub fn new(qps: f64, burst: u32) -> RateLimiter {
+        let burst = f64::from(burst.max(1));
+        RateLimiter {
+            qps,
+            burst,
+            state: Mutex::new(Bucket {
+                tokens: burst,
+                last: Instant::now(),
+            }),
+        }
+    }
+
+    /// Takes one token, waiting for it when the bucket is empty. Waiters are served in order:
+    /// the lock is held while waiting.
+    pub async fn acquire(&self) {
+        if self.qps <= 0.0 {
+            return;
+        }
+        let mut bucket = self.state.lock().await;
+        let now = Instant::now();
+        let refill = now.duration_since(bucket.last).as_secs_f64() * self.qps;
+        bucket.tokens = (bucket.tokens + refill).min(self.burst);
+        bucket.last = now;
+        if bucket.tokens < 1.0 {
+            let wait = Duration::from_secs_f64((1.0 - bucket.tokens) / self.qps);
+            tokio::time::sleep(wait).await;
+            bucket.tokens = 1.0;
+            bucket.last = Instant::now();
+        }
+        bucket.tokens -= 1.0;
+    }
+}
+
+/// A clear, one-line description of a failed API call, for per-object errors in plans.
+pub fn describe_error(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => {
+            let what = match status.code {
+                401 => "unauthorized",
+                403 => "forbidden (RBAC)",
+                404 => "not found",
+                409 => "conflict",
+                422 => "rejected as invalid (validation or admission)",
+                400 => "bad request (admission or validation)",
+                429 => "throttled by the apiserver",
+                500..=599 => "apiserver error",
+                _ => "request failed",
+            };
+            let message = if status.message.is_empty() {
+                status.reason.clone()
+            } else {
+                status.message.clone()
+            };
+            format!("{what} ({}): {message}", status.code)
+        }
+        kube::Error::HyperError(_) | kube::Error::Service(_) => {
+            format!("apiserver unreachable or timed out: {}", error_chain(error))
+        }
+        other => error_chain(other),
+    }
+}
+
+/// True when the apiserver answered with this HTTP status.
+pub fn has_status(error: &kube::Error, code: u16) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == code)
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_bucket_allows_a_burst_then_the_rate() {
+        let limiter = RateLimiter::new(10.0, 3);
+        let start = Instant::now();
+        for _ in 0..3 {
+            limiter.acquire().await;
+        }
+        assert_eq!(start.elapsed(), Duration::ZERO, "the burst is free");
+        for _ in 0..5 {
+            limiter.acquire().await;
+        }
+        // Five more tokens at 10 per second take half a second of (paused, virtual) time.
+        let elapsed = start.elapsed().as_secs_f64();
+        assert!((0.49..0.52).contains(&elapsed), "{elapsed}");
+    }
+
+    #[test]
+    fn api_errors_say_what_went_wrong() {
+        let status = |code: u16, message: &str| {
+            kube::Error::Api(Box::new(kube::core::Status {
+                code,
+                message: message.to_owned(),
+                ..kube::core::Status::default()
+            }))
+        };
+        assert_eq!(
+            describe_error(&status(403, "configmaps is forbidden")),
+            "forbidden (RBAC) (403): configmaps is forbidden"
+        );
+        assert!(
+            describe_error(&status(422, "spec.replicas: Invalid"))
+                .starts_with("rejected as invalid")
+        );
+        assert!(has_status(&status(409, "x"), 409));
+    }
+}

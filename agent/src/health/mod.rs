@@ -1,0 +1,132 @@
+//! Health of live objects: one pure function per kind, from the live object's JSON to a
+//! [`Health`] (gitops-engine's `pkg/health` shape). Built-in kinds are read through the
+//! k8s-openapi types; kinds without a health rule have no health (`None`) and do not count
+//! towards an app's health.
+//!
+//! Definitions' `healthPolicy` / `customStatus` CUE is evaluated elsewhere (it needs the
+//! evaluator); this module knows only Kubernetes' own kinds.
+
+mod apps;
+mod batch;
+mod core;
+mod other;
+
+pub use other::crd_established;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::plan::ObjectRef;
+
+/// How healthy an object is, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum HealthStatus {
+    Healthy,
+    /// Working towards the desired state (rolling out, pending, waiting for an address).
+    Progressing,
+    /// The status could not be read.
+    Unknown,
+    /// Failed, or will not get there without help.
+    Degraded,
+}
+
+/// One object's health, with a message for people when it is not healthy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    pub status: HealthStatus,
+    pub message: String,
+}
+
+impl HealthStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HealthStatus::Healthy => "healthy",
+            HealthStatus::Progressing => "progressing",
+            HealthStatus::Unknown => "unknown",
+            HealthStatus::Degraded => "degraded",
+        }
+    }
+}
+
+impl Health {
+    pub fn healthy() -> Health {
+        Health {
+            status: HealthStatus::Healthy,
+            message: String::new(),
+        }
+    }
+
+    pub fn progressing(message: impl Into<String>) -> Health {
+        Health {
+            status: HealthStatus::Progressing,
+            message: message.into(),
+        }
+    }
+
+    pub fn degraded(message: impl Into<String>) -> Health {
+        Health {
+            status: HealthStatus::Degraded,
+            message: message.into(),
+        }
+    }
+
+    pub fn unknown(message: impl Into<String>) -> Health {
+        Health {
+            status: HealthStatus::Unknown,
+            message: message.into(),
+        }
+    }
+}
+
+/// The health of a live object, or `None` for kinds without a health rule.
+pub fn health_of(live: &Value) -> Option<Health> {
+    let object = ObjectRef::from_object(live).ok()?;
+    let health = match (object.group(), object.kind.as_str()) {
+        ("apps", "Deployment") => typed(live, apps::deployment),
+        ("apps", "StatefulSet") => typed(live, apps::stateful_set),
+        ("apps", "DaemonSet") => typed(live, apps::daemon_set),
+        ("apps", "ReplicaSet") => typed(live, apps::replica_set),
+        ("batch", "Job") => typed(live, batch::job),
+        ("batch", "CronJob") => typed(live, batch::cron_job),
+        ("", "Pod") => typed(live, core::pod),
+        ("", "Service") => typed(live, core::service),
+        ("", "PersistentVolumeClaim") => typed(live, core::persistent_volume_claim),
+        ("", "Namespace") => typed(live, core::namespace),
+        ("", "ConfigMap" | "Secret" | "ServiceAccount") => Health::healthy(),
+        ("networking.k8s.io", "Ingress") => typed(live, other::ingress),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            typed(live, other::custom_resource_definition)
+        }
+        _ => return None,
+    };
+    Some(health)
+}
+
+/// The worst of several healths (`None` when there are none): an app is as healthy as its least
+/// healthy object. The message lists the objects that are not healthy.
+pub fn aggregate<'a>(
+    healths: impl IntoIterator<Item = (&'a ObjectRef, &'a Health)>,
+) -> Option<Health> {
+    let mut worst: Option<HealthStatus> = None;
+    let mut messages = Vec::new();
+    for (object, health) in healths {
+        worst = Some(worst.map_or(health.status, |worst| worst.max(health.status)));
+        if health.status != HealthStatus::Healthy {
+            messages.push(format!("{object}: {}", health.message));
+        }
+    }
+    worst.map(|status| Health {
+        status,
+        message: messages.join("; "),
+    })
+}
+
+fn typed<T: DeserializeOwned>(live: &Value, rule: fn(&T) -> Health) -> Health {
+    match serde_json::from_value::<T>(live.clone()) {
+        Ok(object) => rule(&object),
+        Err(error) => Health::unknown(format!("cannot read the object: {error}")),
+    }
+}
+
+#[cfg(test)]
+mod tests;

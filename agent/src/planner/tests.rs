@@ -1,0 +1,520 @@
+//! Planner tests on plain data: rendered apps, live objects and tracker records built by hand.
+
+use super::*;
+use crate::ownership::{ANNOTATION_OWNER, LABEL_APP_NAME, LABEL_APP_NAMESPACE};
+use crate::tracker::{EntryState, TrackedEntry};
+use analyzer::RenderedObject;
+use serde_json::json;
+
+fn app(name: &str) -> AppRef {
+    AppRef {
+        namespace: "team".to_owned(),
+        name: name.to_owned(),
+    }
+}
+
+fn rendered(app_name: &str, objects: Vec<(&str, Option<&str>, Value)>) -> RenderedApp {
+    RenderedApp {
+        app: app(app_name),
+        file: cue::FileId(0),
+        objects: objects
+            .into_iter()
+            .map(|(component, trait_type, object)| RenderedObject {
+                component: component.to_owned(),
+                trait_type: trait_type.map(str::to_owned),
+                output_name: None,
+                object,
+            })
+            .collect(),
+        diagnostics: Vec::new(),
+        input_hash: String::new(),
+    }
+}
+
+fn config_map(name: &str, value: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "team", "labels": {"app.oam.dev/component": "web"}, "annotations": {}},
+        "data": {"key": value}
+    })
+}
+
+fn desired(
+    app_name: &str,
+    objects: Vec<(&str, Option<&str>, Value)>,
+    policies: Value,
+) -> DesiredApp {
+    let policies: Vec<Policy> = serde_json::from_value(policies).unwrap();
+    DesiredApp::from_rendered(
+        &rendered(app_name, objects),
+        &policies,
+        Some("rev1".to_owned()),
+        &builtin_scope,
+    )
+}
+
+/// The object as the apiserver would hold it after we applied it: marks, server metadata.
+fn as_live(desired_object: &DesiredObject, resource_version: &str) -> Value {
+    let mut live = desired_object.object.clone();
+    let metadata = live["metadata"].as_object_mut().unwrap();
+    metadata.insert("uid".to_owned(), json!("uid-1"));
+    metadata.insert("resourceVersion".to_owned(), json!(resource_version));
+    metadata.insert(
+        "managedFields".to_owned(),
+        json!([{"manager": "driftless"}]),
+    );
+    live
+}
+
+fn present(live: Value) -> Observed {
+    Observed::Present {
+        live,
+        dry_run: None,
+    }
+}
+
+fn entry(hash: &str, resource_version: &str) -> TrackedEntry {
+    TrackedEntry {
+        state: EntryState::Applied,
+        hash: hash.to_owned(),
+        resource_version: Some(resource_version.to_owned()),
+        component: "web".to_owned(),
+        component_type: None,
+        trait_type: None,
+        gc: GcStrategy::OnAppUpdate,
+        propagation: crate::policy::Propagation::Cascading,
+    }
+}
+
+fn summary(plan: &AppPlan) -> Vec<String> {
+    plan.changes
+        .iter()
+        .map(|change| {
+            let mut line = format!("{} {}", change.action.as_str(), change.object);
+            if !change.changed_fields.is_empty() {
+                line.push_str(&format!(" {:?}", change.changed_fields));
+            }
+            if let Some(reason) = &change.reason {
+                line.push_str(&format!(" ({reason})"));
+            }
+            line
+        })
+        .collect()
+}
+
+#[test]
+fn against_an_empty_cluster_everything_is_a_create_in_kind_order() {
+    let shop = desired(
+        "shop",
+        vec![
+            (
+                "web",
+                None,
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "team"}}),
+            ),
+            (
+                "web",
+                Some("gateway"),
+                json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "team"}}),
+            ),
+            (
+                "ns",
+                None,
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}),
+            ),
+            (
+                "rbac",
+                None,
+                json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "reader", "namespace": "team"}}),
+            ),
+        ],
+        json!([]),
+    );
+    let plan = plan_app(
+        &shop,
+        &LiveObjects::default(),
+        None,
+        &PlanOptions::default(),
+    );
+    assert_eq!(
+        summary(&plan),
+        vec![
+            "create Namespace/team",
+            "create ClusterRole/reader",
+            "create Service/team/web",
+            "create Deployment/team/web",
+        ]
+    );
+    let cluster_role = &plan.changes[1];
+    assert!(
+        !cluster_role
+            .diff
+            .lines()
+            .any(|line| line.starts_with("  namespace:")),
+        "{}",
+        cluster_role.diff
+    );
+    assert!(
+        cluster_role.diff.contains(ANNOTATION_OWNER),
+        "{}",
+        cluster_role.diff
+    );
+}
+
+#[test]
+fn an_object_left_as_applied_is_unchanged_without_a_dry_run() {
+    let shop = desired(
+        "shop",
+        vec![("web", None, config_map("cfg", "a"))],
+        json!([]),
+    );
+    let object = &shop.objects[0];
+    let mut live = LiveObjects::default();
+    // Even a live value that differs is trusted: same hash, same resourceVersion means nobody
+    // wrote the object since our apply, so the difference is the apiserver's normalisation.
+    let mut live_object = as_live(object, "5");
+    live_object["data"]["key"] = json!("normalised");
+    live.objects
+        .insert(object.object_ref.clone(), present(live_object));
+    let mut tracker = TrackerRecord::new(&app("shop"));
+    tracker
+        .entries
+        .insert(object.object_ref.clone(), entry(&object.hash, "5"));
+    let plan = plan_app(&shop, &live, Some(&tracker), &PlanOptions::default());
+    assert_eq!(summary(&plan), vec!["unchanged ConfigMap/team/cfg"]);
+
+    // Another resourceVersion: somebody wrote it, so it is compared and the drift shows.
+    tracker
+        .entries
+        .insert(object.object_ref.clone(), entry(&object.hash, "4"));
+    let plan = plan_app(&shop, &live, Some(&tracker), &PlanOptions::default());
+    assert_eq!(
+        summary(&plan),
+        vec!["update ConfigMap/team/cfg [\"data.key\"]"]
+    );
+}
+
+#[test]
+fn a_changed_property_is_exactly_one_changed_field() {
+    let before = desired(
+        "shop",
+        vec![("web", None, config_map("cfg", "a"))],
+        json!([]),
+    );
+    let after = desired(
+        "shop",
+        vec![("web", None, config_map("cfg", "b"))],
+        json!([]),
+    );
+    let mut live = LiveObjects::default();
+    live.objects.insert(
+        before.objects[0].object_ref.clone(),
+        present(as_live(&before.objects[0], "5")),
+    );
+    let plan = plan_app(&after, &live, None, &PlanOptions::default());
+    assert_eq!(
+        summary(&plan),
+        vec!["update ConfigMap/team/cfg [\"data.key\"]"]
+    );
+    assert!(
+        plan.changes[0].diff.contains("-  key: a\n+  key: b"),
+        "{}",
+        plan.changes[0].diff
+    );
+}
+
+#[test]
+fn the_dry_run_result_is_compared_when_present() {
+    let shop = desired(
+        "shop",
+        vec![("web", None, config_map("cfg", "a"))],
+        json!([]),
+    );
+    let object = &shop.objects[0];
+    let live_object = as_live(object, "5");
+    let mut dry_run = live_object.clone();
+    dry_run["metadata"]["resourceVersion"] = json!("6");
+    let mut live = LiveObjects::default();
+    live.objects.insert(
+        object.object_ref.clone(),
+        Observed::Present {
+            live: live_object.clone(),
+            dry_run: Some(dry_run.clone()),
+        },
+    );
+    let plan = plan_app(&shop, &live, None, &PlanOptions::default());
+    assert_eq!(summary(&plan), vec!["unchanged ConfigMap/team/cfg"]);
+
+    dry_run["data"]["extra"] = json!("x");
+    live.objects.insert(
+        object.object_ref.clone(),
+        Observed::Present {
+            live: live_object,
+            dry_run: Some(dry_run),
+        },
+    );
+    let plan = plan_app(&shop, &live, None, &PlanOptions::default());
+    assert_eq!(
+        summary(&plan),
+        vec!["update ConfigMap/team/cfg [\"data.extra\"]"]
+    );
+}
+
+#[test]
+fn tracked_objects_no_longer_rendered_are_pruned_first_when_still_marked() {
+    let shop = desired(
+        "shop",
+        vec![("web", None, config_map("keep", "a"))],
+        json!([]),
+    );
+    let gone = desired(
+        "shop",
+        vec![("old", None, config_map("gone", "a"))],
+        json!([]),
+    );
+    let unmarked = desired(
+        "shop",
+        vec![("old", None, config_map("unmarked", "a"))],
+        json!([]),
+    );
+    let mut live = LiveObjects::default();
+    live.objects.insert(
+        shop.objects[0].object_ref.clone(),
+        present(as_live(&shop.objects[0], "1")),
+    );
+    live.objects.insert(
+        gone.objects[0].object_ref.clone(),
+        present(as_live(&gone.objects[0], "1")),
+    );
+    let mut stripped = as_live(&unmarked.objects[0], "1");
+    stripped["metadata"]["annotations"] = json!({});
+    live.objects
+        .insert(unmarked.objects[0].object_ref.clone(), present(stripped));
+    let mut tracker = TrackerRecord::new(&app("shop"));
+    for object in [&shop.objects[0], &gone.objects[0], &unmarked.objects[0]] {
+        tracker
+            .entries
+            .insert(object.object_ref.clone(), entry(&object.hash, "1"));
+    }
+    // Tracked but already gone from the cluster: nothing to do.
+    tracker.entries.insert(
+        ObjectRef {
+            name: "vanished".to_owned(),
+            ..gone.objects[0].object_ref.clone()
+        },
+        entry("h", "1"),
+    );
+    let plan = plan_app(&shop, &live, Some(&tracker), &PlanOptions::default());
+    assert_eq!(
+        summary(&plan),
+        vec![
+            "delete ConfigMap/team/gone",
+            "unchanged ConfigMap/team/unmarked (not pruned: no longer carries this app's ownership marks)",
+            "unchanged ConfigMap/team/keep",
+        ]
+    );
+    let no_prune = PlanOptions {
+        prune: Prune::Disabled,
+        ..PlanOptions::default()
+    };
+    assert_eq!(
+        summary(&plan_app(&shop, &live, Some(&tracker), &no_prune)),
+        vec!["unchanged ConfigMap/team/keep"]
+    );
+}
+
+#[test]
+fn garbage_collect_rules_keep_objects_on_update_but_not_on_app_deletion() {
+    let shop = desired(
+        "shop",
+        vec![],
+        json!([{"name": "gc", "type": "garbage-collect", "properties": {"rules": [
+            {"selector": {"componentNames": ["web"]}, "strategy": "onAppDelete"}
+        ]}}]),
+    );
+    let gone = desired(
+        "shop",
+        vec![("web", None, config_map("gone", "a"))],
+        json!([]),
+    );
+    let mut live = LiveObjects::default();
+    live.objects.insert(
+        gone.objects[0].object_ref.clone(),
+        present(as_live(&gone.objects[0], "1")),
+    );
+    let mut tracker = TrackerRecord::new(&app("shop"));
+    tracker
+        .entries
+        .insert(gone.objects[0].object_ref.clone(), entry("h", "1"));
+    assert_eq!(
+        summary(&plan_app(
+            &shop,
+            &live,
+            Some(&tracker),
+            &PlanOptions::default()
+        )),
+        vec!["unchanged ConfigMap/team/gone (kept (garbage-collect strategy onAppDelete))"]
+    );
+    assert_eq!(
+        summary(&plan_app_deletion(
+            &app("shop"),
+            &live,
+            &tracker,
+            &PlanOptions::default()
+        )),
+        vec!["delete ConfigMap/team/gone"]
+    );
+    tracker
+        .entries
+        .values_mut()
+        .for_each(|entry| entry.gc = GcStrategy::Never);
+    assert_eq!(
+        summary(&plan_app_deletion(
+            &app("shop"),
+            &live,
+            &tracker,
+            &PlanOptions::default()
+        )),
+        vec!["unchanged ConfigMap/team/gone (kept (garbage-collect strategy never))"]
+    );
+}
+
+#[test]
+fn an_object_owned_by_another_app_is_a_conflict_naming_it() {
+    let blog = desired(
+        "blog",
+        vec![("web", None, config_map("cfg", "a"))],
+        json!([]),
+    );
+    let shop = desired(
+        "shop",
+        vec![("web", None, config_map("cfg", "a"))],
+        json!([]),
+    );
+    let mut live_object = as_live(&blog.objects[0], "1");
+    live_object["metadata"]["annotations"][ANNOTATION_OWNER] = json!("team/blog");
+    live_object["metadata"]["labels"][LABEL_APP_NAME] = json!("blog");
+    live_object["metadata"]["labels"][LABEL_APP_NAMESPACE] = json!("team");
+    let mut live = LiveObjects::default();
+    live.objects
+        .insert(blog.objects[0].object_ref.clone(), present(live_object));
+    assert_eq!(
+        summary(&plan_app(&shop, &live, None, &PlanOptions::default())),
+        vec!["conflict ConfigMap/team/cfg (owned by app team/blog)"]
+    );
+}
+
+#[test]
+fn two_apps_creating_the_same_object_conflict_in_the_second() {
+    let blog = desired(
+        "blog",
+        vec![("web", None, config_map("cfg", "a"))],
+        json!([]),
+    );
+    let shop = desired(
+        "shop",
+        vec![("web", None, config_map("cfg", "a"))],
+        json!([]),
+    );
+    let empty = LiveObjects::default();
+    let options = PlanOptions::default();
+    let plan = plan_all(
+        vec![
+            plan_app(&shop, &empty, None, &options),
+            plan_app(&blog, &empty, None, &options),
+        ],
+        PlanTarget::EmptyCluster,
+        Vec::new(),
+    );
+    assert_eq!(summary(&plan.apps[0]), vec!["create ConfigMap/team/cfg"]);
+    assert_eq!(
+        summary(&plan.apps[1]),
+        vec!["conflict ConfigMap/team/cfg (also rendered by app team/blog, which creates it)"]
+    );
+}
+
+#[test]
+fn apply_once_keeps_live_values_of_drifting_paths() {
+    let policies = json!([{"name": "once", "type": "apply-once", "properties": {"enable": true, "rules": [
+        {"selector": {"resourceTypes": ["ConfigMap"]}, "strategy": {"path": ["data.key"]}}
+    ]}}]);
+    let shop = desired(
+        "shop",
+        vec![("web", None, config_map("cfg", "a"))],
+        policies,
+    );
+    let mut live_object = as_live(&shop.objects[0], "2");
+    live_object["data"]["key"] = json!("edited by hand");
+    let mut live = LiveObjects::default();
+    live.objects
+        .insert(shop.objects[0].object_ref.clone(), present(live_object));
+    assert_eq!(
+        summary(&plan_app(&shop, &live, None, &PlanOptions::default())),
+        vec!["unchanged ConfigMap/team/cfg"]
+    );
+    let whole = desired(
+        "shop",
+        vec![("web", None, config_map("cfg", "b"))],
+        json!([{"name": "once", "type": "apply-once", "properties": {"enable": true}}]),
+    );
+    assert_eq!(
+        summary(&plan_app(&whole, &live, None, &PlanOptions::default())),
+        vec!["unchanged ConfigMap/team/cfg (exists; drift allowed (apply-once policy))"]
+    );
+}
+
+#[test]
+fn per_object_errors_are_diagnostics_and_blocked_apps_plan_nothing() {
+    let shop = desired(
+        "shop",
+        vec![("web", None, config_map("cfg", "a"))],
+        json!([]),
+    );
+    let mut live = LiveObjects::default();
+    live.objects.insert(
+        shop.objects[0].object_ref.clone(),
+        Observed::Failed("forbidden: cannot get configmaps".to_owned()),
+    );
+    let plan = plan_app(&shop, &live, None, &PlanOptions::default());
+    assert!(plan.changes.is_empty());
+    assert_eq!(plan.diagnostics.len(), 1);
+    assert_eq!(plan.diagnostics[0].rule, "cluster-error");
+    assert!(
+        plan.diagnostics[0]
+            .message
+            .contains("ConfigMap/team/cfg: forbidden")
+    );
+
+    let twice = desired(
+        "shop",
+        vec![
+            ("a", None, config_map("cfg", "a")),
+            ("b", None, config_map("cfg", "b")),
+        ],
+        json!([]),
+    );
+    assert!(twice.is_blocked());
+    let mut tracker = TrackerRecord::new(&app("shop"));
+    tracker
+        .entries
+        .insert(shop.objects[0].object_ref.clone(), entry("h", "1"));
+    let plan = plan_app(
+        &twice,
+        &LiveObjects::default(),
+        Some(&tracker),
+        &PlanOptions::default(),
+    );
+    assert!(plan.changes.is_empty(), "a blocked app never prunes");
+}
+
+#[test]
+fn keep_live_paths_copies_or_removes() {
+    let mut desired_value = json!({"spec": {"replicas": 3, "paused": true}});
+    let live = json!({"spec": {"replicas": 5}});
+    keep_live_paths(
+        &mut desired_value,
+        &live,
+        &["spec.replicas".to_owned(), "spec.paused".to_owned()],
+    );
+    assert_eq!(desired_value, json!({"spec": {"replicas": 5}}));
+}
