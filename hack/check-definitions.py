@@ -321,6 +321,84 @@ def compare_health(kind, name, parameter, comp_params, ctx, rendered, results, l
     results.append((kind, name + " (health)", label, not notes, notes))
 
 
+def schema_program(path, properties):
+    """The `parameter` schema of a definition (plus the template fields it references),
+    without `vela/*` imports or workflow actions, unified with `properties`."""
+    _, _, body = split_definition(path)
+    fields, order, current = {}, [], None
+    for line in body.split("\n"):
+        m = re.match(r"^\t([#_]*[\w$-]+|\"[^\"]+\")\s*:", line)
+        if m:
+            current = m.group(1)
+            order.append(current)
+            fields[current] = [line]
+        elif current is not None:
+            fields[current].append(line)
+    keep, todo = set(), ["parameter"]
+    while todo:
+        f = todo.pop()
+        if f in keep or f not in fields:
+            continue
+        keep.add(f)
+        text = re.sub(r"//[^\n]*", "", "\n".join(fields[f]))
+        for other in fields:
+            if other not in keep and re.search(r"(?<![\w$#.])" + re.escape(other) + r"(?![\w-])", text):
+                todo.append(other)
+    text = "\n".join("\n".join(fields[f]) for f in order if f in keep)
+    return text + "\nparameter: " + json.dumps(properties if properties is not None else {}, sort_keys=True) + "\n"
+
+
+def compare_schema(kind, name, properties, label, results):
+    a, b = ours(kind, name), theirs(kind, name)
+    if a is None or b is None:
+        return
+    out = []
+    for path in (a, b):
+        rc, o, err = run_cue(["export", "--out", "json", "-e", "parameter"], schema_program(path, properties))
+        out.append(("ok", json.loads(o)) if rc == 0 else ("error", err.strip()))
+    same = out[0][0] == out[1][0] == "error" or out[0] == out[1]
+    notes = [] if same else [f"parameter: ours={out[0][0]} kubevela={out[1][0]}",
+                             "  ours:     " + str(out[0][1])[:1500], "  kubevela: " + str(out[1][1])[:1500]]
+    results.append((kind, name + " (schema)", label, same, notes))
+
+
+def workflow_steps(steps):
+    for st in steps or []:
+        if isinstance(st, dict) and "type" in st:
+            yield st
+            yield from workflow_steps(st.get("subSteps"))
+
+
+def missing_usage(path):
+    """Parameter fields (in `parameter` and in the #Definitions it uses) without a
+    `// +usage=` line in the comment block right above them."""
+    _, _, body = split_definition(path)
+    lines = body.split("\n")
+    problems, depth, in_schema, comments = [], 0, False, []
+    for n, line in enumerate(lines, 1):
+        s = line.strip()
+        if depth == 0 and re.match(r"^(parameter|#\w+)\s*:", s):
+            in_schema = True
+        if s.startswith("//"):
+            comments.append(s)
+            continue
+        field = re.match(r'^([\w$]+|"[^"]+")[?!]?\s*:', s)
+        if in_schema and field and not (depth == 0 and not field.group(1).startswith("#") and field.group(1) != "parameter"):
+            is_root = depth == 0
+            # A definition or the parameter struct itself needs no usage; its fields do,
+            # except when `parameter` is a bare type (e.g. `[string]: string`).
+            if not is_root and not any("+usage=" in c for c in comments):
+                problems.append(f"line {n}: {s[:60]}")
+            if is_root and re.match(r"^parameter\s*:\s*\[", s) and not any("+usage=" in c for c in comments):
+                problems.append(f"line {n}: {s[:60]}")
+        comments = []
+        opened = s.count("{") + s.count("(") - s.count("}") - s.count(")")
+        depth += opened
+        if depth <= 0:
+            depth, in_schema = 0, False
+    return problems
+
+
 def base_context(app, comp):
     return {
         "name": comp["name"],
@@ -442,6 +520,8 @@ def main():
             rc, _, err = run_cue(["vet", "-c=false"], prog)
             if rc != 0:
                 msgs.append("template: " + err.strip())
+            for prob in missing_usage(f):
+                msgs.append("parameter field without `// +usage=`: " + prob)
             if f"type: \"{kind}\"" not in head:
                 msgs.append(f'header lacks type: "{kind}"')
             if msgs:
@@ -478,6 +558,16 @@ def main():
                     continue
                 if ours("trait", tr["type"]):
                     compare(label + "/" + tr["type"], "trait", tr["type"], tr.get("properties"), tctx, ["patch", "outputs", "patchOutputs", "errs"], results)
+
+    # Policies and workflow steps: the parameter schemas accept and default the same way.
+    for src, app in load_apps():
+        for pol in app["spec"].get("policies") or []:
+            if isinstance(pol, dict) and "type" in pol and (not FILTER or pol["type"] in FILTER):
+                compare_schema("policy", pol["type"], pol.get("properties"), f"{src}#{pol.get('name')}", results)
+        wf = app["spec"].get("workflow") or {}
+        for st in workflow_steps(wf.get("steps") if isinstance(wf, dict) else None):
+            if not FILTER or st["type"] in FILTER:
+                compare_schema("workflow-step", st["type"], st.get("properties"), f"{src}#{st.get('name')}", results)
 
     # Same strategy tag on `patch` itself.
     for f in sorted(glob.glob(os.path.join(DEFS, "traits", "*.cue"))):
