@@ -10,3 +10,8 @@ pub mod plan;
 pub mod planner;
 pub mod policy;
 pub mod tracker;
+pub mod backoff;
+pub mod config;
+pub mod forge;
+pub mod metrics;
+pub mod source;

@@ -1,0 +1,312 @@
+//! Tests of config parsing and checking: valid files, and invalid ones whose message names the
+//! field.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+
+fn env() -> Environment {
+    Environment::from_pairs([
+        ("GIT_TOKEN", "git-token-value-123"),
+        ("FORGE_TOKEN", "forge-token-value-456"),
+        ("HOOK_SECRET", "hook-secret-789"),
+        ("EMPTY", "  "),
+    ])
+}
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::parse(
+        text,
+        Path::new("driftless.yaml"),
+        Path::new("/etc/driftless"),
+        &env(),
+    )
+}
+
+fn problems(text: &str) -> Vec<FieldProblem> {
+    match parse(text) {
+        Err(ConfigError::Invalid { problems, .. }) => problems,
+        other => panic!("expected invalid fields, got {other:?}"),
+    }
+}
+
+fn parse_error(text: &str) -> String {
+    match parse(text) {
+        Err(error @ ConfigError::ParseFailed { .. }) => error.to_string(),
+        other => panic!("expected a parse error, got {other:?}"),
+    }
+}
+
+const FULL: &str = r#"
+sources:
+  - name: platform
+    url: https://git.example.com/platform/apps.git
+    branch: release
+    paths:
+      include: ["apps/**", "definitions/**"]
+      exclude: ["**/README.md"]
+    pollInterval: 1m30s
+    credentials:
+      token: { env: GIT_TOKEN }
+  - name: local
+    url: file:///srv/git/local
+clusters:
+  - name: prod
+    kubeconfig: kube/prod.yaml
+    context: prod-admin
+    labels: { env: prod }
+forge:
+  kind: gitea
+  baseUrl: http://127.0.0.1:3000/
+  token: { env: FORGE_TOKEN }
+drift:
+  schedule: "*/10 * * * *"
+  mode: correct
+server:
+  listen: 0.0.0.0:9090
+  externalUrl: https://driftless.example.com/
+  webhookSecret: { env: HOOK_SECRET }
+qps: 5
+burst: 10
+concurrency: 2
+cacheDir: cache
+"#;
+
+#[test]
+fn full_config_is_checked_into_typed_values() {
+    let config = parse(FULL).unwrap();
+    assert_eq!(config.sources.len(), 2);
+    let platform = &config.sources[0];
+    assert_eq!(platform.name, "platform");
+    assert_eq!(platform.branch, "release");
+    assert_eq!(platform.poll_interval, Duration::from_secs(90));
+    assert_eq!(
+        platform.forge_repo,
+        Some(RepoSlug {
+            owner: "platform".into(),
+            name: "apps".into()
+        })
+    );
+    assert_eq!(
+        platform.paths.check("apps/web/app.yaml"),
+        PathMatch::Included
+    );
+    assert_eq!(
+        platform.paths.check("apps/web/README.md"),
+        PathMatch::Excluded
+    );
+    assert_eq!(
+        platform.paths.check("docs/index.md"),
+        PathMatch::NotIncluded
+    );
+    match &platform.credentials {
+        Some(GitCredentials::Token { token, .. }) => {
+            assert_eq!(token.expose(), "git-token-value-123")
+        }
+        other => panic!("expected a token, got {other:?}"),
+    }
+    let local = &config.sources[1];
+    assert_eq!(local.branch, "main");
+    assert_eq!(local.poll_interval, Duration::from_secs(60));
+    assert_eq!(
+        local.paths.check("anything/at/all.yaml"),
+        PathMatch::Included
+    );
+
+    assert_eq!(
+        config.clusters[0].kubeconfig.as_deref(),
+        Some(Path::new("/etc/driftless/kube/prod.yaml"))
+    );
+    assert_eq!(
+        config.clusters[0].labels.get("env").map(String::as_str),
+        Some("prod")
+    );
+    let forge = config.forge.as_ref().unwrap();
+    assert_eq!(forge.kind, ForgeKind::Gitea);
+    assert_eq!(forge.base_url, "http://127.0.0.1:3000");
+    let drift = config.drift.as_ref().unwrap();
+    assert_eq!(drift.mode, DriftMode::Correct);
+    assert_eq!(config.server.listen.port(), 9090);
+    assert_eq!(config.server.external_url, "https://driftless.example.com");
+    assert_eq!((config.qps, config.burst, config.concurrency), (5.0, 10, 2));
+    assert_eq!(config.cache_dir, Path::new("/etc/driftless/cache"));
+}
+
+#[test]
+fn five_field_cron_fires_on_the_minute() {
+    let schedule = parse_cron("*/10 * * * *").unwrap();
+    let start = chrono::DateTime::parse_from_rfc3339("2026-01-01T10:03:20Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let next = schedule.after(&start).next().unwrap();
+    assert_eq!(next.to_rfc3339(), "2026-01-01T10:10:00+00:00");
+}
+
+#[test]
+fn secrets_never_print() {
+    let config = parse(FULL).unwrap();
+    let debug = format!("{config:?}");
+    for secret in [
+        "git-token-value-123",
+        "forge-token-value-456",
+        "hook-secret-789",
+    ] {
+        assert!(!debug.contains(secret), "{secret} leaked into Debug output");
+    }
+    assert!(debug.contains("***"));
+    assert_eq!(Secret::new("x").to_string(), "***");
+}
+
+#[test]
+fn unknown_field_is_named_with_its_line() {
+    let message = parse_error("sources:\n  - name: a\n    url: file:///x\n    brnch: main\n");
+    assert!(message.contains("brnch"), "{message}");
+    assert!(message.contains('4'), "line missing: {message}");
+}
+
+#[test]
+fn missing_url_is_named() {
+    let message = parse_error("sources:\n  - name: a\n");
+    assert!(message.contains("url"), "{message}");
+}
+
+#[test]
+fn bad_drift_mode_is_named() {
+    let message = parse_error(
+        "sources: [{name: a, url: 'file:///x'}]\ndrift: { schedule: '* * * * *', mode: fix }\n",
+    );
+    assert!(message.contains("fix"), "{message}");
+}
+
+#[test]
+fn invalid_values_name_field_and_line() {
+    let text = "\
+sources:
+  - name: a
+    url: file:///x
+    pollInterval: 5 minutes
+    paths:
+      include: ['apps/**', 'apps/[']
+  - name: a
+    url: ftp://example.com/x
+    branch: 'bad..branch'
+drift:
+  schedule: 'every day'
+server:
+  listen: localhost
+concurrency: 0
+";
+    let problems = problems(text);
+    let by_field: Vec<(&str, u64)> = problems
+        .iter()
+        .map(|p| (p.field.as_str(), p.line))
+        .collect();
+    assert_eq!(
+        by_field,
+        vec![
+            ("sources[0].paths.include[1]", 6),
+            ("sources[0].pollInterval", 4),
+            ("sources[1].name", 7),
+            ("sources[1].url", 8),
+            ("sources[1].branch", 9),
+            ("drift.schedule", 11),
+            ("server.listen", 13),
+            ("concurrency", 14),
+        ],
+        "{problems:#?}"
+    );
+    let message = parse(text).unwrap_err().to_string();
+    assert!(
+        message.contains("line 4, column 19: sources[0].pollInterval: invalid duration"),
+        "{message}"
+    );
+}
+
+#[test]
+fn secret_problems_name_the_field() {
+    let problems = problems(
+        "\
+sources:
+  - name: a
+    url: https://example.com/o/r.git
+    credentials: { token: { env: MISSING } }
+forge: { kind: gitea, baseUrl: 'http://x', token: { env: EMPTY } }
+server: { webhookSecret: { env: A, file: b } }
+",
+    );
+    let messages: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    assert_eq!(problems[0].field, "sources[0].credentials.token");
+    assert!(messages[0].contains("MISSING is not set"), "{messages:?}");
+    assert_eq!(problems[1].field, "forge.token");
+    assert!(messages[1].contains("EMPTY is empty"), "{messages:?}");
+    assert_eq!(problems[2].field, "server.webhookSecret");
+    assert!(messages[2].contains("not both"), "{messages:?}");
+}
+
+#[test]
+fn secret_from_file_relative_to_config() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("token"), "file-token\n").unwrap();
+    let text = "sources: [{name: a, url: 'https://h/o/r', credentials: {token: {file: token}}}]\n";
+    let config = Config::parse(text, Path::new("x.yaml"), dir.path(), &env()).unwrap();
+    match &config.sources[0].credentials {
+        Some(GitCredentials::Token { token, .. }) => assert_eq!(token.expose(), "file-token"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn url_with_embedded_password_is_refused() {
+    let problems = problems("sources: [{name: a, url: 'https://user:tok@h/o/r'}]\n");
+    assert_eq!(problems[0].field, "sources[0].url");
+    assert!(problems[0].message.contains("credentials"));
+    assert!(!problems[0].to_string().contains("tok@"));
+}
+
+#[test]
+fn gitea_needs_a_base_url_and_gitlab_is_refused() {
+    let problems = problems(
+        "sources: [{name: a, url: 'file:///x'}]\nforge: { kind: gitea, token: { env: FORGE_TOKEN } }\n",
+    );
+    assert_eq!(problems[0].field, "forge.baseUrl");
+    let problems = problems_of_gitlab();
+    assert_eq!(problems[0].field, "forge.kind");
+}
+
+fn problems_of_gitlab() -> Vec<FieldProblem> {
+    problems(
+        "sources: [{name: a, url: 'file:///x'}]\nforge: { kind: gitlab, baseUrl: 'https://g', token: { env: FORGE_TOKEN } }\n",
+    )
+}
+
+#[test]
+fn no_sources_is_an_error() {
+    let problems = problems("clusters: []\n");
+    assert_eq!(problems[0].field, "sources");
+}
+
+#[test]
+fn durations() {
+    assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+    assert_eq!(parse_duration("1h30m"), Some(Duration::from_secs(5400)));
+    assert_eq!(parse_duration("30"), None);
+    assert_eq!(parse_duration("s"), None);
+    assert_eq!(parse_duration("10d"), None);
+}
+
+#[test]
+fn repo_slugs_from_urls() {
+    let slug = |url: &str| RepoSlug::from_url(url).map(|slug| slug.to_string());
+    assert_eq!(slug("https://h/o/r.git").as_deref(), Some("o/r"));
+    assert_eq!(
+        slug("http://127.0.0.1:3000/driftless/demo").as_deref(),
+        Some("driftless/demo")
+    );
+    assert_eq!(
+        slug("git@github.com:org/repo.git").as_deref(),
+        Some("org/repo")
+    );
+    assert_eq!(slug("ssh://git@h:22/org/repo").as_deref(), Some("org/repo"));
+    assert_eq!(slug("https://h/"), None);
+}

@@ -1,0 +1,244 @@
+//! The agent's Prometheus metrics (served at `/metrics`): apps, drift, render and plan
+//! durations, API calls and errors. One [`Metrics`] per process, passed around in an `Arc`;
+//! never a global.
+
+use std::fmt;
+use std::time::Duration;
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// Who an API call went to.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
+pub enum ApiTarget {
+    Forge,
+    Git,
+    Kube,
+}
+
+/// Which step an error happened in.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
+pub enum ErrorKind {
+    Fetch,
+    Render,
+    Plan,
+    Apply,
+    Forge,
+    Webhook,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabels {
+    source: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AppLabels {
+    source: String,
+    namespace: String,
+    app: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ApiLabels {
+    target: ApiTarget,
+    outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
+enum Outcome {
+    Ok,
+    Error,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    kind: ErrorKind,
+}
+
+type HistogramFamily = Family<SourceLabels, Histogram, fn() -> Histogram>;
+
+/// Every metric the agent exports.
+pub struct Metrics {
+    registry: Registry,
+    apps: Family<SourceLabels, Gauge>,
+    app_drifted: Family<AppLabels, Gauge>,
+    render_seconds: HistogramFamily,
+    plan_seconds: HistogramFamily,
+    api_calls: Family<ApiLabels, Counter>,
+    errors: Family<ErrorLabels, Counter>,
+    polls: Family<SourceLabels, Counter>,
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+fn duration_histogram() -> Histogram {
+    // 1 ms … ~33 s.
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// A registry with every metric registered at zero.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("driftless");
+        let apps = Family::<SourceLabels, Gauge>::default();
+        registry.register(
+            "apps",
+            "Applications found in the source's deployed revision",
+            apps.clone(),
+        );
+        let app_drifted = Family::<AppLabels, Gauge>::default();
+        registry.register(
+            "app_drifted",
+            "1 when the last drift check found live objects differing from the deployed revision",
+            app_drifted.clone(),
+        );
+        let render_seconds: HistogramFamily = Family::new_with_constructor(duration_histogram);
+        registry.register(
+            "render_duration_seconds",
+            "Time to render a source's snapshot",
+            render_seconds.clone(),
+        );
+        let plan_seconds: HistogramFamily = Family::new_with_constructor(duration_histogram);
+        registry.register(
+            "plan_duration_seconds",
+            "Time to plan a source's apps against live clusters",
+            plan_seconds.clone(),
+        );
+        let api_calls = Family::<ApiLabels, Counter>::default();
+        registry.register(
+            "api_calls",
+            "Calls to the forge, git remotes and Kubernetes APIs",
+            api_calls.clone(),
+        );
+        let errors = Family::<ErrorLabels, Counter>::default();
+        registry.register("errors", "Errors by the step that failed", errors.clone());
+        let polls = Family::<SourceLabels, Counter>::default();
+        registry.register(
+            "polls",
+            "Fetches of a source, by poll or webhook",
+            polls.clone(),
+        );
+        Metrics {
+            registry,
+            apps,
+            app_drifted,
+            render_seconds,
+            plan_seconds,
+            api_calls,
+            errors,
+            polls,
+        }
+    }
+
+    /// The text exposition format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if let Err(error) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            // Writing into a String cannot fail; keep the partial output and say so.
+            tracing::warn!(error = %error, "encoding metrics failed");
+        }
+        out
+    }
+
+    pub fn set_apps(&self, source: &str, n_apps: usize) {
+        let n_apps = i64::try_from(n_apps).unwrap_or(i64::MAX);
+        self.apps.get_or_create(&source_labels(source)).set(n_apps);
+    }
+
+    pub fn set_drifted(&self, source: &str, namespace: &str, app: &str, drifted: bool) {
+        let labels = AppLabels {
+            source: source.to_owned(),
+            namespace: namespace.to_owned(),
+            app: app.to_owned(),
+        };
+        self.app_drifted
+            .get_or_create(&labels)
+            .set(i64::from(drifted));
+    }
+
+    pub fn observe_render(&self, source: &str, elapsed: Duration) {
+        self.render_seconds
+            .get_or_create(&source_labels(source))
+            .observe(elapsed.as_secs_f64());
+    }
+
+    pub fn observe_plan(&self, source: &str, elapsed: Duration) {
+        self.plan_seconds
+            .get_or_create(&source_labels(source))
+            .observe(elapsed.as_secs_f64());
+    }
+
+    pub fn record_api_call(&self, target: ApiTarget, ok: bool) {
+        let outcome = if ok { Outcome::Ok } else { Outcome::Error };
+        self.api_calls
+            .get_or_create(&ApiLabels { target, outcome })
+            .inc();
+    }
+
+    pub fn record_error(&self, kind: ErrorKind) {
+        self.errors.get_or_create(&ErrorLabels { kind }).inc();
+    }
+
+    pub fn record_poll(&self, source: &str) {
+        self.polls.get_or_create(&source_labels(source)).inc();
+    }
+}
+
+fn source_labels(source: &str) -> SourceLabels {
+    SourceLabels {
+        source: source.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposition_has_the_recorded_values() {
+        let metrics = Metrics::new();
+        metrics.set_apps("platform", 3);
+        metrics.set_drifted("platform", "team-a", "web", true);
+        metrics.observe_render("platform", Duration::from_millis(3));
+        metrics.record_api_call(ApiTarget::Forge, false);
+        metrics.record_error(ErrorKind::Render);
+        let text = metrics.encode();
+        assert!(
+            text.contains("driftless_apps{source=\"platform\"} 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "driftless_app_drifted{source=\"platform\",namespace=\"team-a\",app=\"web\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("driftless_render_duration_seconds_count{source=\"platform\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("driftless_api_calls_total{target=\"Forge\",outcome=\"Error\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("driftless_errors_total{kind=\"Render\"} 1"),
+            "{text}"
+        );
+    }
+}

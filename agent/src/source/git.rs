@@ -1,0 +1,568 @@
+//! Git sources: a bare clone per source in the cache directory, fetched with git2, and
+//! snapshots built straight from a commit's tree (no checkout).
+//!
+//! [`GitRepo`] is the blocking layer (every method does git I/O; call it from `spawn_blocking`).
+//! [`GitSource`] is the async poller the agent loop drives: one fetch per call, exponential
+//! backoff with a cap after failures, and the last good revision kept through any failure, so a
+//! broken remote never crashes the loop or blocks other sources.
+//!
+//! What counts as "changed": the paths that differ between the last seen commit and the new one
+//! (renames count on both sides). If none of them passes the source's include/exclude filter,
+//! nothing needs rendering. Otherwise the snapshot is rendered and each app's `input_hash` (which
+//! covers its manifest and the definitions it uses) decides which apps go on to plan and apply,
+//! so a change under `definitions/` reaches exactly the apps using the changed definitions.
+//!
+//! Branches are fetched with `+refs/heads/*:refs/driftless/heads/*` and pull requests with
+//! `+refs/pull/*/head:refs/driftless/pull/*` (GitHub and Gitea both publish those), with pruning,
+//! so a deleted branch disappears locally and a force-push simply moves the ref.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use analyzer::{Snapshot, SourceFile};
+use sha2::{Digest, Sha256};
+
+use crate::backoff::Backoff;
+use crate::config::{GitCredentials, PathMatch, SourceConfig};
+
+/// A full commit id (40 hex digits).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CommitId(String);
+
+impl CommitId {
+    /// Parses a full hex commit id.
+    pub fn parse(text: &str) -> Option<CommitId> {
+        (text.len() == 40 && text.chars().all(|c| c.is_ascii_hexdigit()))
+            .then(|| CommitId(text.to_ascii_lowercase()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The first 12 digits, for messages.
+    pub fn short(&self) -> &str {
+        &self.0[..12]
+    }
+
+    fn from_oid(oid: git2::Oid) -> CommitId {
+        CommitId(oid.to_string())
+    }
+
+    fn oid(&self) -> Result<git2::Oid, git2::Error> {
+        git2::Oid::from_str(&self.0)
+    }
+}
+
+impl fmt::Display for CommitId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A git source failed. Messages never contain credentials: URLs with passwords are refused by
+/// the config, and tokens only travel through the credential callback.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SourceError {
+    #[error("opening the cache repository {}: {message}", path.display())]
+    OpenFailed { path: PathBuf, message: String },
+    #[error("authenticating to {url}: {message}")]
+    AuthFailed { url: String, message: String },
+    #[error("reaching {url}: {message}")]
+    Unreachable { url: String, message: String },
+    #[error("fetching {url}: {message}")]
+    FetchFailed { url: String, message: String },
+    #[error("branch {branch} does not exist on {url} (deleted?)")]
+    BranchMissing { url: String, branch: String },
+    #[error("reading commit {commit}: {message}")]
+    ReadFailed { commit: String, message: String },
+    #[error("git work panicked or was cancelled: {message}")]
+    TaskFailed { message: String },
+}
+
+/// What a fetch found on the tracked branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BranchUpdate {
+    /// The first commit seen.
+    Initial,
+    /// The new commit descends from the previous one.
+    FastForward,
+    /// History was rewritten: the previous commit is not an ancestor of the new one.
+    ForcePush,
+}
+
+/// The blocking git layer over one bare cache repository.
+#[derive(Debug, Clone)]
+pub struct GitRepo {
+    config: Arc<SourceConfig>,
+    dir: PathBuf,
+}
+
+impl GitRepo {
+    /// The cache repository for `config` under `cache_dir`, created (bare, empty) if missing.
+    /// The directory name is the source name plus a hash of its URL, so changing a source's URL
+    /// never reuses another remote's objects.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::OpenFailed`] when the directory cannot be created or opened.
+    pub fn open(cache_dir: &Path, config: Arc<SourceConfig>) -> Result<GitRepo, SourceError> {
+        let url_hash = hex::encode(Sha256::digest(config.url.as_bytes()));
+        let dir = cache_dir
+            .join("git")
+            .join(format!("{}-{}", config.name, &url_hash[..16]));
+        let open_failed = |error: git2::Error| SourceError::OpenFailed {
+            path: dir.clone(),
+            message: error.message().to_owned(),
+        };
+        if dir.join("HEAD").exists() {
+            git2::Repository::open_bare(&dir).map_err(open_failed)?;
+        } else {
+            std::fs::create_dir_all(&dir).map_err(|error| SourceError::OpenFailed {
+                path: dir.clone(),
+                message: error.to_string(),
+            })?;
+            git2::Repository::init_bare(&dir).map_err(open_failed)?;
+        }
+        Ok(GitRepo { config, dir })
+    }
+
+    /// The source's configuration.
+    pub fn config(&self) -> &SourceConfig {
+        &self.config
+    }
+
+    fn repository(&self) -> Result<git2::Repository, SourceError> {
+        git2::Repository::open_bare(&self.dir).map_err(|error| SourceError::OpenFailed {
+            path: self.dir.clone(),
+            message: error.message().to_owned(),
+        })
+    }
+
+    /// Fetches every branch and pull-request head from the remote, pruning deleted ones.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::AuthFailed`], [`SourceError::Unreachable`] or
+    /// [`SourceError::FetchFailed`], by libgit2's error class.
+    pub fn fetch(&self) -> Result<(), SourceError> {
+        let repo = self.repository()?;
+        let url = &self.config.url;
+        let mut remote = repo
+            .remote_anonymous(url)
+            .map_err(|error| classify(url, &error))?;
+        let mut callbacks = git2::RemoteCallbacks::new();
+        let credentials = self.config.credentials.clone();
+        let mut attempts = 0u32;
+        callbacks.credentials(move |_url, username_from_url, allowed| {
+            // libgit2 calls back again after a rejected credential; offering the same one
+            // forever would loop, so the second call is an authentication failure.
+            attempts += 1;
+            if attempts > 1 {
+                return Err(git2::Error::new(
+                    git2::ErrorCode::Auth,
+                    git2::ErrorClass::Net,
+                    "the remote rejected the configured credentials",
+                ));
+            }
+            match &credentials {
+                Some(GitCredentials::Token { username, token })
+                    if allowed.contains(git2::CredentialType::USER_PASS_PLAINTEXT) =>
+                {
+                    git2::Cred::userpass_plaintext(username, token.expose())
+                }
+                Some(GitCredentials::SshKey {
+                    username,
+                    private_key,
+                    passphrase,
+                }) if allowed.contains(git2::CredentialType::SSH_KEY)
+                    || allowed.contains(git2::CredentialType::USERNAME) =>
+                {
+                    let user = username_from_url.unwrap_or(username);
+                    if allowed.contains(git2::CredentialType::USERNAME) {
+                        git2::Cred::username(user)
+                    } else {
+                        git2::Cred::ssh_key_from_memory(
+                            user,
+                            None,
+                            private_key.expose(),
+                            passphrase.as_ref().map(|p| p.expose()),
+                        )
+                    }
+                }
+                _ => Err(git2::Error::new(
+                    git2::ErrorCode::Auth,
+                    git2::ErrorClass::Net,
+                    "the remote asks for credentials and none (of the right kind) are configured",
+                )),
+            }
+        });
+        let mut options = git2::FetchOptions::new();
+        options
+            .remote_callbacks(callbacks)
+            .prune(git2::FetchPrune::On)
+            .download_tags(git2::AutotagOption::None);
+        remote
+            .fetch(
+                &[
+                    "+refs/heads/*:refs/driftless/heads/*",
+                    "+refs/pull/*/head:refs/driftless/pull/*",
+                ],
+                Some(&mut options),
+                None,
+            )
+            .map_err(|error| classify(url, &error))
+    }
+
+    /// The commit at the tip of the tracked branch, as of the last fetch.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::BranchMissing`] when the branch does not exist on the remote.
+    pub fn branch_head(&self) -> Result<CommitId, SourceError> {
+        self.ref_head(&format!("refs/driftless/heads/{}", self.config.branch))?
+            .ok_or_else(|| SourceError::BranchMissing {
+                url: self.config.url.clone(),
+                branch: self.config.branch.clone(),
+            })
+    }
+
+    /// The head commit of pull request `number`, as of the last fetch; `None` if not fetched.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::OpenFailed`] when the cache repository cannot be opened.
+    pub fn pull_head(&self, number: u64) -> Result<Option<CommitId>, SourceError> {
+        self.ref_head(&format!("refs/driftless/pull/{number}"))
+    }
+
+    /// Whether the commit's objects are present in the cache.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::OpenFailed`] when the cache repository cannot be opened.
+    pub fn has_commit(&self, commit: &CommitId) -> Result<bool, SourceError> {
+        let repo = self.repository()?;
+        Ok(commit.oid().is_ok_and(|oid| repo.find_commit(oid).is_ok()))
+    }
+
+    fn ref_head(&self, name: &str) -> Result<Option<CommitId>, SourceError> {
+        let repo = self.repository()?;
+        let Ok(reference) = repo.find_reference(name) else {
+            return Ok(None);
+        };
+        Ok(reference
+            .peel_to_commit()
+            .ok()
+            .map(|commit| CommitId::from_oid(commit.id())))
+    }
+
+    /// How `new` relates to `previous`.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::ReadFailed`] when either commit is unknown.
+    pub fn classify_update(
+        &self,
+        previous: Option<&CommitId>,
+        new: &CommitId,
+    ) -> Result<BranchUpdate, SourceError> {
+        let Some(previous) = previous else {
+            return Ok(BranchUpdate::Initial);
+        };
+        let repo = self.repository()?;
+        let new_oid = read_oid(new)?;
+        let previous_oid = read_oid(previous)?;
+        if new_oid == previous_oid {
+            return Ok(BranchUpdate::FastForward);
+        }
+        // The previous commit may have been garbage: after a force-push and a prune it can
+        // still be in the object store (we never gc), but if it is gone, it is a rewrite.
+        match repo.graph_descendant_of(new_oid, previous_oid) {
+            Ok(true) => Ok(BranchUpdate::FastForward),
+            Ok(false) | Err(_) => Ok(BranchUpdate::ForcePush),
+        }
+    }
+
+    /// The files of `commit` that pass the source's path filter, as an analyzer snapshot.
+    /// Files that are not UTF-8 are skipped (the analyzer reads YAML and CUE only).
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::ReadFailed`] when the commit or one of its objects cannot be read.
+    pub fn snapshot(&self, commit: &CommitId) -> Result<Snapshot, SourceError> {
+        let repo = self.repository()?;
+        let read_failed = |message: String| SourceError::ReadFailed {
+            commit: commit.to_string(),
+            message,
+        };
+        let tree = repo
+            .find_commit(read_oid(commit)?)
+            .and_then(|commit| commit.tree())
+            .map_err(|error| read_failed(error.message().to_owned()))?;
+        let mut blobs = Vec::new();
+        tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
+            if entry.kind() == Some(git2::ObjectType::Blob) {
+                if let Ok(name) = entry.name() {
+                    let path = format!("{root}{name}");
+                    if self.config.paths.check(&path) == PathMatch::Included {
+                        blobs.push((path, entry.id()));
+                    }
+                }
+            }
+            git2::TreeWalkResult::Ok
+        })
+        .map_err(|error| read_failed(error.message().to_owned()))?;
+        let mut files = Vec::with_capacity(blobs.len());
+        for (path, oid) in blobs {
+            let blob = repo
+                .find_blob(oid)
+                .map_err(|error| read_failed(format!("{path}: {}", error.message())))?;
+            match std::str::from_utf8(blob.content()) {
+                Ok(text) => files.push(SourceFile {
+                    path,
+                    contents: text.to_owned(),
+                }),
+                Err(_) => tracing::trace!(path, "skipping a file that is not UTF-8"),
+            }
+        }
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(Snapshot {
+            commit: Some(commit.to_string()),
+            files,
+        })
+    }
+
+    /// The paths that differ between two commits (both sides of renames), sorted, whether or not
+    /// they pass the path filter. With no previous commit, every path of `new`.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::ReadFailed`] when a commit cannot be read.
+    pub fn changed_paths(
+        &self,
+        previous: Option<&CommitId>,
+        new: &CommitId,
+    ) -> Result<Vec<String>, SourceError> {
+        let repo = self.repository()?;
+        let read_failed = |commit: &CommitId, error: git2::Error| SourceError::ReadFailed {
+            commit: commit.to_string(),
+            message: error.message().to_owned(),
+        };
+        let tree_of = |commit: &CommitId| {
+            repo.find_commit(read_oid(commit)?)
+                .and_then(|c| c.tree())
+                .map_err(|error| read_failed(commit, error))
+        };
+        let new_tree = tree_of(new)?;
+        let old_tree = match previous {
+            Some(previous) => Some(tree_of(previous)?),
+            None => None,
+        };
+        let diff = repo
+            .diff_tree_to_tree(old_tree.as_ref(), Some(&new_tree), None)
+            .map_err(|error| read_failed(new, error))?;
+        let mut paths = BTreeSet::new();
+        for delta in diff.deltas() {
+            for file in [delta.old_file(), delta.new_file()] {
+                if let Some(path) = file.path().and_then(Path::to_str) {
+                    paths.insert(path.to_owned());
+                }
+            }
+        }
+        Ok(paths.into_iter().collect())
+    }
+
+    /// Whether any of `paths` passes the source's filter.
+    pub fn touches_source(&self, paths: &[String]) -> bool {
+        paths
+            .iter()
+            .any(|path| self.config.paths.check(path) == PathMatch::Included)
+    }
+}
+
+fn read_oid(commit: &CommitId) -> Result<git2::Oid, SourceError> {
+    commit.oid().map_err(|error| SourceError::ReadFailed {
+        commit: commit.to_string(),
+        message: error.message().to_owned(),
+    })
+}
+
+fn classify(url: &str, error: &git2::Error) -> SourceError {
+    let message = error.message().to_owned();
+    let url = url.to_owned();
+    // libgit2 reports HTTP 401/403 as class Http with code Auth (or a generic code and a
+    // "status code: 401" message, depending on the transport).
+    let auth_message = message.contains("401")
+        || message.contains("403")
+        || message.contains("authentication")
+        || message.contains("credentials");
+    if error.code() == git2::ErrorCode::Auth || auth_message {
+        return SourceError::AuthFailed { url, message };
+    }
+    match error.class() {
+        git2::ErrorClass::Net
+        | git2::ErrorClass::Os
+        | git2::ErrorClass::Ssl
+        | git2::ErrorClass::Ssh => SourceError::Unreachable { url, message },
+        git2::ErrorClass::Http if !message.contains("404") => {
+            SourceError::Unreachable { url, message }
+        }
+        _ => SourceError::FetchFailed { url, message },
+    }
+}
+
+// ---- the async poller ------------------------------------------------------------------------
+
+/// What one poll of a source found.
+#[derive(Debug, Clone)]
+pub enum PollOutcome {
+    /// The branch still points at the last good commit.
+    Unchanged { commit: CommitId },
+    /// The branch moved.
+    Changed(BranchChange),
+    /// The poll failed; the last good commit (if any) stays deployed. Retry after `retry_in`.
+    Failed {
+        error: SourceError,
+        retry_in: Duration,
+        last_good: Option<CommitId>,
+    },
+}
+
+/// A move of the tracked branch.
+#[derive(Debug, Clone)]
+pub struct BranchChange {
+    pub previous: Option<CommitId>,
+    pub commit: CommitId,
+    pub update: BranchUpdate,
+    /// Every path that changed, sorted.
+    pub changed_paths: Vec<String>,
+    /// Whether any changed path passes the source's filter (if not, nothing needs rendering).
+    pub touches_source: bool,
+}
+
+/// The poller of one git source: fetch, find the branch head, compare with the last good
+/// commit. Git work runs on `spawn_blocking`.
+#[derive(Debug)]
+pub struct GitSource {
+    repo: GitRepo,
+    last_good: Option<CommitId>,
+    backoff: Backoff,
+}
+
+/// The first retry after a failed fetch waits this long; later ones double up to the source's
+/// poll interval times [`RETRY_CAP_FACTOR`] (at least [`RETRY_CAP_MIN`]).
+const RETRY_BASE: Duration = Duration::from_secs(2);
+const RETRY_CAP_FACTOR: u32 = 10;
+const RETRY_CAP_MIN: Duration = Duration::from_secs(60);
+
+impl GitSource {
+    /// A poller over the cache repository for `config`.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::OpenFailed`] when the cache repository cannot be created.
+    pub async fn open(
+        cache_dir: PathBuf,
+        config: Arc<SourceConfig>,
+    ) -> Result<GitSource, SourceError> {
+        let cap = config
+            .poll_interval
+            .saturating_mul(RETRY_CAP_FACTOR)
+            .max(RETRY_CAP_MIN);
+        let repo = blocking(move || GitRepo::open(&cache_dir, config)).await?;
+        Ok(GitSource {
+            repo,
+            last_good: None,
+            backoff: Backoff::new(RETRY_BASE, cap),
+        })
+    }
+
+    /// The blocking layer, for snapshots of other commits (pull requests).
+    pub fn repo(&self) -> &GitRepo {
+        &self.repo
+    }
+
+    /// The last commit that was fetched successfully.
+    pub fn last_good(&self) -> Option<&CommitId> {
+        self.last_good.as_ref()
+    }
+
+    /// Fetches once and reports what changed. Never panics and never loses the last good
+    /// commit: failures come back as [`PollOutcome::Failed`] with the backoff to wait.
+    pub async fn poll(&mut self) -> PollOutcome {
+        let repo = self.repo.clone();
+        let previous = self.last_good.clone();
+        let result = blocking(move || {
+            repo.fetch()?;
+            let commit = repo.branch_head()?;
+            if previous.as_ref() == Some(&commit) {
+                return Ok(None);
+            }
+            let update = repo.classify_update(previous.as_ref(), &commit)?;
+            let changed_paths = repo.changed_paths(previous.as_ref(), &commit)?;
+            let touches_source = repo.touches_source(&changed_paths);
+            Ok(Some(BranchChange {
+                previous,
+                commit,
+                update,
+                changed_paths,
+                touches_source,
+            }))
+        })
+        .await;
+        match result {
+            Ok(None) => {
+                self.backoff.succeed();
+                match &self.last_good {
+                    Some(commit) => PollOutcome::Unchanged {
+                        commit: commit.clone(),
+                    },
+                    None => PollOutcome::Failed {
+                        error: SourceError::TaskFailed {
+                            message: "no commit after a successful fetch".to_owned(),
+                        },
+                        retry_in: self.backoff.fail(),
+                        last_good: None,
+                    },
+                }
+            }
+            Ok(Some(change)) => {
+                self.backoff.succeed();
+                self.last_good = Some(change.commit.clone());
+                PollOutcome::Changed(change)
+            }
+            Err(error) => PollOutcome::Failed {
+                error,
+                retry_in: self.backoff.fail(),
+                last_good: self.last_good.clone(),
+            },
+        }
+    }
+
+    /// A snapshot of `commit`, built on the blocking pool.
+    ///
+    /// # Errors
+    ///
+    /// See [`GitRepo::snapshot`].
+    pub async fn snapshot(&self, commit: CommitId) -> Result<Snapshot, SourceError> {
+        let repo = self.repo.clone();
+        blocking(move || repo.snapshot(&commit)).await
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, SourceError> + Send + 'static,
+) -> Result<T, SourceError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| SourceError::TaskFailed {
+            message: error.to_string(),
+        })?
+}
+
+#[cfg(test)]
+mod tests;
