@@ -1543,7 +1543,8 @@ impl<'a> Engine<'a> {
         id
     }
 
-    /// Non-incomplete errors in `v` and below (evaluating everything).
+    /// Errors in `v` and below (evaluating everything): a disjunct with any error, including a
+    /// failed reference, is eliminated (cycles excepted: they may resolve later).
     pub fn deep_errors(&mut self, v: VId, depth: u32) -> Vec<Error> {
         self.eval_vertex(v);
         let v = self.deref(v);
@@ -1551,7 +1552,7 @@ impl<'a> Engine<'a> {
             .v(v)
             .errors
             .iter()
-            .filter(|e| e.kind != ErrorKind::Incomplete)
+            .filter(|e| e.kind != ErrorKind::Cycle)
             .cloned()
             .collect();
         if depth > MAX_TREE_DEPTH || !errors.is_empty() {
