@@ -15,3 +15,4 @@ pub mod config;
 pub mod forge;
 pub mod metrics;
 pub mod source;
+pub mod server;

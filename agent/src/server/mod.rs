@@ -1,0 +1,217 @@
+//! The agent's HTTP server (axum): `/healthz`, `/readyz`, `/metrics`, the webhook endpoints
+//! `/webhooks/gitea` and `/webhooks/github`, and the read-only plan pages `/plans/<commit>`.
+//!
+//! The server holds no agent logic. A verified webhook only wakes the matching source's poller
+//! through its [`SourceTrigger`]; plan pages are read from the [`PlanStore`] the loop fills.
+//! Webhooks are refused (404) when no secret is configured: an unauthenticated endpoint that
+//! makes the agent fetch on demand is an easy way to exhaust a remote's rate limit.
+
+pub mod plan_page;
+pub mod webhook;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tokio::sync::Notify;
+
+use crate::config::{RepoSlug, Secret};
+use crate::metrics::{ErrorKind, Metrics};
+pub use plan_page::{PageApp, PlanPage, PlanStore};
+use webhook::WebhookFlavor;
+
+/// Wakes one source's poller.
+#[derive(Debug, Clone)]
+pub struct SourceTrigger {
+    pub source: String,
+    pub url: String,
+    pub forge_repo: Option<RepoSlug>,
+    pub notify: Arc<Notify>,
+}
+
+/// Everything the handlers read.
+#[derive(Debug, Clone)]
+pub struct ServerState {
+    pub metrics: Arc<Metrics>,
+    /// Set once every source has been polled at least once.
+    pub ready: Arc<AtomicBool>,
+    pub webhook_secret: Option<Secret>,
+    pub triggers: Arc<Vec<SourceTrigger>>,
+    pub plans: PlanStore,
+}
+
+/// Starting the server failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("binding {addr}")]
+    BindFailed {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("serving HTTP")]
+    ServeFailed(#[source] std::io::Error),
+}
+
+/// The router with every endpoint.
+pub fn router(state: ServerState) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/webhooks/gitea", post(gitea_webhook))
+        .route("/webhooks/github", post(github_webhook))
+        .route("/plans/{commit}", get(plan))
+        .with_state(state)
+}
+
+/// Binds `addr` (port 0 picks a free port).
+///
+/// # Errors
+///
+/// [`ServerError::BindFailed`] when the address is taken or not local.
+pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, ServerError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::BindFailed { addr, source })
+}
+
+/// Serves until `shutdown` resolves, then finishes in-flight requests.
+///
+/// # Errors
+///
+/// [`ServerError::ServeFailed`] when accepting connections fails.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: ServerState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(ServerError::ServeFailed)
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(state): State<ServerState>) -> Response {
+    if state.ready.load(Ordering::Acquire) {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "waiting for the first poll of every source\n",
+        )
+            .into_response()
+    }
+}
+
+async fn metrics(State(state): State<ServerState>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.encode(),
+    )
+        .into_response()
+}
+
+async fn plan(State(state): State<ServerState>, Path(commit): Path<String>) -> Response {
+    match state.plans.get(&commit) {
+        Some(page) => (
+            [
+                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                // The page shows repository content; forbid scripts outright.
+                (
+                    header::CONTENT_SECURITY_POLICY,
+                    "default-src 'none'; style-src 'unsafe-inline'",
+                ),
+            ],
+            plan_page::render_html(&page),
+        )
+            .into_response(),
+        None => (StatusCode::NOT_FOUND, "no plan for this commit\n").into_response(),
+    }
+}
+
+async fn gitea_webhook(
+    State(state): State<ServerState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    handle_webhook(&state, WebhookFlavor::Gitea, &headers, &body)
+}
+
+async fn github_webhook(
+    State(state): State<ServerState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    handle_webhook(&state, WebhookFlavor::GitHub, &headers, &body)
+}
+
+fn handle_webhook(
+    state: &ServerState,
+    flavor: WebhookFlavor,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response {
+    let Some(secret) = &state.webhook_secret else {
+        return (
+            StatusCode::NOT_FOUND,
+            "webhooks are disabled (no server.webhookSecret)\n",
+        )
+            .into_response();
+    };
+    let signature = headers
+        .get(flavor.signature_header())
+        .and_then(|value| value.to_str().ok());
+    if let Err(error) = webhook::verify_signature(flavor, secret, signature, body) {
+        state.metrics.record_error(ErrorKind::Webhook);
+        tracing::warn!(error = %error, ?flavor, "webhook rejected");
+        return (StatusCode::UNAUTHORIZED, format!("{error}\n")).into_response();
+    }
+    let event = headers
+        .get(flavor.event_header())
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
+    if event == "ping" {
+        return (StatusCode::OK, "pong\n").into_response();
+    }
+    let repository = match webhook::parse_repository(body) {
+        Ok(repository) => repository,
+        Err(error) => {
+            state.metrics.record_error(ErrorKind::Webhook);
+            return (StatusCode::BAD_REQUEST, format!("{error}\n")).into_response();
+        }
+    };
+    let mut woken = Vec::new();
+    for trigger in state.triggers.iter() {
+        if webhook::matches_source(&repository, &trigger.url, trigger.forge_repo.as_ref()) {
+            trigger.notify.notify_one();
+            woken.push(trigger.source.as_str());
+        }
+    }
+    if woken.is_empty() {
+        tracing::info!(event, "webhook for a repository no source tracks");
+        return (StatusCode::NOT_FOUND, "no source tracks this repository\n").into_response();
+    }
+    tracing::info!(event, sources = ?woken, "webhook: polling now");
+    (
+        StatusCode::ACCEPTED,
+        format!("polling {}\n", woken.join(", ")),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests;
