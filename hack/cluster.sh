@@ -114,9 +114,13 @@ pick_ports() {
   exec 8>"$CACHE/clusters/.ports.lock"
   flock 8
   reserved=" $(reserved_ports | tr '\n' ' ') "
+  # Stay below the kernel's ephemeral range, whose ports outgoing connections may hold.
+  local lo=20000 hi
+  hi=$(($(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768) - 1))
+  ((hi - lo >= 1000)) || { lo=10000; hi=19999; }
   for var in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT KWOK_PORT; do
     while :; do
-      p=$((20000 + RANDOM % 30000))
+      p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1)))
       [[ $reserved == *" $p "* || " ${picked[*]} " == *" $p "* ]] && continue
       port_listening "$p" && continue
       break
@@ -258,9 +262,14 @@ EOF
 node_ready() { api GET "/api/v1/nodes/$1" | grep -q '"type":"Ready","status":"True"'; }
 
 cmd_up() {
+  local bin t0=$SECONDS
+  # Build (or find) the binaries first: the build has its own lock and may take many minutes.
+  bin=$("$HACK_DIR/build-cluster.sh" | tail -n 1) || die "building the control plane failed (see above)"
+  [[ -x $bin/kube-apiserver ]] || die "build-cluster.sh did not produce binaries in '$bin'"
+
   mkdir -p "$CACHE/clusters"
   exec 9>"$CACHE/clusters/$NAME.lock"
-  flock -w 600 9 || die "another 'cluster.sh up/down --name $NAME' holds $CACHE/clusters/$NAME.lock"
+  flock -w 300 9 || die "timed out: another 'cluster.sh up/down --name $NAME' holds $CACHE/clusters/$NAME.lock"
 
   if healthy; then
     say "already running (apiserver https://127.0.0.1:$APISERVER_PORT)"
@@ -272,10 +281,6 @@ cmd_up() {
     stop_all
     rm -rf "$CDIR"
   fi
-
-  local bin t0=$SECONDS
-  bin=$("$HACK_DIR/build-cluster.sh" | tail -n 1) || die "building the control plane failed (see above)"
-  [[ -x $bin/kube-apiserver ]] || die "build-cluster.sh did not produce binaries in '$bin'"
 
   mkdir -p "$CDIR/pids" "$CDIR/logs" "$CDIR/etcd" "$CDIR/apiserver-certs" "$CDIR/kwok-home"
   # From here on, any failure stops whatever was started.
@@ -351,7 +356,7 @@ cmd_up() {
 cmd_down() {
   mkdir -p "$CACHE/clusters"
   exec 9>"$CACHE/clusters/$NAME.lock"
-  flock -w 600 9 || die "another 'cluster.sh up/down --name $NAME' holds $CACHE/clusters/$NAME.lock"
+  flock -w 300 9 || die "timed out: another 'cluster.sh up/down --name $NAME' holds $CACHE/clusters/$NAME.lock"
   if [[ ! -d $CDIR ]]; then
     say "not running (no $CDIR)"
     return 0
