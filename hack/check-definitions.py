@@ -99,7 +99,9 @@ def export(path, kind, parameter, context, expr):
 # This helper does the same; it is built once from the Go module cache (no network needed).
 OUTPUTS_GO = r'''// Prints the regular fields of `outputs` the way KubeVela iterates them (cue Go API Fields),
 // as a JSON object in field order; a field whose value cannot be exported maps to
-// {"<error>": message}. Exit code 3 when `outputs` does not exist.
+// {"<error>": message}. Exit code 3 when the path does not exist.
+// With a third argument "defaults", prints instead the sorted paths below the given path
+// whose value is still a default disjunction (what a later trait patch may override).
 package main
 
 import (
@@ -107,6 +109,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
@@ -126,6 +129,14 @@ func main() {
 	o := v.LookupPath(cue.ParsePath(os.Args[2]))
 	if !o.Exists() {
 		os.Exit(3)
+	}
+	if len(os.Args) > 3 && os.Args[3] == "defaults" {
+		var paths []string
+		walkDefaults(o, "", &paths)
+		sort.Strings(paths)
+		b, _ := json.Marshal(paths)
+		fmt.Println(string(b))
+		return
 	}
 	it, err := o.Fields(cue.Definitions(true), cue.Hidden(true), cue.All())
 	if err != nil {
@@ -158,8 +169,32 @@ func main() {
 	buf.WriteString("}")
 	fmt.Println(buf.String())
 }
+
+func walkDefaults(v cue.Value, path string, out *[]string) {
+	if _, isDefault := v.Default(); isDefault {
+		*out = append(*out, path)
+	}
+	switch v.IncompleteKind() {
+	case cue.StructKind:
+		it, err := v.Fields()
+		if err != nil {
+			return
+		}
+		for it.Next() {
+			walkDefaults(it.Value(), path+"."+it.Selector().String(), out)
+		}
+	case cue.ListKind:
+		it, err := v.List()
+		if err != nil {
+			return
+		}
+		for i := 0; it.Next(); i++ {
+			walkDefaults(it.Value(), fmt.Sprintf("%s[%d]", path, i), out)
+		}
+	}
+}
 '''
-OUTPUTS_BIN = os.path.join(os.path.dirname(CUE), "kv-outputs")
+OUTPUTS_BIN = os.path.join(os.path.dirname(CUE), "kv-outputs-2")
 
 
 def outputs_tool():
@@ -175,6 +210,19 @@ def outputs_tool():
             print("note: cannot build the outputs helper, falling back to `cue export -e outputs`:", p.stderr.strip()[:300])
             return None
     return OUTPUTS_BIN
+
+
+def default_paths(path, kind, parameter, context, expr):
+    """Paths below `expr` whose value is still a default (`*x | y`): a later default-strategy
+    patch may override those without a conflict, so ours must have the same ones."""
+    tool = outputs_tool()
+    if tool is None:
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        f = os.path.join(d, "program.cue")
+        open(f, "w").write(program(path, kind, parameter, context))
+        p = subprocess.run([tool, f, expr, "defaults"], capture_output=True, text=True)
+    return json.loads(p.stdout) if p.returncode == 0 else None
 
 
 def export_fields(path, kind, parameter, context, expr):
@@ -472,6 +520,10 @@ def compare(label, kind, name, parameter, context, exprs, results):
                 notes.append("  ours:     " + (json.dumps(ra[1], sort_keys=True) if ra[0] == "ok" else str(ra[1])[:2000]))
                 notes.append("  kubevela: " + (json.dumps(rb[1], sort_keys=True) if rb[0] == "ok" else str(rb[1])[:2000]))
         if ra[0] == "ok" and rb[0] == "ok" and e in ("patch", "output"):
+            da, db = default_paths(a, kind, parameter, context, e), default_paths(b, kind, parameter, context, e)
+            if da != db:
+                ok = False
+                notes.append(f"{e} defaults: ours only {sorted(set(da or []) - set(db or []))[:8]} kubevela only {sorted(set(db or []) - set(da or []))[:8]}")
             ta, tb = tags(a, kind, parameter, context, e), tags(b, kind, parameter, context, e)
             if ta != tb:
                 ok = False
