@@ -271,18 +271,21 @@ cmd_up() {
   exec 9>"$CACHE/clusters/$NAME.lock"
   flock -w 300 9 || die "timed out: another 'cluster.sh up/down --name $NAME' holds $CACHE/clusters/$NAME.lock"
 
-  if healthy; then
+  if healthy && [[ $(cat "$CDIR/bin" 2>/dev/null) == "$bin" ]]; then
     say "already running (apiserver https://127.0.0.1:$APISERVER_PORT)"
     printf '%s\n' "$CDIR/kubeconfig"
     return 0
   fi
   if [[ -d $CDIR ]]; then
-    say "removing stale state in $CDIR (stopping leftover processes)"
-    stop_all
+    if [[ -n $(ls -A "$CDIR/pids" 2>/dev/null) ]]; then
+      say "stopping leftover processes of a previous run (stale, or built from other binaries)"
+      stop_all
+    fi
     rm -rf "$CDIR"
   fi
 
   mkdir -p "$CDIR/pids" "$CDIR/logs" "$CDIR/etcd" "$CDIR/apiserver-certs" "$CDIR/kwok-home"
+  printf '%s\n' "$bin" >"$CDIR/bin"
   # From here on, any failure stops whatever was started.
   trap 'rc=$?; if ((rc != 0)); then say "start-up failed; stopping started processes"; stop_all; fi' EXIT
   trap 'exit 130' INT
@@ -373,8 +376,8 @@ cmd_down() {
   fi
   ((${#left[@]} == 0)) || die "ports still listening after stop: ${left[*]}"
   # Keep the logs for post-mortems; everything else is recreated by the next `up`.
-  rm -rf "$CDIR/etcd" "$CDIR/pki" "$CDIR/apiserver-certs" "$CDIR/kwok-home" "$CDIR/pids" \
-    "$CDIR/ports" "$CDIR/kubeconfig"
+  rm -rf "${CDIR:?}/etcd" "$CDIR/pki" "$CDIR/apiserver-certs" "$CDIR/kwok-home" "$CDIR/pids" \
+    "$CDIR/ports" "$CDIR/kubeconfig" "${CDIR:?}/bin"
   say "stopped; no processes or listening ports remain"
 }
 
