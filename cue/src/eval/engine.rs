@@ -222,13 +222,47 @@ pub struct Engine<'a> {
     pub vs: Vec<Vertex<'a>>,
     envs: Vec<Env<'a>>,
     pub syms: Vec<Rc<str>>,
-    sym_index: HashMap<Rc<str>, Sym>,
+    sym_index: HashMap<Rc<str>, Sym, FxBuild>,
     lets: HashMap<(EnvId, usize), VId>,
     regexes: HashMap<String, Rc<regex::Regex>>,
     depth: u32,
 }
 
 pub const ROOT: VId = 0;
+
+/// A small, fast, non-cryptographic hasher (FxHash) for the label interner: labels are not
+/// attacker-controlled in a way that matters here, and SipHash dominated profiles.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FxBuild;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FxHasher(u64);
+
+impl std::hash::BuildHasher for FxBuild {
+    type Hasher = FxHasher;
+    fn build_hasher(&self) -> FxHasher {
+        FxHasher(0)
+    }
+}
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+        }
+        for byte in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(*byte)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// Which kind of label a symbol is.
 pub fn is_hidden(label: &str) -> bool {
@@ -245,7 +279,7 @@ impl<'a> Engine<'a> {
             vs: Vec::with_capacity(256),
             envs: Vec::with_capacity(64),
             syms: Vec::new(),
-            sym_index: HashMap::new(),
+            sym_index: HashMap::with_capacity_and_hasher(256, FxBuild),
             lets: HashMap::new(),
             regexes: HashMap::new(),
             depth: 0,
@@ -374,6 +408,9 @@ impl<'a> Engine<'a> {
         }
         let arc = self.new_vertex(Some(v), sym);
         self.vm(v).arcs.push((sym, arc));
+        if self.v(v).patterns.is_empty() {
+            return arc;
+        }
         // Patterns seen so far apply to the new arc.
         let label = self.sym(sym).to_owned();
         let patterns = self.v(v).patterns.clone();
@@ -510,14 +547,23 @@ impl<'a> Engine<'a> {
 
     fn finish(&mut self, v: VId) {
         // List element types and lengths.
-        if let Some(list) = self.v(v).list.clone() {
+        if let Some(list) = self.v(v).list.as_ref().map(|l| ListState {
+            elems: if l.types.is_empty() {
+                Vec::new()
+            } else {
+                l.elems.clone()
+            },
+            closed_len: l.closed_len,
+            types: l.types.clone(),
+        }) {
+            let n_elems = self.v(v).list.as_ref().map_or(0, |l| l.elems.len());
             if let Some((len, span)) = list.closed_len
-                && list.elems.len() > len
+                && n_elems > len
             {
                 let error = self.err(
                     v,
                     ErrorKind::Conflict,
-                    format!("incompatible list lengths ({len} and {})", list.elems.len()),
+                    format!("incompatible list lengths ({len} and {n_elems})"),
                     vec![span],
                 );
                 self.add_error(v, error);
@@ -529,8 +575,8 @@ impl<'a> Engine<'a> {
             }
         }
         // Closedness.
-        let groups = self.v(v).groups.clone();
-        if groups.iter().any(|g| g.closed && !g.ellipsis) {
+        if self.v(v).groups.iter().any(|g| g.closed && !g.ellipsis) {
+            let groups = self.v(v).groups.clone();
             let arcs = self.v(v).arcs.clone();
             for (sym, arc) in arcs {
                 let label = self.sym(sym).to_owned();
@@ -1410,6 +1456,9 @@ impl<'a> Engine<'a> {
                 .collect();
             sets.push(alts);
         }
+        if self.atomic_disjunction(v, &sets) {
+            return;
+        }
         let total: usize = sets
             .iter()
             .map(Vec::len)
@@ -1496,6 +1545,114 @@ impl<'a> Engine<'a> {
             1 => self.vm(v).forward = Some(unique[0].0),
             _ => self.vm(v).alts = Some(unique),
         }
+    }
+
+    /// Fast path for the most common disjunction, a single one over scalars and types
+    /// (`*"ClusterIP" | "NodePort"`, `*1 | int`) on a vertex that is not a struct or list:
+    /// alternatives are checked on shapes, without cloning vertices. Returns false (having
+    /// changed nothing) when it does not apply.
+    fn atomic_disjunction(&mut self, v: VId, sets: &[Vec<(Conj<'a>, bool)>]) -> bool {
+        let [set] = sets else { return false };
+        {
+            let vx = self.v(v);
+            if !vx.arcs.is_empty()
+                || vx.list.is_some()
+                || vx.is_struct
+                || vx.struct_hint
+                || !vx.pending.is_empty()
+                || !vx.errors.is_empty()
+            {
+                return false;
+            }
+        }
+        let mut results = Vec::with_capacity(set.len());
+        for (conj, flag) in set {
+            let ConjKind::Expr(expr) = conj.kind else {
+                return false;
+            };
+            if !matches!(
+                expr,
+                Expr::Null(_)
+                    | Expr::Bool(..)
+                    | Expr::Number { .. }
+                    | Expr::String { .. }
+                    | Expr::Ident(_)
+                    | Expr::Unary { .. }
+                    | Expr::Top(_)
+            ) {
+                return false;
+            }
+            let r = self.eval_expr(expr, conj.env);
+            match r {
+                R::Atom(_) | R::Kinds(_) | R::Valid(_) | R::Top => {
+                    results.push((r, expr.span(), *flag))
+                }
+                _ => return false,
+            }
+        }
+        let base = self.v(v).shape.clone();
+        let mut survivors: Vec<(Shape, bool)> = Vec::new();
+        let mut failures: Vec<Conflict> = Vec::new();
+        for (r, span, flag) in results {
+            let mut shape = base.clone();
+            let applied = match r {
+                R::Atom(atom) => shape.add_atom(atom, span),
+                R::Kinds(kinds) => shape.add_kinds(kinds, span),
+                R::Valid(validator) => shape.add_validator(validator, span),
+                _ => Ok(()),
+            }
+            .and_then(|()| shape.check());
+            match applied {
+                Ok(()) => {
+                    let same = survivors
+                        .iter_mut()
+                        .find(|(s, _)| match (&s.atom, &shape.atom) {
+                            (Some((a, _)), Some((b, _))) => a == b,
+                            (None, None) => s.constraint_text() == shape.constraint_text(),
+                            _ => false,
+                        });
+                    match same {
+                        Some(existing) => existing.1 |= flag,
+                        None => survivors.push((shape, flag)),
+                    }
+                }
+                Err(conflict) => failures.push(conflict),
+            }
+        }
+        match survivors.len() {
+            0 => {
+                let n = failures.len();
+                for mut failure in failures {
+                    if n > 1 {
+                        failure.message = format!("{} (in empty disjunction)", failure.message);
+                    }
+                    self.conflict(v, failure);
+                }
+            }
+            1 => {
+                if let Some((shape, _)) = survivors.pop() {
+                    self.vm(v).shape = shape;
+                }
+            }
+            _ => {
+                let parent = self.v(v).parent;
+                let label = self.v(v).label;
+                let field = self.v(v).field;
+                let span = self.v(v).span;
+                let mut alts = Vec::with_capacity(survivors.len());
+                for (shape, flag) in survivors {
+                    let alt = self.new_vertex(parent, label);
+                    let vertex = self.vm(alt);
+                    vertex.shape = shape;
+                    vertex.state = State::Done;
+                    vertex.field = field;
+                    vertex.span = span;
+                    alts.push((alt, flag));
+                }
+                self.vm(v).alts = Some(alts);
+            }
+        }
+        true
     }
 
     /// A fresh vertex holding `v`'s conjuncts processed so far (not its disjunctions).
@@ -1952,11 +2109,11 @@ impl<'a> Engine<'a> {
         if let Some(error) = self.v(base).errors.first() {
             return Err(error.clone());
         }
-        let name = self.sym(sym).to_owned();
         match self.find_arc(base, sym) {
             Some(arc) => {
                 let field = self.v(arc).field;
                 if field == FieldKind::Optional {
+                    let name = self.sym(sym).to_owned();
                     return Err(Error {
                         kind: ErrorKind::Incomplete,
                         message: format!("cannot reference optional field: {name}"),
@@ -1967,6 +2124,7 @@ impl<'a> Engine<'a> {
                 Ok(arc)
             }
             None => {
+                let name = self.sym(sym).to_owned();
                 let vertex = self.v(base);
                 let is_struct = vertex.is_struct || vertex.struct_hint || running;
                 let message = if is_struct {
