@@ -517,3 +517,56 @@ fn example_webservice_with_sidecar_and_env() {
         expect_test::expect_file![golden].assert_eq(&vela_print(&output));
     }
 }
+
+/// Every component and trait example of KubeVela's reference docs, rendered one Application at
+/// a time with KubeVela's internal definitions. The status of each (objects rendered, or the
+/// first diagnostic) is pinned in `tests/kubevela/def-doc-status.txt`, so a regression or an
+/// improvement shows up as a reviewed diff. Examples whose definitions are not part of
+/// `internal/` (cloud resources, addons) report `unknown-*-type`, which is expected.
+#[test]
+fn def_doc_examples_status() {
+    let root = kubevela_root().join("_extracted/references/docgen/def-doc");
+    let mut lines = Vec::new();
+    for class in ["component", "trait"] {
+        let mut examples: Vec<PathBuf> = std::fs::read_dir(root.join(class))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .collect();
+        examples.sort();
+        for example in examples {
+            let name = format!("{class}/{}", example.file_name().unwrap().to_string_lossy());
+            let text = std::fs::read_to_string(&example).unwrap();
+            for (index, document) in text.split("\n---\n").enumerate() {
+                let mut files = internal_definitions();
+                files.push(SourceFile {
+                    path: "apps/example.yaml".to_owned(),
+                    contents: document.to_owned(),
+                });
+                let snapshot = Snapshot {
+                    commit: None,
+                    files,
+                };
+                let (output, sources) = analyzer::render_snapshot(
+                    &snapshot,
+                    &Definitions::empty(),
+                    &RenderOptions::default(),
+                );
+                let diagnostics = common::diagnostics_text(&output, &sources);
+                let first_error = diagnostics.lines().find(|line| line.starts_with("error"));
+                let status = match first_error {
+                    Some(error) => error.to_owned(),
+                    None => {
+                        let kinds: Vec<String> = objects(&output)
+                            .iter()
+                            .map(|object| object["kind"].as_str().unwrap_or("?").to_owned())
+                            .collect();
+                        format!("ok: {}", kinds.join(", "))
+                    }
+                };
+                lines.push(format!("{name}#{index}: {status}"));
+            }
+        }
+    }
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kubevela/def-doc-status.txt");
+    expect_test::expect_file![golden].assert_eq(&(lines.join("\n") + "\n"));
+}

@@ -182,6 +182,15 @@ pub(crate) fn finish_definition(
             import.path
         ));
     }
+    // KubeVela special-cases this component type by name (`pkg/appfile/parser.go`): its
+    // objects are read from the cluster, the template only describes the selector.
+    if definition.kind == DefinitionKind::Component && definition.name == "ref-objects" {
+        definition.unsupported = Some(
+            "component type `ref-objects` reads existing objects from the cluster; \
+             it cannot be rendered offline"
+                .to_owned(),
+        );
+    }
     definition.template = Some(Arc::new(template));
     definition
 }

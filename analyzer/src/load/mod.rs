@@ -79,13 +79,48 @@ pub(crate) fn load_snapshot(
     for definition in repo_definitions {
         definitions.insert(definition);
     }
+    // Stable sort: of two apps with one identity, the one in the earlier path comes first.
     apps.sort_by(|a: &LoadedApp, b: &LoadedApp| a.app_ref.cmp(&b.app_ref));
+    let apps = drop_duplicate_apps(apps, &mut diagnostics);
     Loaded {
         apps,
         definitions,
         diagnostics,
         sources,
     }
+}
+
+/// Two Applications with one namespace and name would overwrite each other in the cluster:
+/// the first is kept but blocked, each later one is dropped with an error at its name.
+fn drop_duplicate_apps(apps: Vec<LoadedApp>, diagnostics: &mut Vec<Diagnostic>) -> Vec<LoadedApp> {
+    let mut kept: Vec<LoadedApp> = Vec::with_capacity(apps.len());
+    for app in apps {
+        match kept.last_mut() {
+            Some(first) if first.app_ref == app.app_ref => {
+                let first_span = first.document.positions.value_span("/metadata/name");
+                let span = app.document.positions.value_span("/metadata/name");
+                let message = format!("duplicate Application `{}`", app.app_ref);
+                diagnostics.push(
+                    Diagnostic::error("duplicate-app", message.clone(), Some(span))
+                        .for_app(&app.app_ref)
+                        .with_label(first_span, "first declared here"),
+                );
+                if !first.diagnostics.iter().any(|d| d.rule == "duplicate-app") {
+                    first.diagnostics.push(
+                        Diagnostic::error(
+                            "duplicate-app",
+                            format!("{message}: declared again elsewhere"),
+                            Some(first_span),
+                        )
+                        .for_app(&app.app_ref)
+                        .with_label(span, "declared again here"),
+                    );
+                }
+            }
+            _ => kept.push(app),
+        }
+    }
+    kept
 }
 
 fn is_ignored(path: &str) -> bool {

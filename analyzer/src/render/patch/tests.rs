@@ -372,3 +372,20 @@ fn after_a_json_merge_patch_later_patches_conflict_on_scalars() {
         "spec.replicas: conflicting values 1 and 3"
     );
 }
+
+#[test]
+fn an_empty_keyed_patch_list_leaves_the_base_alone() {
+    let result = patch(
+        json!({"env": [{"name": "A", "value": "1"}]}),
+        json!({"env//+patchKey=name": []}),
+    );
+    assert_eq!(
+        result.unwrap(),
+        json!({"env": [{"name": "A", "value": "1"}]})
+    );
+    let result = patch(
+        json!({"env": [{"name": "A", "value": "1"}]}),
+        json!({"env": []}),
+    );
+    assert_eq!(error(result), "env: incompatible list lengths (1 and 0)");
+}

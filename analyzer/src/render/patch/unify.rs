@@ -372,8 +372,16 @@ fn keyed_rewrite(
         .map(str::trim)
         .filter(|k| !k.is_empty())
         .collect();
-    if keys.is_empty() || patch.is_empty() {
+    if keys.is_empty() {
         return None;
+    }
+    if patch.is_empty() {
+        // Upstream rewrites an empty keyed patch list to `[{}, ..., ...]`: it leaves the base
+        // list as it is (the storage trait patches `env: []` when no env is mounted).
+        return Some(KeyedRewrite {
+            base: base.to_vec(),
+            patch: Vec::new(),
+        });
     }
     // Key values as literal text; `Err` abandons the merge.
     let key_text = |elem: &Exported, key: &str| -> Result<Option<String>, ()> {
