@@ -16,3 +16,4 @@ pub mod forge;
 pub mod metrics;
 pub mod source;
 pub mod server;
+pub mod schedule;

@@ -1,0 +1,932 @@
+//! The GitOps loop behind `driftless agent --config FILE`.
+//!
+//! One task per source: poll (or wake on a webhook) → snapshot → render (blocking pool) → plan
+//! against the live cluster → apply, with commit statuses `driftless/<namespace>/<app>` per app
+//! and one summary context `driftless` on the commit. Open pull requests whose base is the
+//! tracked branch get a plan-only preview: a summary status on the head commit and one plan
+//! comment, edited in place on new pushes. The drift schedule re-plans the deployed revision
+//! against the cluster and reports drift (`driftless/drift` status and the
+//! `driftless_app_drifted` metric) or re-applies it.
+//!
+//! Failure isolation: a failing source backs off alone (the other tasks never wait on it), a
+//! broken app fails alone (its status carries the error; the others deploy), and forge writes
+//! go through the [`Outbox`], so a forge outage delays statuses without blocking deployment.
+//!
+//! Safety: a revision with no Applications at all is never applied, because applying it would
+//! prune every app of the source; it is reported as a failure instead.
+//!
+//! Shutdown: when the shutdown future resolves, each source task finishes the step in flight
+//! (a deploy is never cut in the middle of an apply), then the outbox gets a last chance to
+//! deliver, then the HTTP server stops.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use analyzer::{AppRef, Definitions, RenderOptions, RenderOutput, Severity, SourceMap};
+use tokio::sync::{Notify, watch};
+use tracing::Instrument;
+
+use crate::apply::ApplyOutcome;
+use crate::cluster::{Cluster, ClusterOptions};
+use crate::config::{Config, DriftMode, RepoSlug, SourceConfig};
+use crate::forge::outbox::{ForgeOp, Outbox, RetryPolicy};
+use crate::forge::{CommitStatus, Forge, ForgeError, PullRequest, StatusState};
+use crate::live::{self, LiveOptions, LivePlan};
+use crate::metrics::{ApiTarget, ErrorKind, Metrics};
+use crate::plan::{Action, AppPlan, Plan};
+use crate::report::{MarkdownOptions, plan_human, plan_markdown};
+use crate::schedule::DriftTimer;
+use crate::server::{self, PageApp, PlanPage, PlanStore, ServerState, SourceTrigger};
+use crate::source::git::{CommitId, GitSource, PollOutcome, SourceError};
+
+/// The summary status context.
+pub const SUMMARY_CONTEXT: &str = "driftless";
+/// The drift status context.
+pub const DRIFT_CONTEXT: &str = "driftless/drift";
+
+/// The agent could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("connecting to cluster {cluster}")]
+    ClusterConnectFailed {
+        cluster: String,
+        #[source]
+        source: crate::cluster::ClusterError,
+    },
+    #[error(
+        "building the default Kubernetes client (in-cluster or $KUBECONFIG; the cluster registry names no kubeconfig)"
+    )]
+    DefaultClientFailed(#[source] kube::Error),
+    #[error("preparing source {source_name}")]
+    SourceOpenFailed {
+        source_name: String,
+        #[source]
+        source: SourceError,
+    },
+    #[error("connecting to the forge")]
+    ForgeConnectFailed(#[source] ForgeError),
+    #[error(transparent)]
+    Server(#[from] server::ServerError),
+}
+
+/// A running agent's handles, for the binary and tests.
+#[derive(Debug, Clone)]
+pub struct AgentHandles {
+    pub metrics: Arc<Metrics>,
+    pub plans: PlanStore,
+    /// The address the HTTP server listens on (useful with port 0).
+    pub listen: std::net::SocketAddr,
+}
+
+/// Runs the agent until `shutdown` resolves. `started` receives the handles once the server
+/// listens.
+///
+/// # Errors
+///
+/// [`AgentError`] when something needed at start-up is missing (a cluster, a source's cache,
+/// the listen address). Failures after start-up are logged, counted and retried, never
+/// returned.
+pub async fn run(
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    started: Option<tokio::sync::oneshot::Sender<AgentHandles>>,
+) -> Result<(), AgentError> {
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        tracing::info!("shutting down: finishing the steps in flight");
+        let _ = shutdown_tx.send(true);
+    });
+
+    let metrics = Arc::new(Metrics::new());
+    let plans = PlanStore::default();
+    let cluster = connect_cluster(&config).await?;
+    let (forge, outbox, outbox_task) = match &config.forge {
+        Some(forge_config) => {
+            let forge: Arc<dyn Forge> = Arc::from(
+                crate::forge::connect(forge_config).map_err(AgentError::ForgeConnectFailed)?,
+            );
+            let (outbox, task) = Outbox::start(
+                forge.clone(),
+                metrics.clone(),
+                RetryPolicy::default(),
+                shutdown_rx.clone(),
+            );
+            (Some(forge), Some(outbox), Some(task))
+        }
+        None => (None, None, None),
+    };
+    let shared = Arc::new(Shared {
+        metrics: metrics.clone(),
+        plans: plans.clone(),
+        outbox: outbox.clone(),
+        forge,
+        cluster,
+        definitions: Arc::new(Definitions::builtin()),
+        external_url: config.server.external_url.clone(),
+        drift: config.drift.clone(),
+        polled_sources: AtomicUsize::new(0),
+        n_sources: config.sources.len(),
+        ready: Arc::new(AtomicBool::new(false)),
+    });
+
+    let mut workers = Vec::new();
+    let mut triggers = Vec::new();
+    for source_config in &config.sources {
+        let source_config = Arc::new(source_config.clone());
+        let git = GitSource::open(config.cache_dir.clone(), source_config.clone())
+            .await
+            .map_err(|source| AgentError::SourceOpenFailed {
+                source_name: source_config.name.clone(),
+                source,
+            })?;
+        let notify = Arc::new(Notify::new());
+        triggers.push(SourceTrigger {
+            source: source_config.name.clone(),
+            url: source_config.url.clone(),
+            forge_repo: source_config.forge_repo.clone(),
+            notify: notify.clone(),
+        });
+        workers.push(SourceWorker::new(
+            git,
+            source_config,
+            shared.clone(),
+            notify,
+        ));
+    }
+
+    let listener = server::bind(config.server.listen).await?;
+    let listen = listener
+        .local_addr()
+        .map_err(|source| server::ServerError::BindFailed {
+            addr: config.server.listen,
+            source,
+        })?;
+    let server_state = ServerState {
+        metrics: metrics.clone(),
+        ready: shared.ready.clone(),
+        webhook_secret: config.server.webhook_secret.clone(),
+        triggers: Arc::new(triggers),
+        plans: plans.clone(),
+    };
+    let mut server_shutdown = shutdown_rx.clone();
+    let (server_stop_tx, server_stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server_task = tokio::spawn(server::serve(listener, server_state, async move {
+        let _ = server_stop_rx.await;
+    }));
+    tracing::info!(%listen, sources = config.sources.len(), "agent started");
+    if let Some(started) = started {
+        let _ = started.send(AgentHandles {
+            metrics: metrics.clone(),
+            plans: plans.clone(),
+            listen,
+        });
+    }
+
+    let worker_tasks: Vec<_> = workers
+        .into_iter()
+        .map(|worker| {
+            let shutdown = shutdown_rx.clone();
+            tokio::spawn(worker.run(shutdown))
+        })
+        .collect();
+    for task in worker_tasks {
+        if let Err(error) = task.await {
+            tracing::error!(error = %error, "a source task panicked");
+        }
+    }
+    // Every source stopped: give queued statuses a last chance, then stop serving.
+    let _ = server_shutdown.wait_for(|stop| *stop).await;
+    drop(outbox);
+    if let Some(task) = outbox_task {
+        if tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .is_err()
+        {
+            tracing::warn!("forge outbox did not drain within 10s at shutdown");
+        }
+    }
+    let _ = server_stop_tx.send(());
+    match server_task.await {
+        Ok(result) => result?,
+        Err(error) => tracing::error!(error = %error, "the HTTP server task panicked"),
+    }
+    tracing::info!("agent stopped");
+    Ok(())
+}
+
+async fn connect_cluster(config: &Config) -> Result<Arc<Cluster>, AgentError> {
+    // FIXME(#7): one cluster per agent for now; placement across the registry comes with the
+    // multi-cluster policies.
+    let cluster_config = config.clusters.first();
+    let options = ClusterOptions {
+        name: cluster_config.map_or_else(|| "local".to_owned(), |cluster| cluster.name.clone()),
+        qps: f64::from(config.qps),
+        burst: config.burst,
+        ..ClusterOptions::default()
+    };
+    let cluster = match cluster_config
+        .and_then(|cluster| cluster.kubeconfig.as_ref().map(|path| (cluster, path)))
+    {
+        Some((cluster_config, path)) => {
+            Cluster::connect(path, cluster_config.context.as_deref(), &options)
+                .await
+                .map_err(|source| AgentError::ClusterConnectFailed {
+                    cluster: cluster_config.name.clone(),
+                    source,
+                })?
+        }
+        None => {
+            // In-cluster service account (or $KUBECONFIG), as kube's `Client::try_default`.
+            let client = kube::Client::try_default()
+                .await
+                .map_err(AgentError::DefaultClientFailed)?;
+            Cluster::from_client(client, &options)
+        }
+    };
+    Ok(Arc::new(cluster))
+}
+
+/// What every source task shares.
+struct Shared {
+    metrics: Arc<Metrics>,
+    plans: PlanStore,
+    outbox: Option<Outbox>,
+    forge: Option<Arc<dyn Forge>>,
+    cluster: Arc<Cluster>,
+    definitions: Arc<Definitions>,
+    external_url: String,
+    drift: Option<crate::config::DriftConfig>,
+    polled_sources: AtomicUsize,
+    n_sources: usize,
+    ready: Arc<AtomicBool>,
+}
+
+/// The revision a source last deployed, kept for drift checks.
+struct Deployed {
+    commit: CommitId,
+    output: Arc<RenderOutput>,
+    sources: Arc<SourceMap>,
+}
+
+/// A render of one commit.
+struct Rendered {
+    output: Arc<RenderOutput>,
+    sources: Arc<SourceMap>,
+}
+
+struct SourceWorker {
+    git: GitSource,
+    config: Arc<SourceConfig>,
+    shared: Arc<Shared>,
+    notify: Arc<Notify>,
+    deployed: Option<Deployed>,
+    /// The head commit last previewed, per pull request.
+    previewed: BTreeMap<u64, CommitId>,
+    drift_timer: Option<DriftTimer>,
+    polled_once: bool,
+}
+
+impl SourceWorker {
+    fn new(
+        git: GitSource,
+        config: Arc<SourceConfig>,
+        shared: Arc<Shared>,
+        notify: Arc<Notify>,
+    ) -> SourceWorker {
+        let drift_timer = shared
+            .drift
+            .as_ref()
+            .map(|drift| DriftTimer::new(drift.schedule.clone(), chrono::Utc::now()));
+        SourceWorker {
+            git,
+            config,
+            shared,
+            notify,
+            deployed: None,
+            previewed: BTreeMap::new(),
+            drift_timer,
+            polled_once: false,
+        }
+    }
+
+    async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+        let mut wait = Duration::ZERO;
+        loop {
+            let drift_wait = self
+                .drift_timer
+                .as_ref()
+                .and_then(|timer| timer.until_next(chrono::Utc::now()))
+                .unwrap_or(Duration::MAX);
+            tokio::select! {
+                _ = tokio::time::sleep(wait.min(drift_wait)) => {}
+                _ = self.notify.notified() => {
+                    tracing::debug!(source = %self.config.name, "woken by a webhook");
+                }
+                _ = shutdown.wait_for(|stop| *stop) => {}
+            }
+            if *shutdown.borrow() {
+                break;
+            }
+            // The step runs to completion even if shutdown is requested meanwhile.
+            wait = self.step().await;
+        }
+        tracing::info!(source = %self.config.name, "source stopped");
+    }
+
+    /// One poll and whatever it calls for. Returns how long to wait before the next poll.
+    async fn step(&mut self) -> Duration {
+        let drift_due = self
+            .drift_timer
+            .as_mut()
+            .is_some_and(|timer| timer.take_due(chrono::Utc::now()));
+        let mut wait = self.config.poll_interval;
+        self.shared.metrics.record_poll(&self.config.name);
+        let outcome = self.git.poll().await;
+        self.shared.metrics.record_api_call(
+            ApiTarget::Git,
+            !matches!(outcome, PollOutcome::Failed { .. }),
+        );
+        match outcome {
+            PollOutcome::Unchanged { .. } => {}
+            PollOutcome::Changed(change) => {
+                let needs_render = change.touches_source || self.deployed.is_none();
+                tracing::info!(
+                    source = %self.config.name,
+                    commit = %change.commit,
+                    update = ?change.update,
+                    changed_paths = change.changed_paths.len(),
+                    "branch moved"
+                );
+                if needs_render {
+                    self.deploy(change.commit).await;
+                } else {
+                    self.status(
+                        &change.commit,
+                        SUMMARY_CONTEXT,
+                        StatusState::Success,
+                        "no change under the source's paths",
+                    );
+                }
+            }
+            PollOutcome::Failed {
+                error,
+                retry_in,
+                last_good,
+            } => {
+                self.shared.metrics.record_error(ErrorKind::Fetch);
+                tracing::warn!(
+                    source = %self.config.name,
+                    error = %error,
+                    retry_in_s = retry_in.as_secs(),
+                    last_good = last_good.as_ref().map(CommitId::short),
+                    "polling the source failed; keeping the last good revision"
+                );
+                wait = retry_in;
+            }
+        }
+        if !self.polled_once {
+            self.polled_once = true;
+            let polled = self.shared.polled_sources.fetch_add(1, Ordering::AcqRel) + 1;
+            if polled >= self.shared.n_sources {
+                self.shared.ready.store(true, Ordering::Release);
+            }
+        }
+        self.preview_pulls().await;
+        if drift_due {
+            self.drift_check().await;
+        }
+        wait
+    }
+
+    fn page_url(&self, commit: &CommitId) -> String {
+        format!("{}/plans/{commit}", self.shared.external_url)
+    }
+
+    fn status(&self, commit: &CommitId, context: &str, state: StatusState, description: &str) {
+        let (Some(outbox), Some(repo)) = (&self.shared.outbox, &self.config.forge_repo) else {
+            return;
+        };
+        outbox.send(ForgeOp::Status {
+            repo: repo.clone(),
+            commit: commit.clone(),
+            status: CommitStatus::new(context, state, description, Some(self.page_url(commit))),
+        });
+    }
+
+    async fn render(&self, commit: &CommitId) -> Result<Rendered, String> {
+        let snapshot = self
+            .git
+            .snapshot(commit.clone())
+            .await
+            .map_err(|error| format!("reading the commit: {error}"))?;
+        let definitions = self.shared.definitions.clone();
+        let started = Instant::now();
+        let rendered = tokio::task::spawn_blocking(move || {
+            // A panic in the renderer must not take the agent down: it becomes this commit's
+            // failure, with a request to report it.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                analyzer::render_snapshot(&snapshot, &definitions, &RenderOptions::default())
+            }))
+        })
+        .await;
+        self.shared
+            .metrics
+            .observe_render(&self.config.name, started.elapsed());
+        match rendered {
+            Ok(Ok((output, sources))) => Ok(Rendered {
+                output: Arc::new(output),
+                sources: Arc::new(sources),
+            }),
+            Ok(Err(_)) | Err(_) => {
+                self.shared.metrics.record_error(ErrorKind::Render);
+                Err(
+                    "internal error: the renderer panicked; please report this with the repository"
+                        .to_owned(),
+                )
+            }
+        }
+    }
+
+    async fn plan(&self, rendered: &Rendered, commit: &CommitId) -> LivePlan {
+        let started = Instant::now();
+        let cluster = &self.shared.cluster;
+        let policies = live::policies_from_sources(&rendered.output, &rendered.sources);
+        let live_plan = live::plan_live(
+            cluster,
+            &rendered.output,
+            &policies,
+            Some(commit.as_str()),
+            &self.live_options(cluster),
+        )
+        .await;
+        self.shared
+            .metrics
+            .observe_plan(&self.config.name, started.elapsed());
+        live_plan
+    }
+
+    fn live_options(&self, cluster: &Cluster) -> LiveOptions {
+        let mut options = LiveOptions::default();
+        options.plan.cluster = cluster.name().to_owned();
+        options.apply.source = Some(self.config.name.clone());
+        options
+    }
+
+    /// Deploys a commit of the tracked branch.
+    async fn deploy(&mut self, commit: CommitId) {
+        let span = tracing::info_span!("deploy", source = %self.config.name, commit = %commit, revision = commit.short());
+        async {
+            self.status(&commit, SUMMARY_CONTEXT, StatusState::Pending, "rendering and planning");
+            let rendered = match self.render(&commit).await {
+                Ok(rendered) => rendered,
+                Err(message) => {
+                    tracing::error!(error = %message, "render failed");
+                    self.status(&commit, SUMMARY_CONTEXT, StatusState::Error, &message);
+                    return;
+                }
+            };
+            let n_apps = rendered.output.apps.len();
+            self.shared.metrics.set_apps(&self.config.name, n_apps);
+            if n_apps == 0 {
+                let message = no_apps_message(&rendered.output);
+                tracing::error!("{message}");
+                self.status(&commit, SUMMARY_CONTEXT, StatusState::Failure, &message);
+                self.store_page(&commit, "deploy (refused)", &[], &message);
+                return;
+            }
+            for app in &rendered.output.apps {
+                self.status(&commit, &app_context(&app.app), StatusState::Pending, "planning");
+            }
+            let plan = self.plan(&rendered, &commit).await;
+            let cluster = self.shared.cluster.clone();
+            let reports = live::apply_live(&cluster, &plan, &self.live_options(&cluster)).await;
+            let results = app_results_from_apply(&plan.plan, &reports);
+            let mut failed = Vec::new();
+            for (app, (state, description)) in &results {
+                let span = tracing::info_span!("reconcile", app.namespace = %app.namespace, app.name = %app.name, revision = commit.short(), commit = %commit);
+                let _entered = span.enter();
+                match state {
+                    StatusState::Success => tracing::info!(%description, "app reconciled"),
+                    _ => {
+                        self.shared.metrics.record_error(ErrorKind::Apply);
+                        tracing::warn!(%description, "app failed");
+                        failed.push(app.to_string());
+                    }
+                }
+                self.status(&commit, &app_context(app), *state, description);
+            }
+            let (summary_state, summary) = summarize(&results, &failed);
+            self.status(&commit, SUMMARY_CONTEXT, summary_state, &summary);
+            let rows = page_rows(&results);
+            self.store_page(&commit, &format!("deploy of {}", self.config.branch), &rows, &plan_human(&plan.plan));
+            tracing::info!(apps = n_apps, failed = failed.len(), "deployed");
+            self.deployed = Some(Deployed {
+                commit,
+                output: rendered.output,
+                sources: rendered.sources,
+            });
+        }
+        .instrument(span)
+        .await;
+    }
+
+    /// Plan-only previews of open pull requests into the tracked branch.
+    async fn preview_pulls(&mut self) {
+        let (Some(forge), Some(repo)) = (self.shared.forge.clone(), self.config.forge_repo.clone())
+        else {
+            return;
+        };
+        let pulls = match forge.open_pulls(&repo).await {
+            Ok(pulls) => {
+                self.shared.metrics.record_api_call(ApiTarget::Forge, true);
+                pulls
+            }
+            Err(error) => {
+                self.shared.metrics.record_api_call(ApiTarget::Forge, false);
+                self.shared.metrics.record_error(ErrorKind::Forge);
+                tracing::warn!(error = %error, "listing pull requests failed; previews wait for the next poll");
+                return;
+            }
+        };
+        self.previewed
+            .retain(|number, _| pulls.iter().any(|pull| pull.number == *number));
+        for pull in pulls {
+            if pull.base_branch != self.config.branch
+                || self.previewed.get(&pull.number) == Some(&pull.head_commit)
+            {
+                continue;
+            }
+            let repo_has_head = self
+                .git
+                .repo()
+                .has_commit(&pull.head_commit)
+                .unwrap_or(false);
+            if !repo_has_head {
+                // Pushed after our fetch (or from a fork we cannot fetch): the next poll fetches
+                // refs/pull/*/head again.
+                tracing::debug!(pull = pull.number, "pull request head not fetched yet");
+                continue;
+            }
+            self.preview(&repo, &pull).await;
+            self.previewed.insert(pull.number, pull.head_commit.clone());
+        }
+    }
+
+    async fn preview(&self, repo: &RepoSlug, pull: &PullRequest) {
+        let commit = &pull.head_commit;
+        let span = tracing::info_span!("preview", source = %self.config.name, pull = pull.number, commit = %commit, revision = commit.short());
+        async {
+            self.status(
+                commit,
+                SUMMARY_CONTEXT,
+                StatusState::Pending,
+                "planning (preview, nothing is applied)",
+            );
+            let rendered = match self.render(commit).await {
+                Ok(rendered) => rendered,
+                Err(message) => {
+                    self.status(commit, SUMMARY_CONTEXT, StatusState::Error, &message);
+                    return;
+                }
+            };
+            let live_plan = self.plan(&rendered, commit).await;
+            let plan = &live_plan.plan;
+            let limit = self
+                .shared
+                .forge
+                .as_ref()
+                .map_or(60_000, |forge| forge.comment_limit())
+                .saturating_sub(200);
+            let markdown =
+                plan_markdown(plan, &rendered.sources, MarkdownOptions { max_len: limit });
+            if let Some(outbox) = &self.shared.outbox {
+                outbox.send(ForgeOp::Comment {
+                    repo: repo.clone(),
+                    pull: pull.number,
+                    marker: crate::forge::plan_comment_marker(&self.config.name),
+                    body: markdown,
+                });
+            }
+            let results = app_results_plan_only(plan, "preview");
+            let (state, description) = if plan.has_errors() {
+                let n_blocked = results
+                    .values()
+                    .filter(|(state, _)| *state != StatusState::Success)
+                    .count();
+                (
+                    StatusState::Failure,
+                    format!("plan has errors: {n_blocked} app(s) blocked"),
+                )
+            } else {
+                (
+                    StatusState::Success,
+                    format!("plan: {}", change_counts(plan)),
+                )
+            };
+            self.status(commit, SUMMARY_CONTEXT, state, &description);
+            self.store_page(
+                commit,
+                &format!("preview of pull request #{}", pull.number),
+                &page_rows(&results),
+                &plan_human(plan),
+            );
+            tracing::info!(pull = pull.number, %description, "previewed");
+        }
+        .instrument(span)
+        .await;
+    }
+
+    /// Re-plans the deployed revision against the cluster; reports or corrects drift.
+    async fn drift_check(&mut self) {
+        let cluster = self.shared.cluster.clone();
+        let (Some(deployed), Some(drift)) = (&self.deployed, self.shared.drift.clone()) else {
+            return;
+        };
+        let commit = deployed.commit.clone();
+        let rendered = Rendered {
+            output: deployed.output.clone(),
+            sources: deployed.sources.clone(),
+        };
+        let span = tracing::info_span!("drift", source = %self.config.name, commit = %commit, revision = commit.short());
+        async {
+            let live_plan = self.plan(&rendered, &commit).await;
+            let mut drifted = Vec::new();
+            for app_plan in &live_plan.plan.apps {
+                let has_drift = app_plan
+                    .changes
+                    .iter()
+                    .any(|change| change.action != Action::Unchanged);
+                self.shared.metrics.set_drifted(
+                    &self.config.name,
+                    &app_plan.app.namespace,
+                    &app_plan.app.name,
+                    has_drift,
+                );
+                if has_drift {
+                    drifted.push(app_plan.app.to_string());
+                }
+            }
+            if drifted.is_empty() {
+                tracing::info!("no drift");
+                self.status(&commit, DRIFT_CONTEXT, StatusState::Success, "no drift");
+                return;
+            }
+            tracing::warn!(apps = ?drifted, mode = ?drift.mode, "drift found");
+            match drift.mode {
+                DriftMode::Report => {
+                    self.status(
+                        &commit,
+                        DRIFT_CONTEXT,
+                        StatusState::Failure,
+                        &format!("drift in {} app(s): {}", drifted.len(), drifted.join(", ")),
+                    );
+                }
+                DriftMode::Correct => {
+                    let reports =
+                        live::apply_live(&cluster, &live_plan, &self.live_options(&cluster)).await;
+                    let results = app_results_from_apply(&live_plan.plan, &reports);
+                    let still_failing: Vec<String> = results
+                        .iter()
+                        .filter(|(_, (state, _))| *state != StatusState::Success)
+                        .map(|(app, _)| app.to_string())
+                        .collect();
+                    if still_failing.is_empty() {
+                        for app_plan in &live_plan.plan.apps {
+                            self.shared.metrics.set_drifted(
+                                &self.config.name,
+                                &app_plan.app.namespace,
+                                &app_plan.app.name,
+                                false,
+                            );
+                        }
+                        self.status(
+                            &commit,
+                            DRIFT_CONTEXT,
+                            StatusState::Success,
+                            &format!(
+                                "corrected drift in {} app(s): {}",
+                                drifted.len(),
+                                drifted.join(", ")
+                            ),
+                        );
+                    } else {
+                        self.status(
+                            &commit,
+                            DRIFT_CONTEXT,
+                            StatusState::Failure,
+                            &format!("correcting drift failed for: {}", still_failing.join(", ")),
+                        );
+                    }
+                }
+            }
+        }
+        .instrument(span)
+        .await;
+    }
+
+    fn store_page(&self, commit: &CommitId, title: &str, rows: &[PageApp], body: &str) {
+        self.shared.plans.insert(PlanPage {
+            source: self.config.name.clone(),
+            commit: commit.clone(),
+            title: title.to_owned(),
+            apps: rows.to_vec(),
+            body: body.to_owned(),
+        });
+    }
+}
+
+/// `driftless/<namespace>/<app>`.
+pub fn app_context(app: &AppRef) -> String {
+    format!("{SUMMARY_CONTEXT}/{}/{}", app.namespace, app.name)
+}
+
+type AppResults = BTreeMap<AppRef, (StatusState, String)>;
+
+fn first_error(app_plan: &AppPlan) -> Option<String> {
+    app_plan
+        .diagnostics
+        .iter()
+        .find(|diagnostic| diagnostic.severity == Severity::Error)
+        .map(|diagnostic| format!("{}: {}", diagnostic.rule, diagnostic.message))
+}
+
+fn app_results_from_apply(plan: &Plan, reports: &[crate::apply::AppApplyReport]) -> AppResults {
+    let mut results = AppResults::new();
+    for app_plan in &plan.apps {
+        let report = reports.iter().find(|report| report.app == app_plan.app);
+        let result = match (first_error(app_plan), report.map(|report| &report.outcome)) {
+            (Some(error), _) => (StatusState::Failure, error),
+            (None, Some(ApplyOutcome::Applied)) => {
+                (StatusState::Success, applied_description(app_plan))
+            }
+            (None, Some(ApplyOutcome::Skipped(reason))) => {
+                (StatusState::Failure, format!("not applied: {reason}"))
+            }
+            (None, Some(ApplyOutcome::Failed(error))) => {
+                (StatusState::Failure, format!("apply failed: {error}"))
+            }
+            (None, None) => (
+                StatusState::Error,
+                "not applied (no apply report)".to_owned(),
+            ),
+        };
+        results.insert(app_plan.app.clone(), result);
+    }
+    results
+}
+
+fn app_results_plan_only(plan: &Plan, note: &str) -> AppResults {
+    plan.apps
+        .iter()
+        .map(|app_plan| {
+            let result = match first_error(app_plan) {
+                Some(error) => (StatusState::Failure, error),
+                None => (
+                    StatusState::Success,
+                    format!("{note}: {}", app_change_counts(app_plan)),
+                ),
+            };
+            (app_plan.app.clone(), result)
+        })
+        .collect()
+}
+
+fn applied_description(app_plan: &AppPlan) -> String {
+    let n_changes = app_plan
+        .changes
+        .iter()
+        .filter(|change| change.action != Action::Unchanged)
+        .count();
+    if n_changes == 0 {
+        "in sync, nothing to apply".to_owned()
+    } else {
+        format!("applied: {}", app_change_counts(app_plan))
+    }
+}
+
+fn app_change_counts(app_plan: &AppPlan) -> String {
+    counts(app_plan.changes.iter().map(|change| change.action))
+}
+
+fn change_counts(plan: &Plan) -> String {
+    counts(
+        plan.apps
+            .iter()
+            .flat_map(|app| app.changes.iter().map(|change| change.action)),
+    )
+}
+
+fn counts(actions: impl Iterator<Item = Action>) -> String {
+    let mut by_action: BTreeMap<Action, usize> = BTreeMap::new();
+    for action in actions {
+        *by_action.entry(action).or_default() += 1;
+    }
+    let order = [
+        Action::Create,
+        Action::Update,
+        Action::Delete,
+        Action::Conflict,
+        Action::Unchanged,
+    ];
+    order
+        .iter()
+        .map(|action| {
+            format!(
+                "{} {}",
+                by_action.get(action).copied().unwrap_or(0),
+                action.as_str()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn summarize(results: &AppResults, failed: &[String]) -> (StatusState, String) {
+    if failed.is_empty() {
+        (
+            StatusState::Success,
+            format!("{} app(s) deployed", results.len()),
+        )
+    } else {
+        (
+            StatusState::Failure,
+            format!(
+                "{} of {} app(s) failed: {}",
+                failed.len(),
+                results.len(),
+                failed.join(", ")
+            ),
+        )
+    }
+}
+
+fn page_rows(results: &AppResults) -> Vec<PageApp> {
+    results
+        .iter()
+        .map(|(app, (state, description))| PageApp {
+            app: app.to_string(),
+            state: *state,
+            description: description.clone(),
+        })
+        .collect()
+}
+
+fn no_apps_message(output: &RenderOutput) -> String {
+    let first_problem = output
+        .diagnostics
+        .iter()
+        .find(|diagnostic| diagnostic.severity == Severity::Error)
+        .map(|diagnostic| format!(" (first problem: {})", diagnostic.message))
+        .unwrap_or_default();
+    format!(
+        "no Applications found under the source's paths; refusing to apply (it would prune every app){first_problem}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn app(namespace: &str, name: &str) -> AppRef {
+        AppRef {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn contexts_and_summaries() {
+        assert_eq!(app_context(&app("team-a", "web")), "driftless/team-a/web");
+        let mut results = AppResults::new();
+        results.insert(app("a", "one"), (StatusState::Success, "ok".into()));
+        results.insert(app("a", "two"), (StatusState::Failure, "bad".into()));
+        let (state, description) = summarize(&results, &["a/two".to_owned()]);
+        assert_eq!(state, StatusState::Failure);
+        assert_eq!(description, "1 of 2 app(s) failed: a/two");
+        let (state, description) = summarize(&results, &[]);
+        assert_eq!(
+            (state, description.as_str()),
+            (StatusState::Success, "2 app(s) deployed")
+        );
+    }
+
+    #[test]
+    fn change_counts_are_in_contract_order() {
+        let text = counts(
+            [
+                Action::Update,
+                Action::Create,
+                Action::Create,
+                Action::Unchanged,
+            ]
+            .into_iter(),
+        );
+        assert_eq!(
+            text,
+            "2 create, 1 update, 0 delete, 0 conflict, 1 unchanged"
+        );
+    }
+}
