@@ -570,3 +570,26 @@ fn def_doc_examples_status() {
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kubevela/def-doc-status.txt");
     expect_test::expect_file![golden].assert_eq(&(lines.join("\n") + "\n"));
 }
+
+#[test]
+fn fixture_dry_run_with_override_policy_per_topology() {
+    // FIXTURES: testing-dry-run-1.yaml: one deploy step per topology, the prod one with an
+    // override (replicas 3). Upstream prints one block per topology.
+    // FIXME(#4): the render output has no per-placement objects yet, so the app is blocked with
+    // `unsupported-policy` instead of rendering both placements.
+    let (output, sources) = render_with_only(
+        &["pkg/appfile/dryrun/testdata/testing-dry-run-1.yaml"],
+        &[
+            WEBSERVICE_CR,
+            SCALER_CR,
+            "pkg/appfile/dryrun/testdata/wd-deploy.yaml",
+        ],
+        &RenderOptions::default(),
+    );
+    let diagnostics = common::diagnostics_text(&output, &sources);
+    assert!(
+        diagnostics.starts_with("error[unsupported-policy] "),
+        "{diagnostics}"
+    );
+    assert!(output.apps[0].objects.is_empty());
+}

@@ -8,6 +8,7 @@ use sha2::Digest;
 
 use super::component::{ComponentDefinitions, render_component};
 use super::patch::ConstraintCheck;
+use super::policies::{EffectiveComponent, effective_components};
 use crate::definitions::Definitions;
 use crate::load::application::LoadedApp;
 use crate::model::{Definition, DefinitionKind};
@@ -63,9 +64,16 @@ fn render_app_inner(
     let mut diagnostics = loaded.diagnostics.clone();
     let positions = &loaded.document.positions;
     let mut used: Vec<Arc<Definition>> = Vec::new();
+    let effective = match effective_components(loaded) {
+        Ok(effective) => effective,
+        Err(problems) => {
+            diagnostics.extend(problems);
+            Vec::new()
+        }
+    };
+    let components_json = components_json(loaded, &effective);
     let mut resolved: Vec<Option<ComponentDefinitions>> = Vec::new();
-    for (index, component) in loaded.app.spec.components.iter().enumerate() {
-        let pointer = format!("/spec/components/{index}");
+    for EffectiveComponent { component, pointer } in &effective {
         let mut problems = Vec::new();
         let component_definition = if component.component_type.is_empty() {
             None
@@ -143,11 +151,18 @@ fn render_app_inner(
     // Components are rendered even when another part of the app has an error, so one run
     // reports every problem; the objects are dropped below anyway.
     {
-        for (index, (component, resolved)) in
-            loaded.app.spec.components.iter().zip(&resolved).enumerate()
+        for (EffectiveComponent { component, pointer }, resolved) in effective.iter().zip(&resolved)
         {
             let Some(resolved) = resolved else { continue };
-            match render_component(loaded, index, component, resolved, evaluator, check) {
+            match render_component(
+                loaded,
+                pointer,
+                component,
+                &components_json,
+                resolved,
+                evaluator,
+                check,
+            ) {
                 Ok(rendered) => objects.extend(rendered),
                 Err(problems) => diagnostics.extend(
                     problems
@@ -173,6 +188,61 @@ fn render_app_inner(
             input_hash,
         },
         used,
+    )
+}
+
+/// The context's `components`: the Application's own entries as written, or, for components an
+/// override changed or added, their model re-encoded.
+fn components_json(loaded: &LoadedApp, effective: &[EffectiveComponent]) -> serde_json::Value {
+    let original = loaded.app.spec.components.as_slice();
+    let unchanged = effective.len() == original.len()
+        && effective
+            .iter()
+            .zip(original)
+            .all(|(e, o)| e.component == *o);
+    if unchanged {
+        return loaded
+            .document
+            .value
+            .pointer("/spec/components")
+            .cloned()
+            .unwrap_or_else(|| serde_json::Value::Array(Vec::new()));
+    }
+    serde_json::Value::Array(
+        effective
+            .iter()
+            .map(|effective| {
+                let component = &effective.component;
+                let mut entry = serde_json::Map::new();
+                entry.insert("name".to_owned(), component.name.clone().into());
+                entry.insert("type".to_owned(), component.component_type.clone().into());
+                if let Some(properties) = &component.properties {
+                    entry.insert("properties".to_owned(), properties.clone());
+                }
+                if !component.traits.is_empty() {
+                    let traits = component
+                        .traits
+                        .iter()
+                        .map(|t| {
+                            let mut item = serde_json::Map::new();
+                            item.insert("type".to_owned(), t.trait_type.clone().into());
+                            if let Some(properties) = &t.properties {
+                                item.insert("properties".to_owned(), properties.clone());
+                            }
+                            serde_json::Value::Object(item)
+                        })
+                        .collect();
+                    entry.insert("traits".to_owned(), serde_json::Value::Array(traits));
+                }
+                if !component.depends_on.is_empty() {
+                    entry.insert("dependsOn".to_owned(), component.depends_on.clone().into());
+                }
+                if let Some(revision) = &component.external_revision {
+                    entry.insert("externalRevision".to_owned(), revision.clone().into());
+                }
+                serde_json::Value::Object(entry)
+            })
+            .collect(),
     )
 }
 

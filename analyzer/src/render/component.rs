@@ -35,20 +35,22 @@ struct Auxiliary {
 /// Auxiliary type label of component `outputs`.
 const AUXILIARY_WORKLOAD: &str = "AuxiliaryWorkload";
 
-/// Renders component `index` of the app.
+/// Renders one component, declared at `component_pointer`; `components` is the JSON of every
+/// effective component (the context's `components`).
 ///
 /// # Errors
 /// Every problem found; the component then contributes no object.
 pub(crate) fn render_component(
     loaded: &LoadedApp,
-    index: usize,
+    component_pointer: &str,
     component: &Component,
+    components: &Value,
     definitions: &ComponentDefinitions,
     evaluator: &Evaluator,
     check: ConstraintCheck<'_>,
 ) -> Result<Vec<RenderedObject>, Vec<Diagnostic>> {
     let positions = &loaded.document.positions;
-    let component_pointer = format!("/spec/components/{index}");
+    let component_pointer = component_pointer.to_owned();
     let properties_pointer = format!("{component_pointer}/properties");
     let definition = &definitions.component;
     let template = definition.template.as_deref().ok_or_else(|| {
@@ -61,7 +63,7 @@ pub(crate) fn render_component(
             Some(positions.value_span(&format!("{component_pointer}/type"))),
         )]
     })?;
-    let context = component_context(loaded, component);
+    let context = component_context(loaded, component, components);
     let empty = Value::Object(Map::new());
     let parameter = component.properties.as_ref().map_or(empty, go_json);
     let description = format!("component `{}`", component.name);

@@ -36,7 +36,11 @@ pub(crate) fn go_json(value: &Value) -> Value {
 }
 
 /// The context of one component's template.
-pub(crate) fn component_context(loaded: &LoadedApp, component: &Component) -> Value {
+pub(crate) fn component_context(
+    loaded: &LoadedApp,
+    component: &Component,
+    components: &Value,
+) -> Value {
     let app = &loaded.app;
     let annotation = |key: &str| {
         app.metadata
@@ -45,13 +49,6 @@ pub(crate) fn component_context(loaded: &LoadedApp, component: &Component) -> Va
             .cloned()
             .unwrap_or_default()
     };
-    let components: Vec<Value> = loaded
-        .document
-        .value
-        .pointer("/spec/components")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
     let mut context = json!({
         "name": component.name,
         "namespace": loaded.app_ref.namespace,

@@ -14,5 +14,6 @@ mod errors;
 mod instance;
 mod labels;
 pub(crate) mod patch;
+mod policies;
 
 pub(crate) use app::render_app;

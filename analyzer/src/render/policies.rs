@@ -1,0 +1,460 @@
+//! The effect of `override` and `topology` policies on what is rendered
+//! (kubevela-render-semantics.md §4.2 and §5).
+//!
+//! Which overrides apply comes from the deploy steps: explicit `spec.workflow.steps` of type
+//! `deploy` (their `properties.policies`), or, without steps, one deploy per topology policy
+//! (all overrides plus that topology), or one deploy with all overrides. With no deploy step at
+//! all, overrides are not applied, like `vela dry-run`. Topology contents do not change the
+//! objects offline (no cluster or namespace rewrite).
+//!
+//! Deviation: KubeVela renders once per topology. When the topologies of an app would render
+//! different objects (different override lists), Driftless reports `unsupported-policy`
+//! instead of picking one, because its render output has no per-cluster placement yet
+//! (FIXME(#4)).
+
+use serde_json::{Map, Value};
+
+use crate::Diagnostic;
+use crate::load::application::LoadedApp;
+use crate::model::{Component, Trait};
+
+/// A component as rendered, after overrides, with where it is declared.
+#[derive(Debug, Clone)]
+pub(crate) struct EffectiveComponent {
+    pub(crate) component: Component,
+    /// JSON pointer of its declaration (in `spec.components`, or in the override policy that
+    /// added it).
+    pub(crate) pointer: String,
+}
+
+/// The components to render, after the override policies that the app's deploy steps apply.
+///
+/// # Errors
+/// A deploy step naming a policy that does not exist, or topologies with different overrides.
+pub(crate) fn effective_components(
+    loaded: &LoadedApp,
+) -> Result<Vec<EffectiveComponent>, Vec<Diagnostic>> {
+    let spec = &loaded.app.spec;
+    let positions = &loaded.document.positions;
+    let mut components: Vec<EffectiveComponent> = spec
+        .components
+        .iter()
+        .enumerate()
+        .map(|(index, component)| EffectiveComponent {
+            component: component.clone(),
+            pointer: format!("/spec/components/{index}"),
+        })
+        .collect();
+    let policy_index = |name: &str| spec.policies.iter().position(|policy| policy.name == name);
+    let is_type = |index: usize, policy_type: &str| spec.policies[index].policy_type == policy_type;
+
+    // (override policy indexes, topology present) per deploy step.
+    let mut deploy_steps: Vec<(Vec<String>, String)> = Vec::new();
+    let explicit_steps = spec
+        .workflow
+        .as_ref()
+        .is_some_and(|workflow| !workflow.steps.is_empty());
+    if explicit_steps {
+        for (step_index, step) in spec.workflow.iter().flat_map(|w| &w.steps).enumerate() {
+            if step.step_type != "deploy" {
+                continue;
+            }
+            let names: Vec<String> = step
+                .properties
+                .as_ref()
+                .and_then(|properties| properties.get("policies"))
+                .and_then(Value::as_array)
+                .map(|names| {
+                    names
+                        .iter()
+                        .filter_map(|n| n.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            deploy_steps.push((
+                names,
+                format!("/spec/workflow/steps/{step_index}/properties/policies"),
+            ));
+        }
+    } else {
+        let overrides: Vec<String> = spec
+            .policies
+            .iter()
+            .filter(|policy| policy.policy_type == "override")
+            .map(|policy| policy.name.clone())
+            .collect();
+        let topologies: Vec<String> = spec
+            .policies
+            .iter()
+            .filter(|policy| policy.policy_type == "topology")
+            .map(|policy| policy.name.clone())
+            .collect();
+        for topology in &topologies {
+            let mut names = overrides.clone();
+            names.push(topology.clone());
+            deploy_steps.push((names, "/spec/policies".to_owned()));
+        }
+        if topologies.is_empty() && !overrides.is_empty() {
+            deploy_steps.push((overrides, "/spec/policies".to_owned()));
+        }
+    }
+    if deploy_steps.is_empty() {
+        return Ok(components);
+    }
+
+    let mut errors = Vec::new();
+    let mut variants: Vec<Vec<usize>> = Vec::new();
+    for (names, pointer) in &deploy_steps {
+        let mut overrides = Vec::new();
+        let mut n_topologies = 0;
+        for name in names {
+            match policy_index(name) {
+                None => errors.push(Diagnostic::error(
+                    "unknown-policy",
+                    format!("policy `{name}` not found"),
+                    Some(positions.value_span(pointer)),
+                )),
+                Some(index) if is_type(index, "override") => overrides.push(index),
+                Some(index) if is_type(index, "topology") => n_topologies += 1,
+                Some(_) => {}
+            }
+        }
+        for _ in 0..n_topologies.max(1) {
+            variants.push(overrides.clone());
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    variants.dedup();
+    if variants.len() > 1 {
+        return Err(vec![Diagnostic::error(
+            "unsupported-policy",
+            "the deploy steps or topologies of this app apply different override policies, so \
+             it renders different objects per placement; per-placement rendering is not \
+             supported yet",
+            Some(positions.value_span("/spec/policies")),
+        )]);
+    }
+    for policy in variants.first().into_iter().flatten() {
+        let pointer = format!("/spec/policies/{policy}/properties");
+        let properties = spec.policies[*policy]
+            .properties
+            .clone()
+            .unwrap_or_default();
+        components = apply_override(components, &properties, &pointer).map_err(|message| {
+            vec![Diagnostic::error(
+                "invalid-properties",
+                format!(
+                    "override policy `{}`: {message}",
+                    spec.policies[*policy].name
+                ),
+                Some(positions.value_span(&pointer)),
+            )]
+        })?;
+    }
+    Ok(components)
+}
+
+/// One override policy (`pkg/policy/envbinding/patch.go` `PatchComponents`).
+fn apply_override(
+    mut components: Vec<EffectiveComponent>,
+    properties: &Value,
+    pointer: &str,
+) -> Result<Vec<EffectiveComponent>, String> {
+    let patches = properties
+        .get("components")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (patch_index, patch_json) in patches.iter().enumerate() {
+        let patch_pointer = format!("{pointer}/components/{patch_index}");
+        let patch = ComponentPatch::from_json(patch_json)?;
+        let pattern = match &patch.name {
+            Some(name) if !name.is_empty() => Some(
+                regex::Regex::new(&name.replace('*', ".*"))
+                    .map_err(|error| format!("invalid component name pattern `{name}`: {error}"))?,
+            ),
+            _ => None,
+        };
+        let mut matched = false;
+        for effective in &mut components {
+            let component = &mut effective.component;
+            let is_match = match &pattern {
+                Some(pattern) => pattern.is_match(&component.name),
+                None => patch
+                    .component_type
+                    .as_ref()
+                    .is_none_or(|patch_type| *patch_type == component.component_type),
+            };
+            if !is_match {
+                continue;
+            }
+            matched = true;
+            match &patch.component_type {
+                Some(patch_type) if *patch_type != component.component_type => {
+                    // A different type replaces the component (upstream quirk: the name becomes
+                    // the pattern).
+                    *effective = EffectiveComponent {
+                        component: patch.as_component(),
+                        pointer: patch_pointer.clone(),
+                    };
+                }
+                _ => merge_component(component, &patch),
+            }
+        }
+        if !matched
+            && let Some(name) = &patch.name
+            && name.chars().any(|c| c.is_ascii_lowercase())
+        {
+            components.push(EffectiveComponent {
+                component: patch.as_component(),
+                pointer: patch_pointer,
+            });
+        }
+    }
+    if let Some(selector) = properties.get("selector").and_then(Value::as_array) {
+        let names: Vec<&str> = selector.iter().filter_map(Value::as_str).collect();
+        components.retain(|effective| names.contains(&effective.component.name.as_str()));
+    }
+    Ok(components)
+}
+
+/// One entry of an override policy's `components`.
+struct ComponentPatch {
+    name: Option<String>,
+    component_type: Option<String>,
+    properties: Option<Value>,
+    traits: Vec<(String, Option<Value>, bool)>,
+    external_revision: Option<String>,
+}
+
+impl ComponentPatch {
+    fn from_json(value: &Value) -> Result<ComponentPatch, String> {
+        let string = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+        let mut traits = Vec::new();
+        for entry in value
+            .get("traits")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let trait_type = entry
+                .get("type")
+                .and_then(Value::as_str)
+                .ok_or("a trait patch has no `type`")?;
+            let disable = entry
+                .get("disable")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            traits.push((
+                trait_type.to_owned(),
+                entry.get("properties").cloned(),
+                disable,
+            ));
+        }
+        Ok(ComponentPatch {
+            name: string("name"),
+            component_type: string("type").filter(|t| !t.is_empty()),
+            properties: value.get("properties").cloned(),
+            traits,
+            external_revision: string("externalRevision"),
+        })
+    }
+
+    fn as_component(&self) -> Component {
+        Component {
+            name: self.name.clone().unwrap_or_default(),
+            component_type: self.component_type.clone().unwrap_or_default(),
+            properties: self.properties.clone(),
+            traits: self
+                .traits
+                .iter()
+                .filter(|(_, _, disable)| !disable)
+                .map(|(trait_type, properties, _)| Trait {
+                    trait_type: trait_type.clone(),
+                    properties: properties.clone(),
+                })
+                .collect(),
+            external_revision: self.external_revision.clone(),
+            ..Component::default()
+        }
+    }
+}
+
+fn merge_component(component: &mut Component, patch: &ComponentPatch) {
+    if let Some(properties) = &patch.properties {
+        let mut base = component
+            .properties
+            .clone()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        merge_properties(&mut base, properties);
+        component.properties = Some(base);
+    }
+    if let Some(revision) = &patch.external_revision {
+        component.external_revision = Some(revision.clone());
+    }
+    for (trait_type, properties, disable) in &patch.traits {
+        match component
+            .traits
+            .iter()
+            .position(|t| t.trait_type == *trait_type)
+        {
+            Some(index) if *disable => {
+                component.traits.remove(index);
+            }
+            Some(index) => {
+                if let Some(properties) = properties {
+                    let existing = &mut component.traits[index];
+                    let mut base = existing
+                        .properties
+                        .clone()
+                        .unwrap_or_else(|| Value::Object(Map::new()));
+                    merge_properties(&mut base, properties);
+                    existing.properties = Some(base);
+                }
+            }
+            None if !disable => component.traits.push(Trait {
+                trait_type: trait_type.clone(),
+                properties: properties.clone(),
+            }),
+            None => {}
+        }
+    }
+}
+
+/// mergo `WithOverride` on JSON maps: maps merge recursively, everything else (lists
+/// included, zero values and `null` too) replaces; a map never replaces a non-empty scalar.
+fn merge_properties(base: &mut Value, patch: &Value) {
+    match (base, patch) {
+        (Value::Object(base), Value::Object(patch)) => {
+            for (key, patch_value) in patch {
+                match base.get_mut(key) {
+                    Some(base_value) => merge_properties(base_value, patch_value),
+                    None => {
+                        base.insert(key.clone(), patch_value.clone());
+                    }
+                }
+            }
+        }
+        (base, Value::Object(_)) if !is_empty_scalar(base) => {}
+        (base, patch) => *base = patch.clone(),
+    }
+}
+
+fn is_empty_scalar(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::String(s) => s.is_empty(),
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::Array(_) | Value::Object(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn effective(components: Value) -> Vec<EffectiveComponent> {
+        serde_json::from_value::<Vec<Component>>(components)
+            .unwrap()
+            .into_iter()
+            .enumerate()
+            .map(|(index, component)| EffectiveComponent {
+                component,
+                pointer: format!("/spec/components/{index}"),
+            })
+            .collect()
+    }
+
+    fn names_and_properties(components: &[EffectiveComponent]) -> Value {
+        Value::Array(
+            components
+                .iter()
+                .map(|e| {
+                    json!({
+                        "name": e.component.name,
+                        "type": e.component.component_type,
+                        "properties": e.component.properties,
+                        "traits": e.component.traits.iter().map(|t| json!([t.trait_type, t.properties])).collect::<Vec<_>>(),
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn properties_merge_maps_and_replace_lists() {
+        let components = effective(json!([
+            {"name": "web", "type": "webservice", "properties": {"image": "a", "ports": [{"port": 80}], "env": {"A": "1"}},
+             "traits": [{"type": "scaler", "properties": {"replicas": 1}}, {"type": "labels", "properties": {"a": "b"}}]}
+        ]));
+        let result = apply_override(
+            components,
+            &json!({"components": [{"name": "web", "properties": {"ports": [], "env": {"B": "2"}, "cpu": "1"},
+                "traits": [{"type": "scaler", "properties": {"replicas": 3}}, {"type": "labels", "disable": true}, {"type": "expose", "properties": {"port": [80]}}]}]}),
+            "/p",
+        )
+        .unwrap();
+        assert_eq!(
+            names_and_properties(&result),
+            json!([{"name": "web", "type": "webservice",
+                "properties": {"image": "a", "ports": [], "env": {"A": "1", "B": "2"}, "cpu": "1"},
+                "traits": [["scaler", {"replicas": 3}], ["expose", {"port": [80]}]]}])
+        );
+    }
+
+    #[test]
+    fn patterns_match_unanchored_and_unmatched_names_add_components() {
+        let components = effective(json!([
+            {"name": "my-web-2", "type": "webservice"},
+            {"name": "db", "type": "worker"}
+        ]));
+        let result = apply_override(
+            components,
+            &json!({"components": [
+                {"name": "web", "properties": {"image": "x"}},
+                {"name": "cache", "type": "worker", "properties": {"image": "redis"}},
+                {"type": "worker", "properties": {"cpu": "1"}}
+            ]}),
+            "/p",
+        )
+        .unwrap();
+        assert_eq!(
+            names_and_properties(&result),
+            json!([
+                {"name": "my-web-2", "type": "webservice", "properties": {"image": "x"}, "traits": []},
+                {"name": "db", "type": "worker", "properties": {"cpu": "1"}, "traits": []},
+                {"name": "cache", "type": "worker", "properties": {"image": "redis", "cpu": "1"}, "traits": []}
+            ])
+        );
+        assert_eq!(result[2].pointer, "/p/components/1");
+    }
+
+    #[test]
+    fn selector_keeps_only_listed_components() {
+        let components =
+            effective(json!([{"name": "a", "type": "worker"}, {"name": "b", "type": "worker"}]));
+        let result = apply_override(components, &json!({"selector": ["b"]}), "/p").unwrap();
+        assert_eq!(result.len(), 1);
+        assert_eq!(result[0].component.name, "b");
+    }
+
+    #[test]
+    fn a_different_type_replaces_the_component() {
+        let components =
+            effective(json!([{"name": "web", "type": "webservice", "properties": {"image": "a"}}]));
+        let result = apply_override(
+            components,
+            &json!({"components": [{"name": "web", "type": "worker", "properties": {"image": "b"}}]}),
+            "/p",
+        )
+        .unwrap();
+        assert_eq!(
+            names_and_properties(&result),
+            json!([{"name": "web", "type": "worker", "properties": {"image": "b"}, "traits": []}])
+        );
+    }
+}
