@@ -593,3 +593,27 @@ fn fixture_dry_run_with_override_policy_per_topology() {
     );
     assert!(output.apps[0].objects.is_empty());
 }
+
+#[test]
+fn example_task() {
+    // Upstream's task.eg.md indents two lines with a tab (4 columns in the docs); YAML forbids
+    // tabs, so they are expanded here (the status golden records the raw file's YAML error).
+    let text =
+        read("_extracted/references/docgen/def-doc/component/task.eg.yaml").replace('\t', "    ");
+    let mut files = internal_definitions();
+    files.push(SourceFile {
+        path: "apps/task.yaml".to_owned(),
+        contents: text,
+    });
+    let (output, sources) = analyzer::render_snapshot(
+        &Snapshot {
+            commit: None,
+            files,
+        },
+        &Definitions::empty(),
+        &RenderOptions::default(),
+    );
+    assert_clean(&output, &sources);
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kubevela/task.yaml");
+    expect_test::expect_file![golden].assert_eq(&vela_print(&output));
+}

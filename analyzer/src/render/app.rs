@@ -65,7 +65,10 @@ fn render_app_inner(
     let positions = &loaded.document.positions;
     let mut used: Vec<Arc<Definition>> = Vec::new();
     let effective = match effective_components(loaded) {
-        Ok(effective) => effective,
+        Ok((effective, warnings)) => {
+            diagnostics.extend(warnings);
+            effective
+        }
         Err(problems) => {
             diagnostics.extend(problems);
             Vec::new()

@@ -7,10 +7,11 @@
 //! all, overrides are not applied, like `vela dry-run`. Topology contents do not change the
 //! objects offline (no cluster or namespace rewrite).
 //!
-//! Deviation: KubeVela renders once per topology. When the topologies of an app would render
-//! different objects (different override lists), Driftless reports `unsupported-policy`
-//! instead of picking one, because its render output has no per-cluster placement yet
-//! (FIXME(#4)).
+//! Deviation: KubeVela renders once per topology. Driftless's render output has no
+//! per-cluster placement yet (FIXME(#4)): when the placements of an app would render different
+//! objects (different override lists), the placement on the local cluster is rendered and each
+//! other one gets a `remote-placement` warning; with no single local placement the app is
+//! blocked with `unsupported-policy`.
 
 use serde_json::{Map, Value};
 
@@ -33,7 +34,7 @@ pub(crate) struct EffectiveComponent {
 /// A deploy step naming a policy that does not exist, or topologies with different overrides.
 pub(crate) fn effective_components(
     loaded: &LoadedApp,
-) -> Result<Vec<EffectiveComponent>, Vec<Diagnostic>> {
+) -> Result<(Vec<EffectiveComponent>, Vec<Diagnostic>), Vec<Diagnostic>> {
     let spec = &loaded.app.spec;
     let positions = &loaded.document.positions;
     let mut components: Vec<EffectiveComponent> = spec
@@ -99,14 +100,15 @@ pub(crate) fn effective_components(
         }
     }
     if deploy_steps.is_empty() {
-        return Ok(components);
+        return Ok((components, Vec::new()));
     }
 
     let mut errors = Vec::new();
-    let mut variants: Vec<Vec<usize>> = Vec::new();
+    // One variant per placement: (topology policy, override policies).
+    let mut variants: Vec<(Option<usize>, Vec<usize>)> = Vec::new();
     for (names, pointer) in &deploy_steps {
         let mut overrides = Vec::new();
-        let mut n_topologies = 0;
+        let mut topologies = Vec::new();
         for name in names {
             match policy_index(name) {
                 None => errors.push(Diagnostic::error(
@@ -115,27 +117,25 @@ pub(crate) fn effective_components(
                     Some(positions.value_span(pointer)),
                 )),
                 Some(index) if is_type(index, "override") => overrides.push(index),
-                Some(index) if is_type(index, "topology") => n_topologies += 1,
+                Some(index) if is_type(index, "topology") => topologies.push(index),
                 Some(_) => {}
             }
         }
-        for _ in 0..n_topologies.max(1) {
-            variants.push(overrides.clone());
+        if topologies.is_empty() {
+            variants.push((None, overrides));
+        } else {
+            variants.extend(
+                topologies
+                    .into_iter()
+                    .map(|topology| (Some(topology), overrides.clone())),
+            );
         }
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    variants.dedup();
-    if variants.len() > 1 {
-        return Err(vec![Diagnostic::error(
-            "unsupported-policy",
-            "the deploy steps or topologies of this app apply different override policies, so \
-             it renders different objects per placement; per-placement rendering is not \
-             supported yet",
-            Some(positions.value_span("/spec/policies")),
-        )]);
-    }
+    let (chosen, warnings) = choose_placement(loaded, &variants)?;
+    let variants = vec![chosen];
     for policy in variants.first().into_iter().flatten() {
         let pointer = format!("/spec/policies/{policy}/properties");
         let properties = spec.policies[*policy]
@@ -153,7 +153,76 @@ pub(crate) fn effective_components(
             )]
         })?;
     }
-    Ok(components)
+    Ok((components, warnings))
+}
+
+/// Picks the placement to render. Every placement with the same overrides renders the same
+/// objects (topology contents do not change objects offline), so only differing ones need a
+/// choice: the placement on the local cluster (a topology listing `local`, or naming no
+/// clusters), with a warning for each other placement that is not rendered.
+fn choose_placement(
+    loaded: &LoadedApp,
+    variants: &[(Option<usize>, Vec<usize>)],
+) -> Result<(Vec<usize>, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let spec = &loaded.app.spec;
+    let positions = &loaded.document.positions;
+    let mut distinct: Vec<&Vec<usize>> = variants.iter().map(|(_, overrides)| overrides).collect();
+    distinct.dedup();
+    if distinct.len() <= 1 {
+        return Ok((
+            distinct.first().map(|v| (*v).clone()).unwrap_or_default(),
+            Vec::new(),
+        ));
+    }
+    let is_local = |topology: Option<usize>| {
+        let Some(topology) = topology else {
+            return true;
+        };
+        let properties = spec.policies[topology].properties.as_ref();
+        let clusters = properties
+            .and_then(|p| p.get("clusters"))
+            .and_then(Value::as_array);
+        let selects = properties.is_some_and(|p| {
+            p.get("clusterLabelSelector").is_some() || p.get("clusterSelector").is_some()
+        });
+        match clusters {
+            Some(clusters) => clusters
+                .iter()
+                .any(|cluster| cluster.as_str() == Some("local")),
+            None => !selects,
+        }
+    };
+    let mut local: Vec<&(Option<usize>, Vec<usize>)> = variants
+        .iter()
+        .filter(|(topology, _)| is_local(*topology))
+        .collect();
+    local.dedup_by(|a, b| a.1 == b.1);
+    if local.len() != 1 {
+        return Err(vec![Diagnostic::error(
+            "unsupported-policy",
+            "the placements of this app apply different override policies and none (or more \
+             than one) of them is the local cluster; per-placement rendering is not supported yet",
+            Some(positions.value_span("/spec/policies")),
+        )]);
+    }
+    let chosen = local[0].1.clone();
+    let warnings = variants
+        .iter()
+        .filter(|(topology, overrides)| !is_local(*topology) && *overrides != chosen)
+        .filter_map(|(topology, _)| *topology)
+        .map(|topology| {
+            Diagnostic::warning(
+                "remote-placement",
+                format!(
+                    "topology `{}` places this app on other clusters with different overrides; \
+                     only the local cluster's placement is rendered",
+                    spec.policies[topology].name
+                ),
+                Some(positions.value_span(&format!("/spec/policies/{topology}"))),
+            )
+        })
+        .collect();
+    Ok((chosen, warnings))
 }
 
 /// One override policy (`pkg/policy/envbinding/patch.go` `PatchComponents`).
