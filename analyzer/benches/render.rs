@@ -4,6 +4,9 @@
 //! a webservice with ports, env and resources, plus the scaler, labels and env traits.
 //! Run with `cargo bench -p analyzer --bench render`.
 
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 use analyzer::{Definitions, RenderOptions, Snapshot, SourceFile, render_snapshot};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 

@@ -5,6 +5,9 @@
 //! The shared folder is required: these tests fail, not skip, when it is missing. Override its
 //! location with `KUBEVELA=/path/to/kubevela`.
 
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

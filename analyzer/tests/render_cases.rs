@@ -3,6 +3,9 @@
 //! `render.yaml` (every rendered object) and `diagnostics.txt` (every diagnostic with file,
 //! line and column). Re-bless with `UPDATE_EXPECT=1`.
 
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::path::Path;

@@ -135,7 +135,7 @@ pub(crate) fn effective_components(
         return Err(errors);
     }
     let (chosen, warnings) = choose_placement(loaded, &variants)?;
-    let variants = vec![chosen];
+    let variants = [chosen];
     for policy in variants.first().into_iter().flatten() {
         let pointer = format!("/spec/policies/{policy}/properties");
         let properties = spec.policies[*policy]

@@ -1,6 +1,9 @@
 //! Helpers shared by the analyzer's integration tests: building snapshots from directories and
 //! printing render results and diagnostics as stable text.
 
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 #![allow(dead_code)]
 
 use std::path::Path;
