@@ -2,14 +2,18 @@
 //! workflow, forges, schedule and the HTTP server. The pure parts (plan, diff, health, the
 //! workflow scheduler) take plain data.
 
+pub mod apply;
 pub mod cluster;
 pub mod diff;
 pub mod health;
+pub mod live;
+pub mod observe;
 pub mod ownership;
 pub mod plan;
 pub mod planner;
 pub mod policy;
 pub mod tracker;
+pub mod tracker_store;
 pub mod backoff;
 pub mod config;
 pub mod forge;

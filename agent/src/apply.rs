@@ -1,0 +1,508 @@
+//! Applying a plan to a cluster: server-side apply with field manager `driftless` in the plan's
+//! order (Namespaces and CRDs first, kind order after; custom resources wait for their CRD to be
+//! established), tracker updates around it, and the prune last.
+//!
+//! The crash-safety invariants this follows are documented in `tracker`. In short: the tracker
+//! lists every object before it is applied (write-ahead), records it as applied only after the
+//! apply succeeded, and a prune deletes only tracked objects that still carry our marks, with a
+//! uid + resourceVersion precondition. The first per-object error stops the app's apply, and no
+//! prune runs for that app; other apps are applied independently.
+
+use std::time::Duration;
+
+use analyzer::AppRef;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions, PropagationPolicy};
+use kube::runtime::wait::await_condition;
+use serde_json::Value;
+
+use crate::cluster::{Cluster, describe_error, has_status};
+use crate::observe::{self, AppObservation, OrphanObservation, crd_kinds, not_served};
+use crate::ownership;
+use crate::plan::{Action, AppPlan, ObjectRef};
+use crate::planner::{DesiredObject, Observed, keep_live_paths};
+use crate::policy::{ApplyOnceMoment, Propagation};
+use crate::tracker::{EntryState, TrackedEntry, TrackerRecord};
+use crate::tracker_store::TrackerStore;
+
+/// The field manager of every server-side apply.
+pub const FIELD_MANAGER: &str = "driftless";
+
+/// Knobs of an apply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApplyOptions {
+    /// Recorded in the tracker; only apps of the same source are garbage collected as a whole.
+    pub source: Option<String>,
+    /// How long a custom resource waits for its CRD to be established.
+    pub crd_timeout: Duration,
+}
+
+impl Default for ApplyOptions {
+    fn default() -> Self {
+        ApplyOptions {
+            source: None,
+            crd_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What happened to one app.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppApplyReport {
+    pub app: AppRef,
+    pub outcome: ApplyOutcome,
+    /// One entry per object acted on, in order.
+    pub objects: Vec<ObjectResult>,
+}
+
+/// How an app's apply ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApplyOutcome {
+    /// Every change applied and pruned.
+    Applied,
+    /// Nothing was done: the plan has conflicts or errors (the reason says which).
+    Skipped(String),
+    /// An error stopped the apply; no prune ran.
+    Failed(String),
+}
+
+/// One object's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectResult {
+    pub object: ObjectRef,
+    pub action: Action,
+    /// `None` when it succeeded.
+    pub error: Option<String>,
+}
+
+/// Applies one app's plan.
+pub async fn apply_app(
+    cluster: &Cluster,
+    store: &TrackerStore<'_>,
+    observation: &AppObservation,
+    plan: &AppPlan,
+    options: &ApplyOptions,
+) -> AppApplyReport {
+    let app = &observation.desired.app;
+    let mut report = AppApplyReport {
+        app: app.clone(),
+        outcome: ApplyOutcome::Applied,
+        objects: Vec::new(),
+    };
+    if let Some(error) = &observation.tracker_error {
+        report.outcome = ApplyOutcome::Skipped(error.clone());
+        return report;
+    }
+    if plan
+        .diagnostics
+        .iter()
+        .any(|diagnostic| diagnostic.severity == analyzer::Severity::Error)
+    {
+        report.outcome = ApplyOutcome::Skipped("the plan has errors".to_owned());
+        return report;
+    }
+    if let Some(conflict) = plan
+        .changes
+        .iter()
+        .find(|change| change.action == Action::Conflict)
+    {
+        report.outcome = ApplyOutcome::Skipped(format!(
+            "conflict on {}: {}",
+            conflict.object,
+            conflict.reason.as_deref().unwrap_or("not ours")
+        ));
+        return report;
+    }
+
+    let desired = &observation.desired;
+    let mut record = observation
+        .tracker
+        .clone()
+        .unwrap_or_else(|| TrackerRecord::new(app));
+    let before = record.clone();
+    record.app = Some(app.clone());
+    record.source = options.source.clone();
+    record.revision = desired.revision.clone();
+
+    // Adopt what is ours and unchanged but not (yet) recorded as applied: an apply that crashed
+    // after the object was written, or before the tracker write.
+    for change in &plan.changes {
+        if change.action != Action::Unchanged {
+            continue;
+        }
+        let (Some(object), Some(Observed::Present { live, .. })) = (
+            find(desired, &change.object),
+            observation.live.objects.get(&change.object),
+        ) else {
+            continue;
+        };
+        let live_version = resource_version(live);
+        let stale = record.applied(&change.object).is_none_or(|entry| {
+            entry.hash != object.hash || entry.resource_version != live_version
+        });
+        if ownership::carries_marks_of(live, app) && stale {
+            let entry = entry_for(desired, object, EntryState::Applied, live_version);
+            record.entries.insert(change.object.clone(), entry);
+        }
+    }
+    // Write-ahead: every object about to be written is listed before it is touched.
+    for change in &plan.changes {
+        if !matches!(change.action, Action::Create | Action::Update) {
+            continue;
+        }
+        if let Some(object) = find(desired, &change.object)
+            && !record.entries.contains_key(&change.object)
+        {
+            let entry = entry_for(desired, object, EntryState::Pending, None);
+            record.entries.insert(change.object.clone(), entry);
+        }
+    }
+    if record != before
+        && let Err(error) = store.write(app, &mut record).await
+    {
+        report.outcome = ApplyOutcome::Failed(error.to_string());
+        return report;
+    }
+
+    let created_kinds = crd_kinds(desired.objects.iter().map(|object| &object.object));
+    for change in &plan.changes {
+        if !matches!(change.action, Action::Create | Action::Update) {
+            continue;
+        }
+        let Some(object) = find(desired, &change.object) else {
+            continue;
+        };
+        let result = apply_object(cluster, observation, object, &created_kinds, options).await;
+        match result {
+            Ok(applied) => {
+                let entry = entry_for(
+                    desired,
+                    object,
+                    EntryState::Applied,
+                    resource_version(&applied),
+                );
+                record.entries.insert(change.object.clone(), entry);
+                report.objects.push(ObjectResult {
+                    object: change.object.clone(),
+                    action: change.action,
+                    error: None,
+                });
+            }
+            Err(message) => {
+                report.objects.push(ObjectResult {
+                    object: change.object.clone(),
+                    action: change.action,
+                    error: Some(message.clone()),
+                });
+                report.outcome = ApplyOutcome::Failed(format!("{}: {message}", change.object));
+                break;
+            }
+        }
+    }
+
+    if report.outcome == ApplyOutcome::Applied {
+        prune(cluster, app, plan, &mut record, &mut report, Some(desired)).await;
+        // Tracked objects that are neither rendered nor live any more (pending entries never
+        // created, objects deleted by someone else) leave the tracker.
+        let stale: Vec<ObjectRef> = record
+            .entries
+            .keys()
+            .filter(|object_ref| {
+                find(desired, object_ref).is_none()
+                    && matches!(
+                        observation.live.objects.get(*object_ref),
+                        None | Some(Observed::Absent)
+                    )
+            })
+            .cloned()
+            .collect();
+        for object_ref in stale {
+            record.entries.remove(&object_ref);
+        }
+    }
+    if let Err(error) = store.write(app, &mut record).await
+        && report.outcome == ApplyOutcome::Applied
+    {
+        report.outcome = ApplyOutcome::Failed(error.to_string());
+    }
+    report
+}
+
+/// Deletes an app that disappeared from its source: prunes what its plan deletes, then deletes
+/// the tracker once it lists nothing.
+pub async fn delete_app(
+    cluster: &Cluster,
+    store: &TrackerStore<'_>,
+    orphan: &OrphanObservation,
+    plan: &AppPlan,
+) -> AppApplyReport {
+    let mut report = AppApplyReport {
+        app: orphan.app.clone(),
+        outcome: ApplyOutcome::Applied,
+        objects: Vec::new(),
+    };
+    if !plan.diagnostics.is_empty() {
+        report.outcome = ApplyOutcome::Skipped("the plan has errors".to_owned());
+        return report;
+    }
+    let mut record = orphan.tracker.clone();
+    prune(cluster, &orphan.app, plan, &mut record, &mut report, None).await;
+    let absent: Vec<ObjectRef> = record
+        .entries
+        .keys()
+        .filter(|object_ref| {
+            matches!(
+                orphan.live.objects.get(*object_ref),
+                None | Some(Observed::Absent)
+            )
+        })
+        .cloned()
+        .collect();
+    for object_ref in absent {
+        record.entries.remove(&object_ref);
+    }
+    let written = if record.entries.is_empty() {
+        store.delete(&orphan.app, &record).await
+    } else {
+        store.write(&orphan.app, &mut record).await
+    };
+    if let Err(error) = written
+        && report.outcome == ApplyOutcome::Applied
+    {
+        report.outcome = ApplyOutcome::Failed(error.to_string());
+    }
+    report
+}
+
+async fn prune(
+    cluster: &Cluster,
+    app: &AppRef,
+    plan: &AppPlan,
+    record: &mut TrackerRecord,
+    report: &mut AppApplyReport,
+    desired: Option<&crate::planner::DesiredApp>,
+) {
+    for change in &plan.changes {
+        if change.action != Action::Delete {
+            continue;
+        }
+        let Some(entry) = record.entries.get(&change.object).cloned() else {
+            continue;
+        };
+        let propagation = match desired {
+            Some(desired) => desired.policies.gc_for(&entry.facts(&change.object)).1,
+            None => entry.propagation,
+        };
+        match delete_object(cluster, app, &change.object, propagation).await {
+            Ok(()) => {
+                record.entries.remove(&change.object);
+                report.objects.push(ObjectResult {
+                    object: change.object.clone(),
+                    action: Action::Delete,
+                    error: None,
+                });
+            }
+            Err(message) => {
+                report.objects.push(ObjectResult {
+                    object: change.object.clone(),
+                    action: Action::Delete,
+                    error: Some(message.clone()),
+                });
+                report.outcome = ApplyOutcome::Failed(format!("{}: {message}", change.object));
+                return;
+            }
+        }
+    }
+    // The entries of objects kept by a policy stay; those whose objects no longer carry our
+    // marks leave the tracker without being deleted (invariant 4).
+    for change in &plan.changes {
+        if change.action == Action::Unchanged
+            && change
+                .reason
+                .as_deref()
+                .is_some_and(|reason| reason.starts_with("not pruned"))
+        {
+            record.entries.remove(&change.object);
+        }
+    }
+}
+
+/// Deletes one tracked object after re-reading it: only when it still carries our marks, with a
+/// uid + resourceVersion precondition. A 404 counts as deleted.
+async fn delete_object(
+    cluster: &Cluster,
+    app: &AppRef,
+    object_ref: &ObjectRef,
+    propagation: Propagation,
+) -> Result<(), String> {
+    let resolved = match cluster
+        .resolve(&object_ref.api_version, &object_ref.kind)
+        .await
+    {
+        Ok(Some(resolved)) => resolved,
+        Ok(None) => return Ok(()),
+        Err(error) => return Err(describe_error(&error)),
+    };
+    let Some(live) = observe::read(cluster, &resolved, object_ref).await? else {
+        return Ok(());
+    };
+    if !ownership::carries_marks_of(&live, app) {
+        return Ok(());
+    }
+    let metadata = live.get("metadata");
+    let text = |key: &str| {
+        metadata
+            .and_then(|metadata| metadata.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let params = DeleteParams {
+        propagation_policy: Some(match propagation {
+            Propagation::Orphan => PropagationPolicy::Orphan,
+            Propagation::Cascading => PropagationPolicy::Background,
+        }),
+        preconditions: Some(Preconditions {
+            uid: text("uid"),
+            resource_version: text("resourceVersion"),
+        }),
+        ..DeleteParams::default()
+    };
+    let api = cluster.api(&resolved, object_ref).await;
+    match api.delete(&object_ref.name, &params).await {
+        Ok(_) => Ok(()),
+        Err(error) if has_status(&error, 404) => Ok(()),
+        Err(error) => Err(describe_error(&error)),
+    }
+}
+
+/// Server-side applies one object; returns the object as stored.
+async fn apply_object(
+    cluster: &Cluster,
+    observation: &AppObservation,
+    object: &DesiredObject,
+    created_kinds: &std::collections::BTreeMap<(String, String), crate::plan::Scope>,
+    options: &ApplyOptions,
+) -> Result<Value, String> {
+    let object_ref = &object.object_ref;
+    let key = (object_ref.api_version.clone(), object_ref.kind.clone());
+    let mut resolved = cluster
+        .resolve(&object_ref.api_version, &object_ref.kind)
+        .await
+        .map_err(|error| describe_error(&error))?;
+    if resolved.is_none() && created_kinds.contains_key(&key) {
+        wait_for_crd(
+            cluster,
+            &observation.desired.objects,
+            object_ref,
+            options.crd_timeout,
+        )
+        .await?;
+        cluster.forget(&object_ref.api_version).await;
+        resolved = cluster
+            .resolve(&object_ref.api_version, &object_ref.kind)
+            .await
+            .map_err(|error| describe_error(&error))?;
+    }
+    let resolved = resolved.ok_or_else(|| not_served(object_ref))?;
+
+    let mut body = object.object.clone();
+    if let Some(Observed::Present { live, .. }) = observation.live.objects.get(object_ref) {
+        let recorded = observation
+            .tracker
+            .as_ref()
+            .and_then(|tracker| tracker.applied(object_ref));
+        let moment = if recorded.is_some_and(|entry| entry.hash == object.hash) {
+            ApplyOnceMoment::StateKeep
+        } else {
+            ApplyOnceMoment::Update
+        };
+        let paths = observation
+            .desired
+            .policies
+            .drift_allowed(&object.facts(), moment);
+        keep_live_paths(&mut body, live, &paths);
+    }
+    let api = cluster.api(&resolved, object_ref).await;
+    // Force: the object is ours (admission said so), so our values win over other managers'.
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let applied = api
+        .patch(&object_ref.name, &params, &Patch::Apply(&body))
+        .await
+        .map_err(|error| describe_error(&error))?;
+    if object_ref.kind == "CustomResourceDefinition" {
+        for ((api_version, _), _) in crd_kinds(std::iter::once(&object.object)) {
+            cluster.forget(&api_version).await;
+        }
+    }
+    serde_json::to_value(applied).map_err(|error| error.to_string())
+}
+
+/// Waits until the CRD (rendered by the same app) serving a custom resource is established.
+async fn wait_for_crd(
+    cluster: &Cluster,
+    objects: &[DesiredObject],
+    custom_resource: &ObjectRef,
+    timeout: Duration,
+) -> Result<(), String> {
+    let crd_name = objects
+        .iter()
+        .filter(|object| object.object_ref.kind == "CustomResourceDefinition")
+        .find(|object| {
+            crd_kinds(std::iter::once(&object.object)).contains_key(&(
+                custom_resource.api_version.clone(),
+                custom_resource.kind.clone(),
+            ))
+        })
+        .map(|object| object.object_ref.name.clone())
+        .ok_or_else(|| not_served(custom_resource))?;
+    let crds: Api<CustomResourceDefinition> = Api::all(cluster.client().clone());
+    cluster.throttle().await;
+    let established = await_condition(crds, &crd_name, |crd: Option<&CustomResourceDefinition>| {
+        crd.and_then(|crd| serde_json::to_value(crd).ok())
+            .is_some_and(|crd| crate::health::crd_established(&crd))
+    });
+    match tokio::time::timeout(timeout, established).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(error)) => Err(format!("waiting for CRD {crd_name}: {error}")),
+        Err(_) => Err(format!(
+            "CRD {crd_name} was not established within {}s",
+            timeout.as_secs()
+        )),
+    }
+}
+
+fn find<'a>(
+    desired: &'a crate::planner::DesiredApp,
+    object_ref: &ObjectRef,
+) -> Option<&'a DesiredObject> {
+    desired
+        .objects
+        .iter()
+        .find(|object| &object.object_ref == object_ref)
+}
+
+fn entry_for(
+    desired: &crate::planner::DesiredApp,
+    object: &DesiredObject,
+    state: EntryState,
+    resource_version: Option<String>,
+) -> TrackedEntry {
+    let (gc, propagation) = desired.policies.gc_for(&object.facts());
+    TrackedEntry {
+        state,
+        hash: object.hash.clone(),
+        resource_version,
+        component: object.component.clone(),
+        component_type: object.component_type.clone(),
+        trait_type: object.trait_type.clone(),
+        gc,
+        propagation,
+    }
+}
+
+fn resource_version(object: &Value) -> Option<String> {
+    object
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}

@@ -1,0 +1,229 @@
+//! Plan and apply against a live cluster, end to end: the glue the CLI (and the agent loop)
+//! call. Observe every rendered app and every orphaned app of the source, plan them with the
+//! pure planner, then apply app by app — an app that fails stops alone.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use analyzer::model::Policy;
+use analyzer::{AppRef, RenderOutput, SourceMap};
+use serde_json::Value;
+
+use crate::apply::{self, AppApplyReport, ApplyOptions, FIELD_MANAGER};
+use crate::cluster::Cluster;
+use crate::health::{self, Health};
+use crate::observe::{self, AppObservation, OrphanObservation};
+use crate::plan::{Plan, PlanTarget};
+use crate::planner::{self, LiveObjects, Observed, PlanOptions};
+use crate::tracker_store::TrackerStore;
+
+/// Knobs of a live plan and apply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveOptions {
+    pub plan: PlanOptions,
+    pub apply: ApplyOptions,
+    /// The namespace of the tracker ConfigMaps.
+    pub tracker_namespace: String,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        LiveOptions {
+            plan: PlanOptions::default(),
+            apply: ApplyOptions::default(),
+            tracker_namespace: crate::tracker::DEFAULT_NAMESPACE.to_owned(),
+        }
+    }
+}
+
+/// A plan with what it was computed from, ready to apply.
+#[derive(Debug, Clone)]
+pub struct LivePlan {
+    pub plan: Plan,
+    pub observations: Vec<AppObservation>,
+    pub orphans: Vec<OrphanObservation>,
+    /// Per app, the health of the live objects it renders (apps with no object that has a
+    /// health rule are absent).
+    pub health: BTreeMap<AppRef, Health>,
+}
+
+/// Observes the cluster and plans every app of a render, plus the deletion of the apps of this
+/// source that are no longer rendered.
+pub async fn plan_live(
+    cluster: &Cluster,
+    output: &RenderOutput,
+    policies: &BTreeMap<AppRef, Vec<Policy>>,
+    revision: Option<&str>,
+    options: &LiveOptions,
+) -> LivePlan {
+    let store = TrackerStore::new(cluster, &options.tracker_namespace);
+    let desired_apps = observe::desired_apps(cluster, &output.apps, policies, revision).await;
+    let mut observations = Vec::new();
+    for desired in desired_apps {
+        observations.push(observe::observe_app(cluster, &store, desired, FIELD_MANAGER).await);
+    }
+    let mut diagnostics = output.diagnostics.clone();
+    let rendered: BTreeSet<AppRef> = output.apps.iter().map(|app| app.app.clone()).collect();
+    let orphans =
+        match observe::observe_orphans(cluster, &store, &rendered, options.apply.source.as_deref())
+            .await
+        {
+            Ok(orphans) => orphans,
+            Err(error) => {
+                diagnostics.push(analyzer::Diagnostic::error(
+                    "cluster-error",
+                    error.to_string(),
+                    None,
+                ));
+                Vec::new()
+            }
+        };
+    let mut app_plans = Vec::new();
+    let mut health = BTreeMap::new();
+    for observation in &observations {
+        let mut app_plan = planner::plan_app(
+            &observation.desired,
+            &observation.live,
+            observation.tracker.as_ref(),
+            &options.plan,
+        );
+        if let Some(error) = &observation.tracker_error {
+            app_plan.diagnostics.push(
+                analyzer::Diagnostic::error("cluster-error", error.clone(), None)
+                    .for_app(&observation.desired.app),
+            );
+        }
+        if let Some(app_health) = live_health(&observation.live, &observation.desired) {
+            health.insert(observation.desired.app.clone(), app_health);
+        }
+        app_plans.push(app_plan);
+    }
+    for orphan in &orphans {
+        app_plans.push(planner::plan_app_deletion(
+            &orphan.app,
+            &orphan.live,
+            &orphan.tracker,
+            &options.plan,
+        ));
+    }
+    let plan = planner::plan_all(
+        app_plans,
+        PlanTarget::Clusters(vec![cluster.name().to_owned()]),
+        diagnostics,
+    );
+    LivePlan {
+        plan,
+        observations,
+        orphans,
+        health,
+    }
+}
+
+/// Applies a live plan app by app. Each app stops at its first error; the others go on.
+pub async fn apply_live(
+    cluster: &Cluster,
+    live_plan: &LivePlan,
+    options: &LiveOptions,
+) -> Vec<AppApplyReport> {
+    let store = TrackerStore::new(cluster, &options.tracker_namespace);
+    let mut reports = Vec::new();
+    for app_plan in &live_plan.plan.apps {
+        if let Some(observation) = live_plan
+            .observations
+            .iter()
+            .find(|observation| observation.desired.app == app_plan.app)
+        {
+            reports.push(
+                apply::apply_app(cluster, &store, observation, app_plan, &options.apply).await,
+            );
+        } else if let Some(orphan) = live_plan
+            .orphans
+            .iter()
+            .find(|orphan| orphan.app == app_plan.app)
+        {
+            reports.push(apply::delete_app(cluster, &store, orphan, app_plan).await);
+        }
+    }
+    reports
+}
+
+/// The health of each app's rendered objects as they are live now (re-read after an apply).
+pub async fn read_health(cluster: &Cluster, live_plan: &LivePlan) -> BTreeMap<AppRef, Health> {
+    let mut healths = BTreeMap::new();
+    for observation in &live_plan.observations {
+        let mut live = LiveObjects::default();
+        for object in &observation.desired.objects {
+            let object_ref = &object.object_ref;
+            let Ok(Some(resolved)) = cluster
+                .resolve(&object_ref.api_version, &object_ref.kind)
+                .await
+            else {
+                continue;
+            };
+            let observed = match observe::read(cluster, &resolved, object_ref).await {
+                Ok(Some(live)) => Observed::Present {
+                    live,
+                    dry_run: None,
+                },
+                Ok(None) => Observed::Absent,
+                Err(message) => Observed::Failed(message),
+            };
+            live.objects.insert(object_ref.clone(), observed);
+        }
+        if let Some(health) = live_health(&live, &observation.desired) {
+            healths.insert(observation.desired.app.clone(), health);
+        }
+    }
+    healths
+}
+
+/// The resource policies of every rendered app, read from the Application manifests in the
+/// sources (the render output does not carry them). A manifest that does not parse here has
+/// already been reported by the render, so it simply contributes no policies.
+pub fn policies_from_sources(
+    output: &RenderOutput,
+    sources: &SourceMap,
+) -> BTreeMap<AppRef, Vec<Policy>> {
+    let mut policies = BTreeMap::new();
+    for app in &output.apps {
+        let text = sources.text(app.file);
+        let documents: Vec<Value> = serde_saphyr::from_multiple(text).unwrap_or_default();
+        for document in documents {
+            let is_app = document.get("kind").and_then(Value::as_str) == Some("Application")
+                && document.pointer("/metadata/name").and_then(Value::as_str)
+                    == Some(app.app.name.as_str());
+            if !is_app {
+                continue;
+            }
+            let found: Vec<Policy> = document
+                .pointer("/spec/policies")
+                .cloned()
+                .and_then(|value| serde_json::from_value(value).ok())
+                .unwrap_or_default();
+            policies.insert(app.app.clone(), found);
+        }
+    }
+    policies
+}
+
+fn live_health(live: &LiveObjects, desired: &planner::DesiredApp) -> Option<Health> {
+    let healths: Vec<(&crate::plan::ObjectRef, Health)> = desired
+        .objects
+        .iter()
+        .filter_map(|object| match live.objects.get(&object.object_ref) {
+            Some(Observed::Present { live, .. }) => {
+                health::health_of(live).map(|health| (&object.object_ref, health))
+            }
+            Some(Observed::Absent) | None => Some((
+                &object.object_ref,
+                Health {
+                    status: health::HealthStatus::Progressing,
+                    message: "not created yet".to_owned(),
+                },
+            )),
+            Some(Observed::Failed(message)) => {
+                Some((&object.object_ref, Health::unknown(message.clone())))
+            }
+        })
+        .collect();
+    health::aggregate(healths.iter().map(|(object, health)| (*object, health)))
+}

@@ -1,0 +1,367 @@
+//! Observing a cluster for a plan: resolve every rendered kind by discovery, read the live
+//! objects of each app (rendered and tracked) and its tracker, and normalise the desired state
+//! with a server-side-apply dry run — skipped when the tracker proves nothing changed.
+//!
+//! Failures are per object ([`Observed::Failed`]): a kind the cluster does not serve, RBAC, an
+//! admission rejection of the dry run, an unreachable apiserver. The planner turns them into
+//! diagnostics of that app only.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use analyzer::model::Policy;
+use analyzer::{AppRef, RenderedApp};
+use kube::api::{Patch, PatchParams};
+use serde_json::Value;
+
+use crate::cluster::{Cluster, Resolved, describe_error};
+use crate::ownership::{self, Admission};
+use crate::plan::{ObjectRef, Scope};
+use crate::planner::{DesiredApp, LiveObjects, Observed};
+use crate::tracker::TrackerRecord;
+use crate::tracker_store::{TrackerError, TrackerStore};
+
+/// What one app looks like in the cluster.
+#[derive(Debug, Clone)]
+pub struct AppObservation {
+    pub desired: DesiredApp,
+    pub live: LiveObjects,
+    pub tracker: Option<TrackerRecord>,
+    /// The tracker could not be read: the app must be neither planned for prune nor applied.
+    pub tracker_error: Option<String>,
+}
+
+/// An app that has a tracker in the cluster but is no longer rendered by the source.
+#[derive(Debug, Clone)]
+pub struct OrphanObservation {
+    pub app: AppRef,
+    pub live: LiveObjects,
+    pub tracker: TrackerRecord,
+}
+
+/// Builds the desired apps with scopes from discovery. Kinds the cluster does not serve keep
+/// their rendered namespace (they fail per object when observed), unless a CRD rendered by the
+/// same app defines them, in which case that CRD's scope is used.
+pub async fn desired_apps(
+    cluster: &Cluster,
+    rendered: &[RenderedApp],
+    policies: &BTreeMap<AppRef, Vec<Policy>>,
+    revision: Option<&str>,
+) -> Vec<DesiredApp> {
+    let mut kinds = BTreeSet::new();
+    for app in rendered {
+        for object in &app.objects {
+            if let Ok(object_ref) = ObjectRef::from_object(&object.object) {
+                kinds.insert((object_ref.api_version, object_ref.kind));
+            }
+        }
+    }
+    let mut scopes: BTreeMap<(String, String), Scope> = BTreeMap::new();
+    for (api_version, kind) in kinds {
+        if let Ok(Some(resolved)) = cluster.resolve(&api_version, &kind).await {
+            scopes.insert((api_version, kind), resolved.scope);
+        }
+    }
+    for app in rendered {
+        for (key, scope) in crd_kinds(app.objects.iter().map(|object| &object.object)) {
+            scopes.entry(key).or_insert(scope);
+        }
+    }
+    let no_policies = Vec::new();
+    rendered
+        .iter()
+        .map(|app| {
+            DesiredApp::from_rendered(
+                app,
+                policies.get(&app.app).unwrap_or(&no_policies),
+                revision.map(str::to_owned),
+                &|api_version, kind| {
+                    scopes
+                        .get(&(api_version.to_owned(), kind.to_owned()))
+                        .copied()
+                },
+            )
+        })
+        .collect()
+}
+
+/// Observes one app: its tracker, every rendered and tracked object, and dry runs where needed.
+pub async fn observe_app(
+    cluster: &Cluster,
+    store: &TrackerStore<'_>,
+    desired: DesiredApp,
+    field_manager: &str,
+) -> AppObservation {
+    let (tracker, tracker_error) = match store.read(&desired.app).await {
+        Ok(tracker) => (tracker, None),
+        Err(error) => (None, Some(error.to_string())),
+    };
+    let mut live = LiveObjects::default();
+    if desired.is_blocked() {
+        return AppObservation {
+            desired,
+            live,
+            tracker,
+            tracker_error,
+        };
+    }
+    let created_kinds = crd_kinds(desired.objects.iter().map(|object| &object.object));
+    for object in &desired.objects {
+        let object_ref = &object.object_ref;
+        let resolved = match cluster
+            .resolve(&object_ref.api_version, &object_ref.kind)
+            .await
+        {
+            Ok(Some(resolved)) => resolved,
+            Ok(None) => {
+                let observed = if created_kinds
+                    .contains_key(&(object_ref.api_version.clone(), object_ref.kind.clone()))
+                {
+                    // Its CRD is created by this very app: the object is created after it.
+                    Observed::Absent
+                } else {
+                    Observed::Failed(not_served(object_ref))
+                };
+                live.objects.insert(object_ref.clone(), observed);
+                continue;
+            }
+            Err(error) => {
+                live.objects
+                    .insert(object_ref.clone(), Observed::Failed(describe_error(&error)));
+                continue;
+            }
+        };
+        let observed = match read(cluster, &resolved, object_ref).await {
+            Err(message) => Observed::Failed(message),
+            Ok(None) => Observed::Absent,
+            Ok(Some(live_object)) => {
+                let facts = object.facts();
+                let admission =
+                    ownership::admit(&desired.app, Some(&live_object), &facts, &desired.policies);
+                let recorded = tracker
+                    .as_ref()
+                    .and_then(|tracker| tracker.applied(object_ref));
+                let unchanged_since_apply = recorded.is_some_and(|entry| {
+                    entry.hash == object.hash
+                        && entry.resource_version.as_deref()
+                            == live_object
+                                .pointer("/metadata/resourceVersion")
+                                .and_then(Value::as_str)
+                });
+                if admission != Admission::Write || unchanged_since_apply {
+                    Observed::Present {
+                        live: live_object,
+                        dry_run: None,
+                    }
+                } else {
+                    match dry_run(
+                        cluster,
+                        &resolved,
+                        object_ref,
+                        &object.object,
+                        field_manager,
+                    )
+                    .await
+                    {
+                        Ok(dry_run) => Observed::Present {
+                            live: live_object,
+                            dry_run: Some(dry_run),
+                        },
+                        Err(message) => Observed::Failed(format!("dry run: {message}")),
+                    }
+                }
+            }
+        };
+        live.objects.insert(object_ref.clone(), observed);
+    }
+    if let Some(tracker) = &tracker {
+        let desired_refs: BTreeSet<&ObjectRef> = desired
+            .objects
+            .iter()
+            .map(|object| &object.object_ref)
+            .collect();
+        for object_ref in tracker.entries.keys() {
+            if !desired_refs.contains(object_ref) {
+                let observed = observe_tracked(cluster, object_ref).await;
+                live.objects.insert(object_ref.clone(), observed);
+            }
+        }
+    }
+    AppObservation {
+        desired,
+        live,
+        tracker,
+        tracker_error,
+    }
+}
+
+/// Observes the apps whose trackers (of this source) list them but which are no longer rendered.
+///
+/// # Errors
+///
+/// The trackers could not be listed.
+pub async fn observe_orphans(
+    cluster: &Cluster,
+    store: &TrackerStore<'_>,
+    rendered: &BTreeSet<AppRef>,
+    source: Option<&str>,
+) -> Result<Vec<OrphanObservation>, TrackerError> {
+    let mut orphans = Vec::new();
+    for (app, tracker) in store.list().await? {
+        // Apps applied from another source, or with no source recorded, are not ours to delete.
+        if rendered.contains(&app) || source.is_none() || tracker.source.as_deref() != source {
+            continue;
+        }
+        let mut live = LiveObjects::default();
+        for object_ref in tracker.entries.keys() {
+            live.objects.insert(
+                object_ref.clone(),
+                observe_tracked(cluster, object_ref).await,
+            );
+        }
+        orphans.push(OrphanObservation { app, live, tracker });
+    }
+    Ok(orphans)
+}
+
+/// The message of a kind the cluster does not serve.
+pub fn not_served(object_ref: &ObjectRef) -> String {
+    format!(
+        "kind {} ({}) is not served by the cluster (CRD not installed?)",
+        object_ref.kind, object_ref.api_version
+    )
+}
+
+/// Reads one object; `Ok(None)` when it does not exist.
+///
+/// # Errors
+///
+/// A description of the failed request.
+pub async fn read(
+    cluster: &Cluster,
+    resolved: &Resolved,
+    object_ref: &ObjectRef,
+) -> Result<Option<Value>, String> {
+    let api = cluster.api(resolved, object_ref).await;
+    match api.get_opt(&object_ref.name).await {
+        Ok(None) => Ok(None),
+        Ok(Some(object)) => serde_json::to_value(object)
+            .map(Some)
+            .map_err(|error| error.to_string()),
+        Err(error) => Err(describe_error(&error)),
+    }
+}
+
+/// The server-side-apply dry run of a desired object: the live object as it would be after our
+/// apply.
+///
+/// # Errors
+///
+/// A description of the failed request (admission rejections show up here).
+pub async fn dry_run(
+    cluster: &Cluster,
+    resolved: &Resolved,
+    object_ref: &ObjectRef,
+    object: &Value,
+    field_manager: &str,
+) -> Result<Value, String> {
+    let api = cluster.api(resolved, object_ref).await;
+    let params = PatchParams::apply(field_manager).force().dry_run();
+    match api
+        .patch(&object_ref.name, &params, &Patch::Apply(object))
+        .await
+    {
+        Ok(object) => serde_json::to_value(object).map_err(|error| error.to_string()),
+        Err(error) => Err(describe_error(&error)),
+    }
+}
+
+async fn observe_tracked(cluster: &Cluster, object_ref: &ObjectRef) -> Observed {
+    match cluster
+        .resolve(&object_ref.api_version, &object_ref.kind)
+        .await
+    {
+        // A kind no longer served has no objects left: nothing to prune.
+        Ok(None) => Observed::Absent,
+        Err(error) => Observed::Failed(describe_error(&error)),
+        Ok(Some(resolved)) => match read(cluster, &resolved, object_ref).await {
+            Ok(Some(live)) => Observed::Present {
+                live,
+                dry_run: None,
+            },
+            Ok(None) => Observed::Absent,
+            Err(message) => Observed::Failed(message),
+        },
+    }
+}
+
+/// The kinds served by the CRDs among some objects, with their scope, keyed by
+/// `(apiVersion, kind)` for every version the CRD serves.
+pub fn crd_kinds<'a>(
+    objects: impl Iterator<Item = &'a Value>,
+) -> BTreeMap<(String, String), Scope> {
+    let mut kinds = BTreeMap::new();
+    for object in objects {
+        let is_crd = object.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")
+            && object
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .is_some_and(|api_version| api_version.starts_with("apiextensions.k8s.io/"));
+        if !is_crd {
+            continue;
+        }
+        let spec = object.get("spec");
+        let text = |pointer: &str| {
+            spec.and_then(|spec| spec.pointer(pointer))
+                .and_then(Value::as_str)
+        };
+        let (Some(group), Some(kind)) = (text("/group"), text("/names/kind")) else {
+            continue;
+        };
+        let scope = if text("/scope") == Some("Cluster") {
+            Scope::Cluster
+        } else {
+            Scope::Namespaced
+        };
+        let versions = spec
+            .and_then(|spec| spec.get("versions"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|version| version.get("name").and_then(Value::as_str));
+        for version in versions {
+            kinds.insert((format!("{group}/{version}"), kind.to_owned()), scope);
+        }
+    }
+    kinds
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn crd_kinds_lists_every_served_version_with_its_scope() {
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Cluster", "names": {"kind": "Widget", "plural": "widgets"},
+                     "versions": [{"name": "v1"}, {"name": "v2"}]}
+        });
+        let other = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+        let kinds = crd_kinds([&crd, &other].into_iter());
+        assert_eq!(
+            kinds.into_iter().collect::<Vec<_>>(),
+            vec![
+                (
+                    ("example.com/v1".to_owned(), "Widget".to_owned()),
+                    Scope::Cluster
+                ),
+                (
+                    ("example.com/v2".to_owned(), "Widget".to_owned()),
+                    Scope::Cluster
+                ),
+            ]
+        );
+    }
+}
