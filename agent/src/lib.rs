@@ -21,3 +21,5 @@ pub mod metrics;
 pub mod source;
 pub mod server;
 pub mod schedule;
+pub mod offline_plan;
+pub mod report;

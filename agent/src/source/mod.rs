@@ -2,3 +2,4 @@
 //! repositories polled by the agent ([`git`]).
 
 pub mod git;
+pub mod worktree;

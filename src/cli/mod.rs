@@ -1,0 +1,171 @@
+//! The command line: what the user typed ([`Cli`], [`Command`]) and one handler per command.
+//! Handlers turn arguments into options, call the libraries, and write results to stdout;
+//! logs, progress and diagnostics go to stderr (plumbing stays quiet, porcelain talks on
+//! stderr).
+
+mod plan;
+mod render;
+mod repo;
+mod terminal;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+pub use terminal::init_tracing;
+
+/// Driftless: a GitOps reconcile agent for KubeVela-style Applications.
+///
+/// It renders every Application of a repository with a native CUE evaluator (the same
+/// objects KubeVela produces), checks them, and plans what applying them would change.
+#[derive(Debug, Parser)]
+#[command(name = "driftless", version, propagate_version = true)]
+pub struct Cli {
+    /// More logging on stderr: -v info, -vv debug, -vvv trace. `RUST_LOG` overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+
+    /// When to colour diagnostics on stderr.
+    #[arg(long, value_enum, default_value_t = ColorWhen::Auto, global = true)]
+    pub color: ColorWhen,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Render every Application to Kubernetes objects.
+    ///
+    /// Prints the objects of every app, in app order then object order, as multi-document
+    /// YAML (or one JSON array with `-o json`). Diagnostics go to stderr. Exits 1 if any app
+    /// is blocked by an error; the other apps are still printed.
+    Render(RenderArgs),
+
+    /// Plan what applying the repository would change.
+    ///
+    /// Without a cluster, plans against an empty cluster (every object is a create) and says
+    /// so. Exits 0 when nothing would change, 2 when something would, 1 on errors (a blocked
+    /// app is an error; the other apps are still planned).
+    Plan(PlanArgs),
+}
+
+/// Arguments of `driftless render`.
+#[derive(Debug, clap::Args)]
+pub struct RenderArgs {
+    /// A repository checkout, or a single Application file (the repository's `definitions/`
+    /// are still used).
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = RenderFormat::Yaml)]
+    pub output: RenderFormat,
+}
+
+/// Output formats of `driftless render`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RenderFormat {
+    /// Multi-document YAML, one document per object.
+    Yaml,
+    /// One JSON array of every object.
+    Json,
+}
+
+/// Arguments of `driftless plan`.
+#[derive(Debug, clap::Args)]
+pub struct PlanArgs {
+    /// A repository checkout, or a single Application file (the repository's `definitions/`
+    /// are still used).
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = PlanFormat::Human)]
+    pub output: PlanFormat,
+
+    /// With `-o markdown`: the most bytes the comment may have; the largest diffs are
+    /// collapsed first to fit (GitHub's comment limit is 65,536 characters).
+    #[arg(long, default_value_t = 60_000)]
+    pub markdown_limit: usize,
+}
+
+/// Output formats of `driftless plan`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    /// Terraform-like text.
+    Human,
+    /// The JSON plan contract.
+    Json,
+    /// Markdown for a pull-request comment.
+    Markdown,
+}
+
+/// When to colour output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorWhen {
+    /// When stderr is a terminal and `NO_COLOR` is unset.
+    Auto,
+    Always,
+    Never,
+}
+
+/// How a command ended, when it ran to completion. `main` maps it to an exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done; for `plan`, nothing would change.
+    Success,
+    /// `plan` found changes.
+    Changes,
+    /// The repository has errors: at least one app (or the repository itself) is blocked.
+    Blocked,
+}
+
+/// Runs the command.
+///
+/// # Errors
+///
+/// When the environment fails: unreadable paths, a closed stdout.
+pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    let style = terminal::diagnostic_style(cli.color);
+    match cli.command {
+        Command::Render(args) => render::run(&args, style),
+        Command::Plan(args) => plan::run(&args, style),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn plan_defaults_to_the_current_directory_and_human_output() {
+        let cli = Cli::try_parse_from(["driftless", "plan"]).unwrap();
+        let Command::Plan(args) = cli.command else {
+            panic!("parsed {:?}", cli.command);
+        };
+        assert_eq!(args.path, PathBuf::from("."));
+        assert_eq!(args.output, PlanFormat::Human);
+    }
+
+    #[test]
+    fn output_formats_are_checked() {
+        let cli = Cli::try_parse_from(["driftless", "render", "repo", "-o", "json"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Render(RenderArgs {
+                output: RenderFormat::Json,
+                ..
+            })
+        ));
+        let error = Cli::try_parse_from(["driftless", "plan", "-o", "sarif"]).unwrap_err();
+        assert_eq!(error.kind(), clap::error::ErrorKind::InvalidValue);
+    }
+}

@@ -1,0 +1,37 @@
+//! `driftless plan`: the plan to stdout in the chosen format, diagnostics to stderr.
+//!
+//! Live clusters are not wired into the CLI yet, so every plan is against an empty cluster,
+//! and every format says so.
+
+use agent::plan::Plan;
+use agent::report::json::plan_json_string;
+use agent::report::{DiagnosticStyle, MarkdownOptions, plan_human, plan_markdown};
+
+use super::repo::{render_repo, report_render_diagnostics};
+use super::terminal::write_stdout;
+use super::{Outcome, PlanArgs, PlanFormat};
+
+pub fn run(args: &PlanArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> {
+    let repo = render_repo(&args.path)?;
+    report_render_diagnostics(&repo, style);
+    let plan: Plan = agent::offline_plan::plan_against_empty_cluster(&repo.output, None);
+    let text = match args.output {
+        PlanFormat::Human => plan_human(&plan),
+        PlanFormat::Json => plan_json_string(&plan, &repo.sources),
+        PlanFormat::Markdown => plan_markdown(
+            &plan,
+            &repo.sources,
+            MarkdownOptions {
+                max_len: args.markdown_limit,
+            },
+        ),
+    };
+    write_stdout(&text)?;
+    Ok(if plan.has_errors() {
+        Outcome::Blocked
+    } else if plan.has_changes() {
+        Outcome::Changes
+    } else {
+        Outcome::Success
+    })
+}

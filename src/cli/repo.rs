@@ -1,0 +1,57 @@
+//! Reading a repository (or one file) from disk and rendering it: the first steps every
+//! command shares.
+
+use std::path::Path;
+
+use agent::report::{DiagnosticStyle, render_diagnostics};
+use agent::source::worktree::read_worktree;
+use analyzer::{Definitions, RenderOptions, RenderOutput, SourceMap};
+use anyhow::Context as _;
+
+use super::terminal::{Progress, write_stderr};
+
+/// A rendered repository and the source map its diagnostics point into.
+pub struct RenderedRepo {
+    pub output: RenderOutput,
+    pub sources: SourceMap,
+}
+
+/// Reads `path` and renders every app in it.
+///
+/// # Errors
+///
+/// When `path` cannot be read. Problems in the repository are diagnostics, not errors.
+pub fn render_repo(path: &Path) -> anyhow::Result<RenderedRepo> {
+    let progress = Progress::start(format!("reading {}", path.display()));
+    let worktree = read_worktree(path).with_context(|| format!("reading {}", path.display()))?;
+    tracing::info!(
+        root = %worktree.root.display(),
+        files = worktree.snapshot.files.len(),
+        "read work tree"
+    );
+    progress.set_message("rendering");
+    let definitions = Definitions::builtin();
+    let (output, sources) =
+        analyzer::render_snapshot(&worktree.snapshot, &definitions, &RenderOptions::default());
+    tracing::info!(apps = output.apps.len(), "rendered");
+    Ok(RenderedRepo { output, sources })
+}
+
+/// Draws the diagnostics of a render on stderr: global ones first, then per app in app order.
+pub fn report_render_diagnostics(repo: &RenderedRepo, style: DiagnosticStyle) {
+    let diagnostics = repo
+        .output
+        .diagnostics
+        .iter()
+        .chain(repo.output.apps.iter().flat_map(|app| &app.diagnostics));
+    write_stderr(&render_diagnostics(diagnostics, &repo.sources, style));
+}
+
+/// True when the repository or any app has an error diagnostic.
+pub fn has_errors(output: &RenderOutput) -> bool {
+    output
+        .diagnostics
+        .iter()
+        .any(|diagnostic| diagnostic.severity == analyzer::Severity::Error)
+        || output.apps.iter().any(analyzer::RenderedApp::is_blocked)
+}
