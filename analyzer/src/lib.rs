@@ -35,6 +35,7 @@ mod diagnostic;
 mod load;
 pub mod model;
 mod render;
+pub mod rules;
 mod snapshot;
 
 pub use definitions::{BUILTIN_PREFIX, Definitions};

@@ -3,7 +3,6 @@
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
-
 #![allow(dead_code)]
 
 use std::path::Path;

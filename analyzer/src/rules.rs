@@ -1,0 +1,163 @@
+//! Every diagnostic rule id the analyzer emits, with its severity and a one-line summary. The
+//! ids are stable: scripts, SARIF output and suppressions refer to them. The edge
+//! (`agent::report`) uses this table for rule metadata; a test keeps it in sync with the code.
+
+use crate::Severity;
+
+/// One rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    pub id: &'static str,
+    pub severity: Severity,
+    pub summary: &'static str,
+}
+
+/// All rules, by id.
+pub const RULES: &[Rule] = &[
+    rule(
+        "cue-error",
+        Severity::Error,
+        "a definition's CUE template fails to evaluate (conflict, bad reference, incomplete output)",
+    ),
+    rule(
+        "cue-syntax",
+        Severity::Error,
+        "a definition's CUE template is not valid CUE syntax",
+    ),
+    rule(
+        "duplicate-app",
+        Severity::Error,
+        "two Applications have the same namespace and name",
+    ),
+    rule(
+        "duplicate-component",
+        Severity::Error,
+        "two components of an Application have the same name",
+    ),
+    rule(
+        "internal-error",
+        Severity::Error,
+        "the renderer failed on this app; a Driftless bug to report",
+    ),
+    rule(
+        "invalid-field",
+        Severity::Error,
+        "a field of an Application or definition has the wrong shape",
+    ),
+    rule(
+        "invalid-properties",
+        Severity::Error,
+        "properties do not satisfy the definition's `parameter` schema",
+    ),
+    rule(
+        "missing-field",
+        Severity::Error,
+        "a required field (`kind`, `metadata.name`, a component's `name` or `type`) is missing",
+    ),
+    rule(
+        "patch-conflict",
+        Severity::Error,
+        "a trait's patch conflicts with the workload as rendered so far",
+    ),
+    rule(
+        "remote-placement",
+        Severity::Warning,
+        "a topology places the app on another cluster with different overrides; only the local placement is rendered",
+    ),
+    rule(
+        "unknown-component-type",
+        Severity::Error,
+        "no ComponentDefinition has the component's type",
+    ),
+    rule(
+        "unknown-field",
+        Severity::Warning,
+        "a key the Application schema does not have (often a typo)",
+    ),
+    rule(
+        "unknown-kind",
+        Severity::Warning,
+        "a document under `apps/` is neither an Application nor a definition",
+    ),
+    rule(
+        "unknown-policy",
+        Severity::Error,
+        "a deploy step names a policy the Application does not declare",
+    ),
+    rule(
+        "unknown-trait-type",
+        Severity::Error,
+        "no TraitDefinition has the trait's type",
+    ),
+    rule(
+        "unsupported-definition",
+        Severity::Error,
+        "the definition needs a cluster or provider (`vela/*` imports, ref-objects) or has no CUE template",
+    ),
+    rule(
+        "unsupported-policy",
+        Severity::Error,
+        "the app's placements render differently and none is the local cluster",
+    ),
+    rule("yaml-syntax", Severity::Error, "a YAML file does not parse"),
+];
+
+const fn rule(id: &'static str, severity: Severity, summary: &'static str) -> Rule {
+    Rule {
+        id,
+        severity,
+        summary,
+    }
+}
+
+/// The rule with this id.
+pub fn rule_by_id(id: &str) -> Option<&'static Rule> {
+    RULES.iter().find(|rule| rule.id == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every rule id passed to the `Diagnostic` constructors in the sources is in [`RULES`],
+    /// with the same severity, and every rule is used.
+    #[test]
+    fn the_table_matches_the_code() {
+        let pattern = regex::Regex::new(r#"Diagnostic::(error|warning)\(\s*"([a-z-]+)""#).unwrap();
+        let mut used = std::collections::BTreeSet::new();
+        let mut stack = vec![std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")];
+        while let Some(path) = stack.pop() {
+            if path.is_dir() {
+                stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for capture in pattern.captures_iter(&text) {
+                let severity = if &capture[1] == "error" {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                };
+                used.insert((capture[2].to_owned(), severity));
+            }
+        }
+        for (id, severity) in &used {
+            let rule = rule_by_id(id).unwrap_or_else(|| panic!("rule `{id}` is not in RULES"));
+            assert_eq!(rule.severity, *severity, "severity of `{id}`");
+        }
+        for rule in RULES {
+            assert!(
+                used.iter().any(|(id, _)| id == rule.id),
+                "rule `{}` is never emitted",
+                rule.id
+            );
+        }
+        let mut ids: Vec<&str> = RULES.iter().map(|rule| rule.id).collect();
+        ids.sort_unstable();
+        assert_eq!(
+            ids,
+            RULES.iter().map(|rule| rule.id).collect::<Vec<_>>(),
+            "RULES is sorted"
+        );
+    }
+}
