@@ -117,3 +117,67 @@ fn a_bad_app_does_not_block_the_others() {
         "apps/b.yaml"
     );
 }
+
+/// Render never panics: every prefix (by line) of an app and of a definition renders without an
+/// `internal-error` (a caught panic).
+#[test]
+fn truncated_inputs_never_panic() {
+    let app_text = app("a", true);
+    let app_lines: Vec<&str> = app_text.split_inclusive('\n').collect();
+    let trait_lines: Vec<&str> = TRAIT.split_inclusive('\n').collect();
+    let mut cases = Vec::new();
+    for cut in 0..=app_lines.len() {
+        cases.push((app_lines[..cut].concat(), TRAIT.to_owned()));
+    }
+    for cut in 0..=trait_lines.len() {
+        cases.push((app_text.clone(), trait_lines[..cut].concat()));
+    }
+    for (app_source, trait_source) in cases {
+        let snapshot = Snapshot {
+            commit: None,
+            files: vec![
+                file("apps/a.yaml", &app_source),
+                file("definitions/traits/team-label.cue", &trait_source),
+            ],
+        };
+        let (output, sources) =
+            render_snapshot(&snapshot, common::builtins(), &RenderOptions::default());
+        let text = common::diagnostics_text(&output, &sources);
+        assert!(
+            !text.contains("internal-error"),
+            "{app_source}\n{trait_source}\n{text}"
+        );
+    }
+}
+
+/// The same for a large real template: every 7th-line prefix of the built-in webservice
+/// definition, used as a repo-local override.
+#[test]
+fn truncated_webservice_definitions_never_panic() {
+    let definition = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../definitions/components/webservice.cue"),
+    )
+    .unwrap();
+    let lines: Vec<&str> = definition.split_inclusive('\n').collect();
+    let app_source = app("a", false).replace("type: worker", "type: webservice");
+    for cut in (0..=lines.len()).step_by(7) {
+        let snapshot = Snapshot {
+            commit: None,
+            files: vec![
+                file("apps/a.yaml", &app_source),
+                file(
+                    "definitions/components/webservice.cue",
+                    &lines[..cut].concat(),
+                ),
+            ],
+        };
+        let (output, sources) =
+            render_snapshot(&snapshot, common::builtins(), &RenderOptions::default());
+        let text = common::diagnostics_text(&output, &sources);
+        assert!(
+            !text.contains("internal-error"),
+            "cut at line {cut}:\n{text}"
+        );
+    }
+}
