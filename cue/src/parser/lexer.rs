@@ -10,7 +10,7 @@
 //! groups `//` comment lines so the parser can attach doc comments to fields. It works on bytes
 //! and only allocates for the output vectors.
 
-use crate::span::{FileId, Span};
+use crate::span::FileId;
 use crate::{Error, ErrorKind};
 
 /// What a token is. Keywords are `Ident` tokens: CUE allows every keyword as a label, so the
@@ -99,6 +99,7 @@ pub(crate) struct Lexed {
 pub(crate) fn lex(file: FileId, source: &str) -> Lexed {
     let mut lexer = Lexer {
         file,
+        source,
         src: source.as_bytes(),
         pos: 0,
         line: 0,
@@ -160,6 +161,7 @@ struct PendingGroup {
 
 struct Lexer<'a> {
     file: FileId,
+    source: &'a str,
     src: &'a [u8],
     pos: usize,
     /// 0-based line of `pos`.
@@ -202,11 +204,10 @@ impl Lexer<'_> {
     }
 
     fn error(&mut self, start: u32, end: u32, message: impl Into<String>) {
-        self.out.errors.push(Error::new(
-            ErrorKind::Syntax,
-            message,
-            Span::new(self.file, start, end),
-        ));
+        let span = super::char_span(self.file, self.source, start, end);
+        self.out
+            .errors
+            .push(Error::new(ErrorKind::Syntax, message, span));
     }
 
     /// Pushes a token and updates the comma-insertion and doc-comment state.

@@ -161,7 +161,7 @@ impl<'a> Parser<'a> {
     }
 
     fn span(&self, start: u32, end: u32) -> Span {
-        Span::new(self.file, start, end.max(start))
+        char_span(self.file, self.src, start, end)
     }
 
     fn token_span(&self, token: Token) -> Span {
@@ -853,6 +853,20 @@ impl<'a> Parser<'a> {
     fn placeholder(&self, at: u32) -> ast::Expr {
         ast::Expr::Bottom(self.span(at, at.max(self.last_end)))
     }
+}
+
+/// A span from `start` to `end` within `src`, widened to whole characters: escape and number
+/// errors compute ends by byte counts that may land inside a multi-byte character.
+pub(crate) fn char_span(file: FileId, src: &str, start: u32, end: u32) -> Span {
+    let mut start = (start as usize).min(src.len());
+    let mut end = (end as usize).clamp(start, src.len());
+    while !src.is_char_boundary(start) {
+        start -= 1;
+    }
+    while !src.is_char_boundary(end) {
+        end += 1;
+    }
+    Span::new(file, start as u32, end as u32)
 }
 
 /// Gives `doc` to the field a shorthand chain `a: b: c: v` ends in (`c`), or to the field itself.
