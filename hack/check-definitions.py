@@ -502,6 +502,15 @@ def compare(label, kind, name, parameter, context, exprs, results):
     ok = True
     notes = []
     rendered = {}
+    # KubeVela first validates the whole template value (errors anywhere, incomplete allowed).
+    va = run_cue(["vet", "-c=false"], program(a, kind, parameter, context))
+    vb = run_cue(["vet", "-c=false"], program(b, kind, parameter, context))
+    if (va[0] == 0) != (vb[0] == 0):
+        ok = False
+        notes.append(f"validate: ours={'ok' if va[0] == 0 else 'error'} kubevela={'ok' if vb[0] == 0 else 'error'}")
+        if VERBOSE:
+            notes.append("  ours:     " + va[2][:1500])
+            notes.append("  kubevela: " + vb[2][:1500])
     for e in exprs:
         ra = export(a, kind, parameter, context, e)
         rb = export(b, kind, parameter, context, e)
