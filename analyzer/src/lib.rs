@@ -151,11 +151,12 @@ impl RenderedApp {
 /// One rendered Kubernetes object and where it came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenderedObject {
-    /// The component that produced it.
+    /// The component that produced it (for a custom policy's object: the policy name).
     pub component: String,
     /// `None` for the component's workload; `Some("AuxiliaryWorkload")` for a component
     /// `outputs` entry; `Some(trait type)` for a trait's `outputs` entry (KubeVela's
-    /// `trait.oam.dev/type` label).
+    /// `trait.oam.dev/type` label); `Some("Policy")` for an object rendered by a custom
+    /// policy (after every component's objects, in `spec.policies` order).
     pub trait_type: Option<String>,
     /// The `outputs` key for auxiliary objects (KubeVela's `trait.oam.dev/resource` label).
     pub output_name: Option<String>,

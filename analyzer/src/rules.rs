@@ -85,6 +85,11 @@ pub const RULES: &[Rule] = &[
         "a deploy step names a policy the Application does not declare",
     ),
     rule(
+        "unknown-policy-type",
+        Severity::Error,
+        "no PolicyDefinition has a custom policy's type",
+    ),
+    rule(
         "unknown-trait-type",
         Severity::Error,
         "no TraitDefinition has the trait's type",

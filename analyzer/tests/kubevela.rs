@@ -620,3 +620,45 @@ fn example_task() {
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kubevela/task.yaml");
     expect_test::expect_file![golden].assert_eq(&vela_print(&output));
 }
+
+#[test]
+fn fixture_dry_run_with_custom_policy() {
+    let (output, sources) = render_with_only(
+        &["pkg/appfile/dryrun/testdata/testing-dry-run-4.yaml"],
+        &[
+            WEBSERVICE_CR,
+            "pkg/appfile/dryrun/testdata/pd-mypolicy.yaml",
+        ],
+        &RenderOptions::default(),
+    );
+    assert_clean(&output, &sources);
+    let app = &output.apps[0];
+    let policy_object = app.objects.last().unwrap();
+    assert_eq!(policy_object.trait_type.as_deref(), Some("Policy"));
+    assert_eq!(policy_object.component, "mypolicy");
+    assert_eq!(
+        policy_object.object,
+        json!({
+            "apiVersion": "testing/v1",
+            "kind": "Policy",
+            "policy": {"name": "my-policy"},
+            "metadata": {
+                "labels": {
+                    "app.oam.dev/name": "testing-app",
+                    "app.oam.dev/component": "mypolicy",
+                    "app.oam.dev/appRevision": ""
+                },
+                "name": "mypolicy",
+                "namespace": "default"
+            }
+        })
+    );
+    assert_substrings(
+        &vela_print(&output),
+        &[
+            "# Application(testing-app) -- Component(testing-dryrun)",
+            "name: my-policy",
+        ],
+        &[],
+    );
+}

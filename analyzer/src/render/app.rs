@@ -7,6 +7,7 @@ use cue::{Evaluator, Exported};
 use sha2::Digest;
 
 use super::component::{ComponentDefinitions, render_component};
+use super::custom_policy::render_custom_policies;
 use super::patch::ConstraintCheck;
 use super::policies::{EffectiveComponent, effective_components};
 use crate::definitions::Definitions;
@@ -173,6 +174,12 @@ fn render_app_inner(
                         .map(|problem| problem.for_component(&component.name)),
                 ),
             }
+        }
+    }
+    if !diagnostics.iter().any(|d| d.severity == Severity::Error) {
+        match render_custom_policies(loaded, definitions, evaluator, &objects, &mut used) {
+            Ok(policy_objects) => objects.extend(policy_objects),
+            Err(problems) => diagnostics.extend(problems),
         }
     }
     for diagnostic in &mut diagnostics {

@@ -145,6 +145,41 @@ pub(crate) fn apply_contract(object: &mut Value, ctx: &LabelContext<'_>, role: &
     }
 }
 
+/// Labels, name and namespace of an object rendered by a custom policy: only the stage-A
+/// common labels (the component label holds the policy name), the policy name when the object
+/// has no name, the app namespace when it has none, and no annotations
+/// (kubevela-render-semantics.md §3, last paragraph).
+pub(crate) fn apply_policy_labels(
+    object: &mut Value,
+    app_name: &str,
+    app_namespace: &str,
+    policy: &str,
+) {
+    let Some(root) = object.as_object_mut() else {
+        return;
+    };
+    let metadata = object_entry(root, "metadata");
+    {
+        let labels = object_entry(metadata, "labels");
+        for (key, value) in [
+            ("app.oam.dev/name", app_name),
+            ("app.oam.dev/component", policy),
+            ("app.oam.dev/appRevision", ""),
+        ] {
+            labels.insert(key.to_owned(), Value::String(value.to_owned()));
+        }
+    }
+    for (key, value) in [("name", policy), ("namespace", app_namespace)] {
+        let missing = metadata
+            .get(key)
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty);
+        if missing {
+            metadata.insert(key.to_owned(), Value::String(value.to_owned()));
+        }
+    }
+}
+
 /// `type@v2` → `type-v2`, KubeVela's `ConvertDefinitionRevName`, for labels and headers.
 pub(crate) fn trait_type_label(trait_type: &str) -> String {
     trait_type.replacen('@', "-", 1)

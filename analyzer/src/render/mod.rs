@@ -10,6 +10,7 @@
 mod app;
 mod component;
 mod context;
+mod custom_policy;
 mod errors;
 mod instance;
 mod labels;
