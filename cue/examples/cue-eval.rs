@@ -28,6 +28,35 @@ fn main() {
         print(&parsed.errors);
         std::process::exit(1);
     }
+    let repeat: u32 = std::env::var("CUE_REPEAT")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0);
+    if repeat > 0 {
+        let (mut eval, mut json, mut drop) = (
+            std::time::Duration::ZERO,
+            std::time::Duration::ZERO,
+            std::time::Duration::ZERO,
+        );
+        for _ in 0..repeat {
+            let t0 = std::time::Instant::now();
+            let value = cue::Evaluator::new().evaluate(&[&parsed.file], &[]);
+            let t1 = std::time::Instant::now();
+            let out = value.to_json();
+            let t2 = std::time::Instant::now();
+            std::mem::drop((value, out));
+            let t3 = std::time::Instant::now();
+            eval += t1 - t0;
+            json += t2 - t1;
+            drop += t3 - t2;
+        }
+        eprintln!(
+            "per evaluation: evaluate {:?} to_json {:?} drop {:?}",
+            eval / repeat,
+            json / repeat,
+            drop / repeat
+        );
+    }
     let value = cue::Evaluator::new().evaluate(&[&parsed.file], &[]);
     match value.to_json() {
         Ok(json) => println!(

@@ -291,6 +291,19 @@ impl<'a> Engine<'a> {
         engine
     }
 
+    /// Sizes of the arenas, for profiling (`CUE_STATS=1`).
+    pub fn stats(&self) -> String {
+        let conjs: usize = self.vs.iter().map(|v| v.conjs.len()).sum();
+        let alts = self.vs.iter().filter(|v| v.alts.is_some()).count();
+        let forwards = self.vs.iter().filter(|v| v.forward.is_some()).count();
+        format!(
+            "vertices {} envs {} conjuncts {conjs} syms {} disjunctions {alts} forwarded {forwards}",
+            self.vs.len(),
+            self.envs.len(),
+            self.syms.len()
+        )
+    }
+
     pub fn intern(&mut self, s: &str) -> Sym {
         if let Some(sym) = self.sym_index.get(s) {
             return *sym;

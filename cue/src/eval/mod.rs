@@ -40,9 +40,24 @@ impl Evaluator {
 
     /// Unifies `files` as one package and `injections` into their top-level fields.
     pub fn evaluate(&self, files: &[&ast::File], injections: &[Injection<'_>]) -> Value {
+        let t0 = std::time::Instant::now();
         let mut engine = engine::Engine::new();
         engine.load(files, injections);
+        let t1 = std::time::Instant::now();
+        engine.eval_vertex(engine::ROOT);
+        let t2 = std::time::Instant::now();
         let root = node::build(&mut engine, engine::ROOT);
+        let t3 = std::time::Instant::now();
+        if std::env::var_os("CUE_STATS").is_some() {
+            eprintln!(
+                "{} load {:?} root {:?} build {:?} size {}",
+                engine.stats(),
+                t1 - t0,
+                t2 - t1,
+                t3 - t2,
+                std::mem::size_of::<engine::Vertex<'_>>()
+            );
+        }
         Value {
             node: root,
             doc: Rc::new(Vec::new()),
@@ -118,7 +133,7 @@ impl Value {
     /// Every conflict and every incomplete value found, each with its path and spans.
     pub fn to_json(&self) -> Result<serde_json::Value, Vec<Error>> {
         let mut errors = Vec::new();
-        let mut path = self.path.as_ref().clone();
+        let mut path: Vec<Rc<str>> = self.path.iter().map(|p| Rc::from(p.as_str())).collect();
         let json = node::to_json(&self.node, &mut path, &mut errors);
         if errors.is_empty() {
             Ok(json)

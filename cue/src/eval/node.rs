@@ -35,7 +35,7 @@ pub enum Node {
 
 #[derive(Debug)]
 pub struct NField {
-    pub label: String,
+    pub label: Rc<str>,
     pub field: FieldKind,
     pub node: Rc<Node>,
     pub doc: Rc<Vec<String>>,
@@ -59,6 +59,7 @@ fn build_at(engine: &mut Engine<'_>, v: VId, depth: u32) -> Rc<Node> {
         }]));
     }
     let vertex = &engine.vs[v as usize];
+    let no_doc: Rc<Vec<String>> = Rc::new(Vec::new());
     if !vertex.errors.is_empty() {
         return Rc::new(Node::Bottom(vertex.errors.clone()));
     }
@@ -93,15 +94,19 @@ fn build_at(engine: &mut Engine<'_>, v: VId, depth: u32) -> Rc<Node> {
         let arcs = vertex.arcs.clone();
         let mut fields = Vec::with_capacity(arcs.len());
         for (sym, arc) in arcs {
-            let label = engine.sym(sym).to_owned();
+            let label = engine.syms[sym as usize].clone();
             let node = build_at(engine, arc, depth + 1);
             let a = &engine.vs[arc as usize];
-            let doc: Vec<String> = a.docs.iter().flat_map(|(_, d)| d.iter().cloned()).collect();
+            let doc = if a.docs.is_empty() {
+                no_doc.clone()
+            } else {
+                Rc::new(a.docs.iter().flat_map(|(_, d)| d.iter().cloned()).collect())
+            };
             fields.push(NField {
                 label,
                 field: a.field,
                 node,
-                doc: Rc::new(doc),
+                doc,
             });
         }
         return Rc::new(Node::Struct(fields));
@@ -132,7 +137,7 @@ pub fn child(node: &Rc<Node>, label: &str) -> Option<(Rc<Node>, Rc<Vec<String>>)
     match node.as_ref() {
         Node::Struct(fields) => fields
             .iter()
-            .find(|f| f.label == label)
+            .find(|f| &*f.label == label)
             .map(|f| (f.node.clone(), f.doc.clone())),
         Node::List { elems, .. } => {
             let i: usize = label.parse().ok()?;
@@ -152,7 +157,7 @@ pub fn regular_fields(node: &Rc<Node>) -> Vec<(String, Rc<Node>, Rc<Vec<String>>
         Node::Struct(fields) => fields
             .iter()
             .filter(|f| is_regular(f))
-            .map(|f| (f.label.clone(), f.node.clone(), f.doc.clone()))
+            .map(|f| (f.label.to_string(), f.node.clone(), f.doc.clone()))
             .collect(),
         _ => Vec::new(),
     }
@@ -188,7 +193,7 @@ pub fn validate(node: &Rc<Node>, errors: &mut Vec<Error>) {
 
 pub fn to_json(
     node: &Rc<Node>,
-    path: &mut Vec<String>,
+    path: &mut Vec<Rc<str>>,
     errors: &mut Vec<Error>,
 ) -> serde_json::Value {
     match node.as_ref() {
@@ -196,7 +201,7 @@ pub fn to_json(
             for e in errs {
                 let mut e = e.clone();
                 if e.path.is_empty() {
-                    e.path = path.clone();
+                    e.path = owned(path);
                 }
                 if !errors.contains(&e) {
                     errors.push(e);
@@ -229,11 +234,11 @@ pub fn to_json(
                         kind: ErrorKind::Incomplete,
                         message: "field is required but not present".to_owned(),
                         spans,
-                        path: path.clone(),
+                        path: owned(path),
                     });
                 } else {
                     let value = to_json(&f.node, path, errors);
-                    map.insert(f.label.clone(), value);
+                    map.insert(f.label.to_string(), value);
                 }
                 path.pop();
             }
@@ -242,7 +247,7 @@ pub fn to_json(
         Node::List { elems, .. } => {
             let mut out = Vec::with_capacity(elems.len());
             for (i, e) in elems.iter().enumerate() {
-                path.push(i.to_string());
+                path.push(Rc::from(i.to_string().as_str()));
                 out.push(to_json(e, path, errors));
                 path.pop();
             }
@@ -256,7 +261,7 @@ pub fn to_json(
                     kind: ErrorKind::Incomplete,
                     message: format!("incomplete value {}", texts.join(" | ")),
                     spans: vec![],
-                    path: path.clone(),
+                    path: owned(path),
                 });
                 serde_json::Value::Null
             }
@@ -266,11 +271,15 @@ pub fn to_json(
                 kind: ErrorKind::Incomplete,
                 message: format!("incomplete value {text}"),
                 spans: vec![*span],
-                path: path.clone(),
+                path: owned(path),
             });
             serde_json::Value::Null
         }
     }
+}
+
+fn owned(path: &[Rc<str>]) -> Vec<String> {
+    path.iter().map(|p| p.to_string()).collect()
 }
 
 /// Short CUE text of a node.
@@ -318,7 +327,7 @@ pub fn export(node: &Rc<Node>) -> Exported {
                 .iter()
                 .filter(|f| !is_definition(&f.label))
                 .map(|f| ExportedField {
-                    label: f.label.clone(),
+                    label: f.label.to_string(),
                     value: export(&f.node),
                     doc: f.doc.as_ref().clone(),
                     optional: f.field == FieldKind::Optional,
