@@ -103,9 +103,6 @@ pub(crate) fn render_component(
             workload_ref_path: None,
         })
         .collect();
-    // Incomplete component values are reported in the user's terms when a required parameter
-    // was not given.
-    let missing = missing_parameters(&value);
 
     for (trait_index, (component_trait, trait_definition)) in
         component.traits.iter().zip(&definitions.traits).enumerate()
@@ -215,6 +212,9 @@ pub(crate) fn render_component(
 
     let export_error =
         |what: &str, errors: Vec<super::patch::convert::ExportError>| -> Vec<Diagnostic> {
+            // Incomplete values are reported in the user's terms when a required parameter was
+            // not given (computed only on this error path: it walks the whole `parameter`).
+            let missing = missing_parameters(&value);
             if !missing.is_empty() {
                 return missing
                     .iter()
