@@ -23,3 +23,4 @@ pub mod server;
 pub mod schedule;
 pub mod offline_plan;
 pub mod report;
+pub mod agent_loop;
