@@ -447,6 +447,22 @@ def missing_usage(path):
     return problems
 
 
+# Optional: the Driftless evaluator's `cue-eval` example binary
+# (`cargo build -p cue --example cue-eval`). When set, each of our render programs is also
+# evaluated natively and must give what the cue CLI gives.
+NATIVE = os.environ.get("NATIVE_CUE_EVAL")
+
+
+def run_native(prog):
+    with tempfile.TemporaryDirectory() as d:
+        f = os.path.join(d, "program.cue")
+        open(f, "w").write(prog)
+        p = subprocess.run([NATIVE, f], capture_output=True, text=True, timeout=120)
+    if p.returncode == 0:
+        return json.loads(p.stdout)
+    return p.stderr.replace(d + "/", "").strip()
+
+
 def base_context(app, comp):
     return {
         "name": comp["name"],
@@ -502,6 +518,8 @@ def compare(label, kind, name, parameter, context, exprs, results):
     ok = True
     notes = []
     rendered = {}
+    rendered_ours = {}
+    cue_failed = False
     # KubeVela first validates the whole template value (errors anywhere, incomplete allowed).
     va = run_cue(["vet", "-c=false"], program(a, kind, parameter, context))
     vb = run_cue(["vet", "-c=false"], program(b, kind, parameter, context))
@@ -516,6 +534,10 @@ def compare(label, kind, name, parameter, context, exprs, results):
         rb = export(b, kind, parameter, context, e)
         if rb[0] == "ok":
             rendered[e] = rb[1]
+        if ra[0] == "ok":
+            rendered_ours[e] = ra
+        # The native tool evaluates the whole file, so it fails whenever any part does.
+        cue_failed = cue_failed or ra[0] == "error"
         if e == "outputs" and ra[0] == rb[0] == "ok" and list(ra[1]) != list(rb[1]):
             ok = False
             notes.append(f"outputs order: ours={list(ra[1])} kubevela={list(rb[1])}")
@@ -537,6 +559,18 @@ def compare(label, kind, name, parameter, context, exprs, results):
             if ta != tb:
                 ok = False
                 notes.append(f"{e} tags: ours={ta} kubevela={tb}")
+    if NATIVE:
+        n = run_native(program(a, kind, parameter, context))
+        for e in exprs:
+            mine = rendered_ours.get(e)
+            if isinstance(n, dict):
+                got = n.get(e)
+                if mine is not None and got != mine[1]:
+                    ok = False
+                    notes.append(f"native {e}: differs from cue: {json.dumps(got)[:300]}")
+            elif va[0] == 0 and mine is not None and not cue_failed:
+                ok = False
+                notes.append(f"native {e}: error where cue succeeds: {n[:300]}")
     results.append((kind, name, label, ok, notes))
     HEALTH_BUDGET[(kind, name)] = HEALTH_BUDGET.get((kind, name), 0) + 1
     if HEALTH_BUDGET[(kind, name)] <= HEALTH_CASES and ("output" in rendered or "outputs" in rendered):
