@@ -1,0 +1,524 @@
+//! `driftless plan --kubeconfig` and `driftless apply` against the real local cluster: a second
+//! plan after an apply is clean, a changed property is exactly one changed field, removed
+//! components are pruned (and nothing else), two apps never fight over one object, out-of-band
+//! edits show as drift and are restored, killed applies converge, and health follows kwok.
+//!
+//! Each test owns a namespace (the apps' namespace) and a temporary repository whose absolute
+//! path is its source identity, so garbage collection of vanished apps never reaches another
+//! test's apps.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail, ensure};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::wait::await_condition;
+use serde_json::Value;
+
+use crate::support::cluster::{TestCluster, TestNamespace, WAIT};
+
+/// A component rendering one raw ConfigMap (`k8s-objects`).
+fn config_map_component(component: &str, name: &str, color: &str) -> String {
+    format!(
+        "    - name: {component}
+      type: k8s-objects
+      properties:
+        objects:
+          - apiVersion: v1
+            kind: ConfigMap
+            metadata:
+              name: {name}
+            data:
+              color: {color}
+"
+    )
+}
+
+/// A webservice component (a Deployment).
+fn webservice_component(component: &str, image: &str) -> String {
+    format!(
+        "    - name: {component}
+      type: webservice
+      properties:
+        image: {image}
+        port: 80
+"
+    )
+}
+
+fn application(name: &str, namespace: &str, components: &[String]) -> String {
+    format!(
+        "apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  components:
+{}",
+        components.concat()
+    )
+}
+
+/// A repository in a temporary directory with one file per app.
+struct Repo {
+    dir: tempfile::TempDir,
+}
+
+impl Repo {
+    fn new() -> Result<Repo> {
+        let dir = tempfile::tempdir()?;
+        std::fs::create_dir_all(dir.path().join("apps"))?;
+        Ok(Repo { dir })
+    }
+
+    fn write_app(&self, name: &str, manifest: &str) -> Result<()> {
+        std::fs::write(self.dir.path().join(format!("apps/{name}.yaml")), manifest)?;
+        Ok(())
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+fn driftless(cluster: &TestCluster, args: &[&str]) -> Result<Output> {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_driftless"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(&cluster.kubeconfig)
+        .output()
+        .context("running driftless")?;
+    Ok(output)
+}
+
+fn apply(cluster: &TestCluster, repo: &Repo) -> Result<Output> {
+    let path = repo.path().to_str().context("utf-8 path")?;
+    driftless(cluster, &["apply", path, "--yes"])
+}
+
+/// `plan -o json`, parsed, with its exit code.
+fn plan(cluster: &TestCluster, repo: &Repo) -> Result<(i32, Value)> {
+    let path = repo.path().to_str().context("utf-8 path")?;
+    let output = driftless(cluster, &["plan", path, "-o", "json"])?;
+    let json: Value = serde_json::from_slice(&output.stdout).with_context(|| {
+        format!(
+            "plan output is not JSON:\n{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })?;
+    Ok((output.status.code().unwrap_or(-1), json))
+}
+
+fn expect_success(output: &Output, what: &str) -> Result<()> {
+    if !output.status.success() {
+        bail!(
+            "{what} failed ({}):\n{}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// `(action, kind/name, changedFields, reason)` of every change that is not `unchanged`.
+fn changes(plan: &Value) -> Vec<(String, String, Vec<String>, Option<String>)> {
+    plan["apps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|app| app["changes"].as_array().into_iter().flatten())
+        .filter(|change| change["action"] != "unchanged")
+        .map(|change| {
+            (
+                change["action"].as_str().unwrap_or_default().to_owned(),
+                format!(
+                    "{}/{}",
+                    change["kind"].as_str().unwrap_or_default(),
+                    change["name"].as_str().unwrap_or_default()
+                ),
+                change["changedFields"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|field| field.as_str().map(str::to_owned))
+                    .collect(),
+                change["reason"].as_str().map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+async fn config_map_names(cluster: &TestCluster, namespace: &str) -> Result<BTreeSet<String>> {
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), namespace);
+    Ok(config_maps
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|config_map| config_map.metadata.name)
+        .filter(|name| name != "kube-root-ca.crt")
+        .collect())
+}
+
+#[tokio::test]
+async fn apply_then_plan_is_clean_and_a_changed_property_is_one_field() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "pa-clean").await?;
+    let repo = Repo::new()?;
+    let components = |color: &str| {
+        vec![
+            config_map_component("cfg", "settings", color),
+            webservice_component("web", "registry.invalid/web:1"),
+        ]
+    };
+    repo.write_app("shop", &application("shop", &ns.name, &components("blue")))?;
+
+    let (code, first) = plan(&cluster, &repo)?;
+    assert_eq!(code, 2, "{first:#}");
+    let mut created: Vec<String> = changes(&first).into_iter().map(|c| c.1).collect();
+    created.sort();
+    assert_eq!(created, vec!["ConfigMap/settings", "Deployment/web"]);
+
+    expect_success(&apply(&cluster, &repo)?, "apply")?;
+    // The apiserver defaulted dozens of Deployment fields; none of them is a change.
+    let (code, second) = plan(&cluster, &repo)?;
+    assert_eq!(changes(&second), vec![], "{second:#}");
+    assert_eq!(code, 0);
+
+    repo.write_app("shop", &application("shop", &ns.name, &components("green")))?;
+    let (code, third) = plan(&cluster, &repo)?;
+    assert_eq!(code, 2);
+    assert_eq!(
+        changes(&third),
+        vec![(
+            "update".to_owned(),
+            "ConfigMap/settings".to_owned(),
+            vec!["data.color".to_owned()],
+            None
+        )]
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_removed_component_is_pruned_and_a_similar_unowned_object_is_not() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "pa-prune").await?;
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &ns.name);
+    // Same name prefix, same labels as ours would have, but no owner annotation: not ours.
+    let bystander = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("extra-2".to_owned()),
+            labels: Some(
+                [
+                    ("app.oam.dev/name".to_owned(), "shop".to_owned()),
+                    ("app.oam.dev/component".to_owned(), "extra".to_owned()),
+                ]
+                .into(),
+            ),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    };
+    config_maps
+        .create(&PostParams::default(), &bystander)
+        .await?;
+
+    let repo = Repo::new()?;
+    let both = vec![
+        config_map_component("main", "main", "blue"),
+        config_map_component("extra", "extra", "red"),
+    ];
+    repo.write_app("shop", &application("shop", &ns.name, &both))?;
+    expect_success(&apply(&cluster, &repo)?, "first apply")?;
+    assert_eq!(
+        config_map_names(&cluster, &ns.name).await?,
+        BTreeSet::from(["main".to_owned(), "extra".to_owned(), "extra-2".to_owned()])
+    );
+
+    repo.write_app("shop", &application("shop", &ns.name, &both[..1]))?;
+    let (code, planned) = plan(&cluster, &repo)?;
+    assert_eq!(code, 2);
+    assert_eq!(
+        changes(&planned),
+        vec![(
+            "delete".to_owned(),
+            "ConfigMap/extra".to_owned(),
+            vec![],
+            None
+        )]
+    );
+    expect_success(&apply(&cluster, &repo)?, "second apply")?;
+    assert_eq!(
+        config_map_names(&cluster, &ns.name).await?,
+        BTreeSet::from(["main".to_owned(), "extra-2".to_owned()])
+    );
+    let (code, clean) = plan(&cluster, &repo)?;
+    assert_eq!((code, changes(&clean)), (0, vec![]));
+    Ok(())
+}
+
+#[tokio::test]
+async fn two_apps_rendering_one_object_conflict_and_the_second_applies_nothing() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "pa-conflict").await?;
+    let first = Repo::new()?;
+    first.write_app(
+        "blog",
+        &application(
+            "blog",
+            &ns.name,
+            &[config_map_component("cfg", "shared", "blue")],
+        ),
+    )?;
+    expect_success(&apply(&cluster, &first)?, "apply of blog")?;
+
+    let second = Repo::new()?;
+    second.write_app(
+        "shop",
+        &application(
+            "shop",
+            &ns.name,
+            &[
+                config_map_component("own", "shop-own", "x"),
+                config_map_component("cfg", "shared", "red"),
+            ],
+        ),
+    )?;
+    let (_, planned) = plan(&cluster, &second)?;
+    let conflict = changes(&planned)
+        .into_iter()
+        .find(|change| change.0 == "conflict")
+        .context("the plan has no conflict")?;
+    assert_eq!(conflict.1, "ConfigMap/shared");
+    let reason = conflict.3.unwrap_or_default();
+    assert!(reason.contains(&format!("{}/blog", ns.name)), "{reason}");
+
+    let output = apply(&cluster, &second)?;
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("not applied: conflict on ConfigMap"),
+        "{stdout}"
+    );
+    // Nothing of the second app was applied, and the shared object is untouched.
+    assert_eq!(
+        config_map_names(&cluster, &ns.name).await?,
+        BTreeSet::from(["shared".to_owned()])
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &ns.name);
+    let shared = config_maps.get("shared").await?;
+    assert_eq!(
+        shared
+            .data
+            .unwrap_or_default()
+            .get("color")
+            .map(String::as_str),
+        Some("blue")
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_out_of_band_edit_is_drift_and_apply_restores_it() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "pa-drift").await?;
+    let repo = Repo::new()?;
+    repo.write_app(
+        "shop",
+        &application(
+            "shop",
+            &ns.name,
+            &[
+                config_map_component("cfg", "settings", "blue"),
+                webservice_component("web", "registry.invalid/web:1"),
+            ],
+        ),
+    )?;
+    expect_success(&apply(&cluster, &repo)?, "apply")?;
+
+    // Someone edits both objects by hand, as `kubectl edit` would (another field manager).
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &ns.name);
+    config_maps
+        .patch(
+            "settings",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"data": {"color": "red"}})),
+        )
+        .await?;
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), &ns.name);
+    deployments
+        .patch(
+            "web",
+            &PatchParams::default(),
+            // Strategic merge: containers merge by name, so only the image changes.
+            &Patch::Strategic(
+                serde_json::json!({"spec": {"template": {"spec": {"containers": [
+                    {"name": "web", "image": "registry.invalid/web:hacked"}
+                ]}}}}),
+            ),
+        )
+        .await?;
+
+    let (code, drift) = plan(&cluster, &repo)?;
+    assert_eq!(code, 2);
+    let mut drifted = changes(&drift);
+    drifted.sort();
+    assert_eq!(
+        drifted,
+        vec![
+            (
+                "update".to_owned(),
+                "ConfigMap/settings".to_owned(),
+                vec!["data.color".to_owned()],
+                None
+            ),
+            (
+                "update".to_owned(),
+                "Deployment/web".to_owned(),
+                vec!["spec.template.spec.containers[0].image".to_owned()],
+                None
+            ),
+        ]
+    );
+    expect_success(&apply(&cluster, &repo)?, "apply restoring")?;
+    let restored = config_maps.get("settings").await?;
+    assert_eq!(
+        restored
+            .data
+            .unwrap_or_default()
+            .get("color")
+            .map(String::as_str),
+        Some("blue")
+    );
+    let (code, clean) = plan(&cluster, &repo)?;
+    assert_eq!((code, changes(&clean)), (0, vec![]));
+    Ok(())
+}
+
+#[tokio::test]
+async fn health_turns_healthy_once_kwok_makes_the_pods_ready() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "pa-health").await?;
+    let repo = Repo::new()?;
+    repo.write_app(
+        "shop",
+        &application(
+            "shop",
+            &ns.name,
+            &[webservice_component("web", "registry.invalid/web:1")],
+        ),
+    )?;
+    expect_success(&apply(&cluster, &repo)?, "apply")?;
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), &ns.name);
+    let available = |deployment: Option<&Deployment>| {
+        deployment
+            .and_then(|deployment| deployment.status.as_ref())
+            .and_then(|status| status.available_replicas)
+            == Some(1)
+    };
+    tokio::time::timeout(WAIT, await_condition(deployments, "web", available))
+        .await
+        .context("timed out waiting for the deployment to become available")??;
+    // Nothing to change: apply only reports, including the health of the live objects.
+    let output = apply(&cluster, &repo)?;
+    expect_success(&output, "second apply")?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!("{}/shop: healthy", ns.name)),
+        "{stdout}"
+    );
+    Ok(())
+}
+
+/// Seeded from the clock and printed, so a failing run can be replayed by hand.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next_below(&mut self, bound: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % bound
+    }
+}
+
+#[tokio::test]
+async fn applies_killed_at_random_points_converge_without_orphans() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "pa-kill").await?;
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &ns.name);
+    let bystander = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("bystander".to_owned()),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    };
+    config_maps
+        .create(&PostParams::default(), &bystander)
+        .await?;
+    let seed = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos() as u64;
+    eprintln!("kill test seed: {seed}");
+    let mut random = Lcg(seed);
+
+    let repo = Repo::new()?;
+    let path = repo.path().to_str().context("utf-8 path")?.to_owned();
+    // Two desired states that share some objects and differ in others, so that every pass both
+    // creates and prunes.
+    let states: [Vec<&str>; 2] = [vec!["a", "b", "c", "d"], vec!["c", "d", "e", "f"]];
+    let write_state = |round: usize, state: usize| -> Result<Vec<String>> {
+        let names = &states[state];
+        let components: Vec<String> = names
+            .iter()
+            .map(|name| config_map_component(name, &format!("cm-{name}"), &format!("r{round}")))
+            .collect();
+        repo.write_app("shop", &application("shop", &ns.name, &components))?;
+        Ok(names.iter().map(|name| format!("cm-{name}")).collect())
+    };
+    for round in 0..8 {
+        // The killed apply works towards one state...
+        write_state(round, round % 2)?;
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_driftless"))
+            .args(["apply", &path, "--yes", "--kubeconfig"])
+            .arg(&cluster.kubeconfig)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        let delay = Duration::from_millis(random.next_below(800));
+        tokio::select! {
+            _ = child.wait() => {}
+            () = tokio::time::sleep(delay) => {
+                child.start_kill()?;
+                child.wait().await?;
+            }
+        }
+
+        // ...and the rerun towards the other, so objects the killed run may have created and
+        // that are no longer rendered must be found through the tracker and pruned.
+        let names = write_state(round, (round + 1) % 2)?;
+        expect_success(&apply(&cluster, &repo)?, &format!("rerun of round {round}"))?;
+        let (code, clean) = plan(&cluster, &repo)?;
+        ensure!(
+            code == 0 && changes(&clean).is_empty(),
+            "round {round}: not converged: {clean:#}"
+        );
+        let mut expected: BTreeSet<String> = names.into_iter().collect();
+        expected.insert("bystander".to_owned());
+        assert_eq!(
+            config_map_names(&cluster, &ns.name).await?,
+            expected,
+            "round {round} (seed {seed})"
+        );
+    }
+    Ok(())
+}
