@@ -64,6 +64,19 @@ fn evaluate(
     )
 }
 
+/// The order of `outputs` (KubeVela's document order) must be CUE v0.14's. Other objects are
+/// compared as sets: KubeVela re-sorts keys when printing, and our field order still differs
+/// from CUE's topological sort where separately written structs are unified (CUE breaks those
+/// ties lexicographically).
+fn same_order(actual: &serde_json::Value, expected: &serde_json::Value) -> bool {
+    let keys = |v: &serde_json::Value| {
+        v.get("outputs")
+            .and_then(|o| o.as_object())
+            .map(|o| o.keys().cloned().collect::<Vec<_>>())
+    };
+    keys(actual) == keys(expected)
+}
+
 #[test]
 fn templates_match_cue_export() {
     let cases_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kubevela");
@@ -95,7 +108,7 @@ fn templates_match_cue_export() {
             let expected: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(&expected_path).unwrap()).unwrap();
             match actual {
-                Ok(json) if json == expected => {}
+                Ok(json) if json == expected && same_order(&json, &expected) => {}
                 Ok(json) => failures.push(format!(
                     "{name}: differs\nexpected: {expected}\nactual:   {json}"
                 )),

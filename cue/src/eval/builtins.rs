@@ -1180,7 +1180,7 @@ pub fn vertex_json(
             && vertex.shape.atom.is_none()
             && vertex.shape.kinds == crate::KindSet::TOP)
     {
-        let arcs = vertex.arcs.clone();
+        let arcs = engine.ordered_arcs(v);
         let mut map = serde_json::Map::new();
         for (sym, arc) in arcs {
             let label = engine.sym(sym).to_owned();

@@ -114,8 +114,9 @@ enum PatternMatch {
 
 #[derive(Debug, Clone)]
 enum Pending<'a> {
-    Comprehension(&'a ast::Comprehension, EnvId, Close, u32),
-    Dynamic(&'a ast::Field, &'a Expr, EnvId, Close, u32),
+    /// The last field is where the produced fields go in the arc order (source order).
+    Comprehension(&'a ast::Comprehension, EnvId, Close, u32, usize),
+    Dynamic(&'a ast::Field, &'a Expr, EnvId, Close, u32, usize),
 }
 
 #[derive(Debug, Clone, Default)]
@@ -137,6 +138,8 @@ pub struct Vertex<'a> {
     pub is_struct: bool,
     pub struct_hint: bool,
     pub arcs: Vec<(Sym, VId)>,
+    /// Arcs from this index on were created by comprehensions or dynamic fields.
+    late_start: Option<usize>,
     pub list: Option<ListState<'a>>,
     disjs: Vec<Conj<'a>>,
     pending: Vec<Pending<'a>>,
@@ -166,6 +169,7 @@ impl<'a> Vertex<'a> {
             is_struct: false,
             struct_hint: false,
             arcs: Vec::new(),
+            late_start: None,
             list: None,
             disjs: Vec::new(),
             pending: Vec::new(),
@@ -226,9 +230,13 @@ pub struct Engine<'a> {
     lets: HashMap<(EnvId, usize), VId>,
     regexes: HashMap<String, Rc<regex::Regex>>,
     depth: u32,
+    /// Where new arcs of a vertex go while a comprehension body is processed.
+    insert_at: Option<(VId, usize)>,
 }
 
 pub const ROOT: VId = 0;
+
+const COMPREHENSIONS_FIRST: bool = false;
 
 /// A small, fast, non-cryptographic hasher (FxHash) for the label interner: labels are not
 /// attacker-controlled in a way that matters here, and SipHash dominated profiles.
@@ -283,6 +291,7 @@ impl<'a> Engine<'a> {
             lets: HashMap::new(),
             regexes: HashMap::new(),
             depth: 0,
+            insert_at: None,
         };
         let root_label = engine.intern("");
         let mut root = Vertex::new(None, root_label, 0);
@@ -420,7 +429,13 @@ impl<'a> Engine<'a> {
             return *arc;
         }
         let arc = self.new_vertex(Some(v), sym);
-        self.vm(v).arcs.push((sym, arc));
+        match &mut self.insert_at {
+            Some((target, pos)) if *target == v && *pos < self.vs[v as usize].arcs.len() => {
+                self.vs[v as usize].arcs.insert(*pos, (sym, arc));
+                *pos += 1;
+            }
+            _ => self.vm(v).arcs.push((sym, arc)),
+        }
         if self.v(v).patterns.is_empty() {
             return arc;
         }
@@ -547,7 +562,13 @@ impl<'a> Engine<'a> {
             if pending.is_empty() {
                 break;
             }
-            for item in pending {
+            if self.v(v).late_start.is_none() {
+                let n = self.v(v).arcs.len();
+                self.vm(v).late_start = Some(n);
+            }
+            // In reverse, so that inserting one comprehension's fields does not move the
+            // insertion point of an earlier one.
+            for item in pending.into_iter().rev() {
                 self.process_pending(v, item);
             }
         }
@@ -772,8 +793,10 @@ impl<'a> Engine<'a> {
         }
         let g = self.body_group(v, close, grp, has_embeds);
         let child = Self::child_close(close);
+        let mut positions = Vec::new();
         for decl in decls {
             match decl {
+                Decl::Comprehension(_) => positions.push(self.v(v).arcs.len()),
                 Decl::Field(field) => self.add_field(v, field, env, child, g),
                 Decl::Ellipsis(_, _) => {
                     if g != 0
@@ -782,18 +805,23 @@ impl<'a> Engine<'a> {
                         group.ellipsis = true;
                     }
                 }
-                Decl::Let(_) | Decl::Attribute(_) | Decl::Embed(_) | Decl::Comprehension(_) => {}
+                Decl::Let(_) | Decl::Attribute(_) | Decl::Embed(_) => {}
             }
         }
+        let mut positions = positions.into_iter();
         for decl in decls {
             match decl {
                 Decl::Embed(expr) => {
                     self.add_conj(v, ConjKind::Expr(expr), env, close, g, true);
                 }
                 Decl::Comprehension(comp) => {
-                    self.vm(v)
-                        .pending
-                        .push(Pending::Comprehension(comp, env, close, g));
+                    self.vm(v).pending.push(Pending::Comprehension(
+                        comp,
+                        env,
+                        close,
+                        g,
+                        positions.next().unwrap_or(usize::MAX),
+                    ));
                 }
                 _ => {}
             }
@@ -809,9 +837,10 @@ impl<'a> Engine<'a> {
             Label::Ident(ident) => &ident.name,
             Label::String(s, _) => s,
             Label::Dynamic(expr, _) => {
+                let pos = self.v(v).arcs.len();
                 self.vm(v)
                     .pending
-                    .push(Pending::Dynamic(field, expr, env, child, g));
+                    .push(Pending::Dynamic(field, expr, env, child, g, pos));
                 return;
             }
             Label::Pattern(expr, _) => {
@@ -1271,18 +1300,26 @@ impl<'a> Engine<'a> {
 
     fn process_pending(&mut self, v: VId, pending: Pending<'a>) {
         match pending {
-            Pending::Comprehension(comp, env, close, grp) => {
+            Pending::Comprehension(comp, env, close, grp, pos) => {
                 match self.run_clauses(&comp.clauses, env) {
                     Ok(envs) => {
+                        let mut pos = pos;
                         for env in envs {
-                            self.add_conj(
+                            // Processed right away so its fields take the comprehension's
+                            // place in the field order.
+                            let saved = self.insert_at.replace((v, pos));
+                            self.process_decls(
                                 v,
-                                ConjKind::Decls(&comp.body.decls, comp.body.span),
+                                &comp.body.decls,
+                                comp.body.span,
                                 env,
                                 close,
                                 grp,
-                                true,
                             );
+                            if let Some((_, p)) = self.insert_at {
+                                pos = p;
+                            }
+                            self.insert_at = saved;
                         }
                     }
                     Err(error) => {
@@ -1291,12 +1328,14 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
-            Pending::Dynamic(field, expr, env, close, grp) => {
+            Pending::Dynamic(field, expr, env, close, grp, pos) => {
                 let r = self.eval_expr(expr, env);
                 match self.concrete(r, expr.span()) {
                     Ok(Atom::Str(name)) => {
                         let sym = self.intern(&name);
+                        let saved = self.insert_at.replace((v, pos));
                         self.add_field_named(v, sym, field, env, close, grp);
+                        self.insert_at = saved;
                     }
                     Ok(other) => {
                         let error = self.err(
@@ -1383,7 +1422,7 @@ impl<'a> Engine<'a> {
                         .map(|(i, e)| (Atom::Int(i as i64), *e))
                         .collect()
                 } else if self.v(src).is_struct || self.v(src).struct_hint {
-                    let arcs = self.v(src).arcs.clone();
+                    let arcs = self.ordered_arcs(src);
                     let mut items = Vec::new();
                     for (sym, arc) in arcs {
                         let label = self.sym(sym).to_owned();
@@ -1811,6 +1850,20 @@ impl<'a> Engine<'a> {
             }
         }
         true
+    }
+
+    /// Arcs in CUE v0.14's field order: fields produced by comprehensions (and dynamic labels)
+    /// come before the static fields of the struct, each group in source order.
+    pub fn ordered_arcs(&self, v: VId) -> Vec<(Sym, VId)> {
+        let vertex = self.v(v);
+        match vertex.late_start {
+            Some(n) if n > 0 && n < vertex.arcs.len() && COMPREHENSIONS_FIRST => {
+                let mut arcs = vertex.arcs[n..].to_vec();
+                arcs.extend_from_slice(&vertex.arcs[..n]);
+                arcs
+            }
+            _ => vertex.arcs.clone(),
+        }
     }
 
     /// Follows forwarding (a disjunction resolved to one alternative).
@@ -2382,7 +2435,7 @@ impl<'a> Engine<'a> {
                 span,
             ));
         }
-        let arcs = self.v(v).arcs.clone();
+        let arcs = self.ordered_arcs(v);
         Ok(arcs
             .into_iter()
             .filter(|(sym, arc)| {

@@ -91,7 +91,7 @@ fn build_at(engine: &mut Engine<'_>, v: VId, depth: u32) -> Rc<Node> {
             && vertex.shape.atom.is_none()
             && (vertex.shape.kinds == KindSet::TOP || vertex.shape.kinds == KindSet::STRUCT));
     if is_struct {
-        let arcs = vertex.arcs.clone();
+        let arcs = engine.ordered_arcs(v);
         let mut fields = Vec::with_capacity(arcs.len());
         for (sym, arc) in arcs {
             let label = engine.syms[sym as usize].clone();
