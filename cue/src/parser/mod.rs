@@ -567,9 +567,7 @@ impl<'a> Parser<'a> {
 
     /// `let x = ...` (and not a field named `let`).
     fn at_let_clause(&self) -> bool {
-        self.is_keyword(self.peek(), "let")
-            && self.peek_at(1).kind == TokenKind::Ident
-            && self.peek_at(2).kind == TokenKind::Assign
+        self.is_keyword(self.peek(), "let") && self.peek_at(1).kind == TokenKind::Ident
     }
 
     /// `for x in ...` or `if cond` starting a comprehension (and not a field named `for`/`if`).

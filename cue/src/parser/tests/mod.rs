@@ -713,3 +713,44 @@ fn error_rejections_matching_cue() {
         expect!["1:16: expected ']' after '...' in list, found '2'"],
     );
 }
+
+#[test]
+fn doc_comments_only_attach_to_fields() {
+    check(
+        "// not on a let\nlet x = 1\n// not on an embedding\n#Base\n// not on a comprehension\nif x {\n\ta: 1\n}\n// belongs to the attribute\n@attr()\nb: 2\n// doc\n@attr()\n\nc: 3\n",
+        expect![[r#"
+            (let x 1)
+            (embed #Base)
+            (comp (if x) {(: a 1)})
+            @attr()
+            (: b 2)
+            @attr()
+            (: c 3)"#]],
+    );
+}
+
+#[test]
+fn doc_comment_of_an_aliased_or_optional_field() {
+    check(
+        "// aliased\nX=a?: 1\n// pattern\n[string]: int\n",
+        expect![[r#"
+            (?: X=a 1 #doc["aliased"])
+            (: [string] int #doc["pattern"])"#]],
+    );
+}
+
+#[test]
+fn error_let_and_package_clauses() {
+    check_errors(
+        "let x 1\n",
+        expect!["1:7: expected '=' in let clause, found '1'"],
+    );
+    check_errors(
+        "package 1\n",
+        expect!["1:9: expected ',' or newline after declaration, found '1'"],
+    );
+    check_errors(
+        "a: {\n\tlet y = \n}\n",
+        expect!["3:1: expected expression, found '}'"],
+    );
+}
