@@ -138,8 +138,6 @@ pub struct Vertex<'a> {
     pub is_struct: bool,
     pub struct_hint: bool,
     pub arcs: Vec<(Sym, VId)>,
-    /// Arcs from this index on were created by comprehensions or dynamic fields.
-    late_start: Option<usize>,
     pub list: Option<ListState<'a>>,
     disjs: Vec<Conj<'a>>,
     pending: Vec<Pending<'a>>,
@@ -152,6 +150,9 @@ pub struct Vertex<'a> {
     pub alts: Option<Vec<(VId, bool)>>,
     pub docs: Vec<(usize, &'a [String])>,
     pub depth: u32,
+    /// Source position (file, offset) of the earliest field declaration defining this arc;
+    /// `u64::MAX` for data (JSON, builtin results). Fields are ordered by it.
+    pos: u64,
     /// The span of the first conjunct, for errors about the vertex as a whole.
     pub span: Span,
 }
@@ -169,7 +170,6 @@ impl<'a> Vertex<'a> {
             is_struct: false,
             struct_hint: false,
             arcs: Vec::new(),
-            late_start: None,
             list: None,
             disjs: Vec::new(),
             pending: Vec::new(),
@@ -181,6 +181,7 @@ impl<'a> Vertex<'a> {
             alts: None,
             docs: Vec::new(),
             depth,
+            pos: u64::MAX,
             span: Span::default(),
         }
     }
@@ -235,8 +236,6 @@ pub struct Engine<'a> {
 }
 
 pub const ROOT: VId = 0;
-
-const COMPREHENSIONS_FIRST: bool = false;
 
 /// A small, fast, non-cryptographic hasher (FxHash) for the label interner: labels are not
 /// attacker-controlled in a way that matters here, and SipHash dominated profiles.
@@ -562,10 +561,7 @@ impl<'a> Engine<'a> {
             if pending.is_empty() {
                 break;
             }
-            if self.v(v).late_start.is_none() {
-                let n = self.v(v).arcs.len();
-                self.vm(v).late_start = Some(n);
-            }
+
             // In reverse, so that inserting one comprehension's fields does not move the
             // insertion point of an earlier one.
             for item in pending.into_iter().rev() {
@@ -904,6 +900,8 @@ impl<'a> Engine<'a> {
         {
             let vertex = self.vm(arc);
             vertex.field = vertex.field.max(kind);
+            let pos = (u64::from(field.span.file.0) << 32) | u64::from(field.span.start);
+            vertex.pos = vertex.pos.min(pos);
             let key = field as *const ast::Field as usize;
             if !field.doc.is_empty() && !vertex.docs.iter().any(|(k, _)| *k == key) {
                 vertex.docs.push((key, &field.doc));
@@ -1742,12 +1740,14 @@ impl<'a> Engine<'a> {
         let field = src.field;
         let docs = src.docs.clone();
         let span = src.span;
+        let pos = src.pos;
         let conjs: Vec<Conj<'a>> = src.conjs.iter().filter(|c| !c.derived).cloned().collect();
         let id = self.new_vertex(Some(parent), label);
         let vertex = self.vm(id);
         vertex.field = field;
         vertex.docs = docs;
         vertex.span = span;
+        vertex.pos = pos;
         vertex.conjs = conjs;
         id
     }
@@ -1852,18 +1852,13 @@ impl<'a> Engine<'a> {
         true
     }
 
-    /// Arcs in CUE v0.14's field order: fields produced by comprehensions (and dynamic labels)
-    /// come before the static fields of the struct, each group in source order.
+    /// Arcs in (an approximation of) CUE v0.14's field order.
     pub fn ordered_arcs(&self, v: VId) -> Vec<(Sym, VId)> {
-        let vertex = self.v(v);
-        match vertex.late_start {
-            Some(n) if n > 0 && n < vertex.arcs.len() && COMPREHENSIONS_FIRST => {
-                let mut arcs = vertex.arcs[n..].to_vec();
-                arcs.extend_from_slice(&vertex.arcs[..n]);
-                arcs
-            }
-            _ => vertex.arcs.clone(),
-        }
+        let mut arcs = self.v(v).arcs.clone();
+        // Source order of the declarations (CUE v0.14 sorts fields topologically, which is
+        // source order within a file); data fields keep their insertion order, last.
+        arcs.sort_by_key(|(_, arc)| self.v(*arc).pos);
+        arcs
     }
 
     /// Follows forwarding (a disjunction resolved to one alternative).
