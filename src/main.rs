@@ -31,7 +31,7 @@ fn main() -> ExitCode {
             };
         }
     };
-    cli::init_tracing(cli.verbose);
+    cli::init_tracing_for(&cli);
     match cli::run(cli) {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Changes) => ExitCode::from(2),

@@ -3,6 +3,7 @@
 //! logs, progress and diagnostics go to stderr (plumbing stays quiet, porcelain talks on
 //! stderr).
 
+mod agent_cmd;
 mod plan;
 mod render;
 mod repo;
@@ -13,6 +14,14 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 pub use terminal::init_tracing;
+
+/// Installs logging for the chosen command: the agent logs JSON (or text) at `info`.
+pub fn init_tracing_for(cli: &Cli) {
+    match &cli.command {
+        Command::Agent(args) => agent_cmd::init_tracing(cli.verbose, args.log_format),
+        _ => init_tracing(cli.verbose),
+    }
+}
 
 /// Driftless: a GitOps reconcile agent for KubeVela-style Applications.
 ///
@@ -49,6 +58,12 @@ pub enum Command {
     /// so. Exits 0 when nothing would change, 2 when something would, 1 on errors (a blocked
     /// app is an error; the other apps are still planned).
     Plan(PlanArgs),
+
+    /// Run the GitOps agent: poll the configured git sources (or wake on webhooks), deploy the
+    /// tracked branch with commit statuses, preview pull requests with a plan comment, and
+    /// check for drift on a schedule. Serves /healthz, /readyz, /metrics, webhooks and plan
+    /// pages. Stops on SIGTERM after finishing the step in flight.
+    Agent(agent_cmd::AgentArgs),
 }
 
 /// Arguments of `driftless render`.
@@ -132,6 +147,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Command::Render(args) => render::run(&args, style),
         Command::Plan(args) => plan::run(&args, style),
+        Command::Agent(args) => agent_cmd::run(&args),
     }
 }
 
