@@ -25,6 +25,25 @@
 //! let location = sources.locate(diagnostic.span.unwrap());
 //! assert_eq!((location.path.as_str(), location.line), ("apps/demo.yaml", 6));
 //! ```
+//!
+//! The pipeline (modules in pipeline order):
+//! - `load`: YAML documents with a position for every value (JSON pointer → span), the
+//!   [`model`] types, `.cue` definition files and YAML definition CRs (their embedded templates
+//!   map back to YAML lines through [`SourceMap`]);
+//! - [`Definitions`]: built-ins embedded at build time (`definitions/**/*.cue`), overridden by
+//!   the repository's definitions of the same kind and name; each parsed once, shared by `Arc`;
+//! - `render`: per app in parallel (rayon), override/topology policies, component templates,
+//!   traits (`patch` with KubeVela's strategies, `outputs`, `patchOutputs`), export, labels and
+//!   the OAM contract, custom policies; a panic is caught per app (`internal-error`);
+//! - [`rules`]: every diagnostic rule id with its severity and summary.
+//!
+//! Deliberate differences from `vela dry-run` (each marked `Deviation:` in the code):
+//! - an app whose topologies apply different overrides renders only the local cluster's
+//!   placement (`remote-placement` warning) — the output has no per-cluster placement yet;
+//! - an unnamed trait output is named `<component>-<type>-<hash>` with a hash of its JSON, not
+//!   of a go-spew dump;
+//! - `context.output` for traits is the JSON of the workload with defaults taken; values that
+//!   are still non-concrete are left out (upstream injects CUE text).
 
 // A `Diagnostic` is the error value of loaders on purpose (problems in input are data); it is
 // large but built once per problem, never on a hot path.

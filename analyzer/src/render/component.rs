@@ -126,6 +126,8 @@ pub(crate) fn render_component(
                 "componentType".to_owned(),
                 Value::String(component.component_type.clone()),
             );
+            // Deviation: upstream injects the base as CUE text; JSON cannot carry a value that
+            // is still non-concrete, so such fields are left out of `context.output`.
             let output_json = to_json(&workload, Concreteness::Lenient).unwrap_or_default();
             object.insert("output".to_owned(), go_json(&output_json));
             if !auxiliaries.is_empty() {
