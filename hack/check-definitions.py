@@ -7,14 +7,17 @@ A render program is assembled the way KubeVela assembles it: the imports and the
 `parameter: <properties JSON>` and `context: <context JSON>`.
 """
 import glob
+import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import threading
 
 import yaml
+from concurrent.futures import ThreadPoolExecutor
 
 CUE = os.environ["CUE"]
 KV = os.environ["KUBEVELA"]
@@ -35,6 +38,8 @@ EXAMPLE_GLOBS = [
 ]
 
 VERBOSE = "-v" in sys.argv
+# cue runs are separate processes; run several at once (JOBS=1 for a sequential run).
+POOL = ThreadPoolExecutor(max_workers=int(os.environ.get("JOBS", "4")))
 FILTER = [a for a in sys.argv[1:] if not a.startswith("-")]
 
 
@@ -194,10 +199,19 @@ func walkDefaults(v cue.Value, path string, out *[]string) {
 	}
 }
 '''
-OUTPUTS_BIN = os.path.join(os.path.dirname(CUE), "kv-outputs-2")
+# Named after a hash of its source, so an edited helper is rebuilt.
+OUTPUTS_BIN = os.path.join(os.path.dirname(CUE), "kv-outputs-" + hashlib.sha256(OUTPUTS_GO.encode()).hexdigest()[:12])
+
+
+BUILD_LOCK = threading.Lock()
 
 
 def outputs_tool():
+    with BUILD_LOCK:
+        return build_outputs_tool()
+
+
+def build_outputs_tool():
     if os.path.exists(OUTPUTS_BIN):
         return OUTPUTS_BIN
     with tempfile.TemporaryDirectory() as d:
@@ -520,9 +534,20 @@ def compare(label, kind, name, parameter, context, exprs, results):
     rendered = {}
     rendered_ours = {}
     cue_failed = False
+    # Every cue invocation of this case is independent: start them all at once.
+    fut = {}
+    for side, path in (("a", a), ("b", b)):
+        fut[("vet", side)] = POOL.submit(run_cue, ["vet", "-c=false"], program(path, kind, parameter, context))
+        for e in exprs:
+            fut[("export", side, e)] = POOL.submit(export, path, kind, parameter, context, e)
+            if e in ("patch", "output"):
+                fut[("defaults", side, e)] = POOL.submit(default_paths, path, kind, parameter, context, e)
+                fut[("tags", side, e)] = POOL.submit(tags, path, kind, parameter, context, e)
+    if NATIVE:
+        fut["native"] = POOL.submit(run_native, program(a, kind, parameter, context))
     # KubeVela first validates the whole template value (errors anywhere, incomplete allowed).
-    va = run_cue(["vet", "-c=false"], program(a, kind, parameter, context))
-    vb = run_cue(["vet", "-c=false"], program(b, kind, parameter, context))
+    va = fut[("vet", "a")].result()
+    vb = fut[("vet", "b")].result()
     if (va[0] == 0) != (vb[0] == 0):
         ok = False
         notes.append(f"validate: ours={'ok' if va[0] == 0 else 'error'} kubevela={'ok' if vb[0] == 0 else 'error'}")
@@ -530,8 +555,8 @@ def compare(label, kind, name, parameter, context, exprs, results):
             notes.append("  ours:     " + va[2][:1500])
             notes.append("  kubevela: " + vb[2][:1500])
     for e in exprs:
-        ra = export(a, kind, parameter, context, e)
-        rb = export(b, kind, parameter, context, e)
+        ra = fut[("export", "a", e)].result()
+        rb = fut[("export", "b", e)].result()
         if rb[0] == "ok":
             rendered[e] = rb[1]
         if ra[0] == "ok":
@@ -551,16 +576,16 @@ def compare(label, kind, name, parameter, context, exprs, results):
                 notes.append("  ours:     " + (json.dumps(ra[1], sort_keys=True) if ra[0] == "ok" else str(ra[1])[:2000]))
                 notes.append("  kubevela: " + (json.dumps(rb[1], sort_keys=True) if rb[0] == "ok" else str(rb[1])[:2000]))
         if ra[0] == "ok" and rb[0] == "ok" and e in ("patch", "output"):
-            da, db = default_paths(a, kind, parameter, context, e), default_paths(b, kind, parameter, context, e)
+            da, db = fut[("defaults", "a", e)].result(), fut[("defaults", "b", e)].result()
             if da != db:
                 ok = False
                 notes.append(f"{e} defaults: ours only {sorted(set(da or []) - set(db or []))[:8]} kubevela only {sorted(set(db or []) - set(da or []))[:8]}")
-            ta, tb = tags(a, kind, parameter, context, e), tags(b, kind, parameter, context, e)
+            ta, tb = fut[("tags", "a", e)].result(), fut[("tags", "b", e)].result()
             if ta != tb:
                 ok = False
                 notes.append(f"{e} tags: ours={ta} kubevela={tb}")
     if NATIVE:
-        n = run_native(program(a, kind, parameter, context))
+        n = fut["native"].result()
         for e in exprs:
             mine = rendered_ours.get(e)
             if isinstance(n, dict):
@@ -575,6 +600,8 @@ def compare(label, kind, name, parameter, context, exprs, results):
     HEALTH_BUDGET[(kind, name)] = HEALTH_BUDGET.get((kind, name), 0) + 1
     if HEALTH_BUDGET[(kind, name)] <= HEALTH_CASES and ("output" in rendered or "outputs" in rendered):
         compare_health(kind, name, parameter, context.get("parameter"), context, rendered, results, label)
+    if ("export", "b", "output") in fut:
+        return fut[("export", "b", "output")].result()
     return export(b, kind, parameter, context, "output")
 
 
