@@ -518,7 +518,8 @@ impl Parser<'_> {
             self.placeholder(open.end)
         };
         self.eat_implicit_comma();
-        if self.expect(TokenKind::RParen, "')'").is_none() {
+        if self.eat(TokenKind::RParen).is_none() {
+            self.error_unclosed(open, "')'");
             self.skip_to_separator();
             self.eat(TokenKind::RParen);
         }
@@ -530,7 +531,7 @@ impl Parser<'_> {
         let open = self.bump();
         let decls = self.decls(super::DeclContext::Struct);
         if self.eat(TokenKind::RBrace).is_none() {
-            self.error_expected("'}' to close the struct");
+            self.error_unclosed(open, "'}'");
         }
         ast::StructLit {
             decls,
@@ -610,7 +611,7 @@ impl Parser<'_> {
             }
         }
         if self.eat(TokenKind::RBrack).is_none() {
-            self.error_expected("']' to close the list");
+            self.error_unclosed(open, "']'");
         }
         ast::ListLit {
             elems,

@@ -214,6 +214,31 @@ impl<'a> Parser<'a> {
         );
     }
 
+    /// Reports a missing closing bracket, pointing also at the opening one: when a `}` is
+    /// forgotten the parser only notices much later, often at the end of the file.
+    fn error_unclosed(&mut self, open: Token, closing: &str) {
+        let token = self.peek();
+        let found = self.describe(token);
+        let prefix = self.src.get(..open.start as usize).unwrap_or("");
+        let line = prefix.matches('\n').count() + 1;
+        let column = prefix
+            .rsplit('\n')
+            .next()
+            .map_or(0, |text| text.chars().count())
+            + 1;
+        let message = format!(
+            "expected {closing} to close the '{}' at {line}:{column}, found {found}",
+            self.text(open)
+        );
+        let before = self.errors.len();
+        self.error(self.token_span(token), message);
+        if self.errors.len() > before
+            && let Some(error) = self.errors.last_mut()
+        {
+            error.spans.push(Span::new(self.file, open.start, open.end));
+        }
+    }
+
     /// How a token is named in an error message.
     fn describe(&self, token: Token) -> String {
         match token.kind {

@@ -460,14 +460,14 @@ fn error_missing_value() {
 fn error_unclosed_struct_and_list() {
     check_errors(
         "a: {\n\tb: 1\n",
-        expect!["3:1: expected '}' to close the struct, found end of file"],
+        expect!["3:1: expected '}' to close the '{' at 1:4, found end of file"],
     );
     check_errors(
         "a: [1, 2\nb: 3\n",
         expect![[r#"
-        1:9: missing ',' before newline in list literal
-        2:2: expected ',' or ']' in list, found ':'
-        3:1: expected ']' to close the list, found end of file"#]],
+            1:9: missing ',' before newline in list literal
+            2:2: expected ',' or ']' in list, found ':'
+            3:1: expected ']' to close the '[' at 1:4, found end of file"#]],
     );
 }
 
@@ -536,6 +536,10 @@ fn error_strings() {
 
 #[test]
 fn error_operators_and_operands() {
+    check_errors(
+        "a: (1 + 2\nb: 3\n",
+        expect!["2:1: expected ')' to close the '(' at 1:4, found 'b'"],
+    );
     check_errors(
         "a: 1 +\n",
         expect!["2:1: expected expression after operator, found end of file"],
