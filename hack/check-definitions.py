@@ -477,6 +477,17 @@ def run_native(prog):
     return p.stderr.replace(d + "/", "").strip()
 
 
+def uses_cluster_version(kind, name):
+    """Whether either definition branches on the cluster version (then a dry-run context,
+    minor 0, and a live cluster's context give different objects)."""
+    return any(p and "clusterVersion" in open(p).read() for p in (ours(kind, name), theirs(kind, name)))
+
+
+def modern(context):
+    """The context a controller on a Kubernetes 1.30 cluster would pass."""
+    return dict(context, clusterVersion={"major": "1", "gitVersion": "v1.30.0", "platform": "linux/amd64", "minor": 30})
+
+
 def base_context(app, comp):
     return {
         "name": comp["name"],
@@ -665,6 +676,8 @@ def main():
             base = None
             if want and ours("component", ctype):
                 base = compare(label, "component", ctype, comp.get("properties") or {}, ctx, ["output", "outputs"], results)
+                if uses_cluster_version("component", ctype):
+                    compare(label + " [k8s 1.30]", "component", ctype, comp.get("properties") or {}, modern(ctx), ["output", "outputs"], results)
             elif theirs("component", ctype):
                 base = export(theirs("component", ctype), "component", comp.get("properties") or {}, ctx, "output")
             if base is None or base[0] != "ok":
@@ -680,6 +693,8 @@ def main():
                     continue
                 if ours("trait", tr["type"]):
                     compare(label + "/" + tr["type"], "trait", tr["type"], tr.get("properties"), tctx, ["patch", "outputs", "patchOutputs", "errs"], results)
+                    if uses_cluster_version("trait", tr["type"]):
+                        compare(label + "/" + tr["type"] + " [k8s 1.30]", "trait", tr["type"], tr.get("properties"), modern(tctx), ["patch", "outputs", "patchOutputs", "errs"], results)
 
     # Policies and workflow steps: the parameter schemas accept and default the same way.
     for src, app in load_apps():
