@@ -295,7 +295,7 @@ fn call_inner(a: &mut Args<'_, '_>) -> Result<R, Error> {
                     other => Err(a.type_error(0, other, "list, struct, string or bytes")),
                 };
             }
-            let v = a.engine.to_vertex(r, span)?;
+            let v = a.engine.vertex_of(r, span)?;
             let v = a.engine.concrete_vertex(v, span)?;
             if let Some(e) = a.engine.vs[v as usize].errors.first() {
                 return Err(e.clone());
@@ -733,7 +733,7 @@ fn list(a: &mut Args<'_, '_>) -> Result<R, Error> {
             a.arity(2)?;
             let items = a.list(0)?;
             let (needle_r, needle_span) = a.values[1].clone();
-            let needle_v = a.engine.to_vertex(needle_r, needle_span)?;
+            let needle_v = a.engine.vertex_of(needle_r, needle_span)?;
             let needle = vertex_json(a.engine, needle_v, needle_span, 0)?;
             let mut found = false;
             for item in items {
@@ -1008,7 +1008,7 @@ fn json(a: &mut Args<'_, '_>) -> Result<R, Error> {
         "json.Marshal" => {
             a.arity(1)?;
             let (r, s) = a.values[0].clone();
-            let v = a.engine.to_vertex(r, s)?;
+            let v = a.engine.vertex_of(r, s)?;
             let j = vertex_json(a.engine, v, s, 0)?;
             string(serde_json::to_string(&j).map_err(|e| a.fail(e.to_string()))?)
         }
@@ -1117,7 +1117,7 @@ fn yaml(a: &mut Args<'_, '_>) -> Result<R, Error> {
         "yaml.Marshal" => {
             a.arity(1)?;
             let (r, s) = a.values[0].clone();
-            let v = a.engine.to_vertex(r, s)?;
+            let v = a.engine.vertex_of(r, s)?;
             let j = vertex_json(a.engine, v, s, 0)?;
             string(yaml_text(&j).map_err(|e| a.fail(e))?)
         }

@@ -61,7 +61,6 @@ pub enum ConjKind<'a> {
     ListOf(Rc<Vec<VId>>, Span),
     Validator(Validator, Span),
     Kinds(KindSet, Span),
-    Error(Error),
 }
 
 #[derive(Debug, Clone)]
@@ -712,7 +711,6 @@ impl<'a> Engine<'a> {
                     );
                 }
             }
-            ConjKind::Error(error) => self.add_error(v, error),
         }
     }
 
@@ -1411,7 +1409,7 @@ impl<'a> Engine<'a> {
                 span,
             } => {
                 let r = self.eval_expr(source, env);
-                let src = self.to_vertex(r, source.span())?;
+                let src = self.vertex_of(r, source.span())?;
                 let src = self.concrete_vertex(src, *span)?;
                 let items: Vec<(Atom, VId)> = if let Some(list) = &self.v(src).list {
                     list.elems
@@ -1770,11 +1768,14 @@ impl<'a> Engine<'a> {
         if self.v(v).alts.is_some() {
             return errors;
         }
+        // Optional fields are not descended into: nothing fills them, and recursive
+        // definitions (`#L: {next?: #L}`) would never end.
         let children: Vec<VId> = self
             .v(v)
             .arcs
             .iter()
             .map(|(_, a)| *a)
+            .filter(|a| self.v(*a).field != FieldKind::Optional)
             .chain(self.v(v).list.iter().flat_map(|l| l.elems.iter().copied()))
             .collect();
         for child in children {
@@ -2150,7 +2151,7 @@ impl<'a> Engine<'a> {
 
     /// `x.label` or `x["label"]`.
     fn select(&mut self, base: R, sym: Sym, span: Span) -> R {
-        let base = match self.to_vertex(base, span) {
+        let base = match self.vertex_of(base, span) {
             Ok(v) => v,
             Err(e) => return R::Err(e),
         };
@@ -2217,7 +2218,7 @@ impl<'a> Engine<'a> {
 
     fn index_list(&mut self, base: R, i: i64, span: Span) -> R {
         let base = match self
-            .to_vertex(base, span)
+            .vertex_of(base, span)
             .and_then(|v| self.concrete_vertex(v, span))
         {
             Ok(v) => v,
@@ -2252,7 +2253,7 @@ impl<'a> Engine<'a> {
         span: Span,
     ) -> R {
         let base_r = self.eval_expr(base, env);
-        let mut bound = |this: &mut Self, e: Option<&'a Expr>| -> Result<Option<i64>, Error> {
+        let bound = |this: &mut Self, e: Option<&'a Expr>| -> Result<Option<i64>, Error> {
             match e {
                 None => Ok(None),
                 Some(e) => {
@@ -2350,7 +2351,7 @@ impl<'a> Engine<'a> {
         }
     }
 
-    pub fn to_vertex(&mut self, r: R, span: Span) -> Result<VId, Error> {
+    pub fn vertex_of(&mut self, r: R, span: Span) -> Result<VId, Error> {
         match r {
             R::V(v) => Ok(v),
             R::Err(e) => Err(e),
@@ -2388,7 +2389,7 @@ impl<'a> Engine<'a> {
 
     /// The elements of a list value.
     pub fn list_items(&mut self, r: R, span: Span) -> Result<Vec<VId>, Error> {
-        let v = self.to_vertex(r, span)?;
+        let v = self.vertex_of(r, span)?;
         let v = self.concrete_vertex(v, span)?;
         if let Some(error) = self.v(v).errors.first() {
             return Err(error.clone());
@@ -2418,7 +2419,7 @@ impl<'a> Engine<'a> {
 
     /// The regular fields of a struct value.
     pub fn struct_fields(&mut self, r: R, span: Span) -> Result<Vec<(Sym, VId)>, Error> {
-        let v = self.to_vertex(r, span)?;
+        let v = self.vertex_of(r, span)?;
         let v = self.concrete_vertex(v, span)?;
         if let Some(error) = self.v(v).errors.first() {
             return Err(error.clone());
@@ -2482,7 +2483,7 @@ impl<'a> Engine<'a> {
                 } else if vertex.struct_hint && vertex.shape.kinds == KindSet::TOP {
                     (
                         ErrorKind::Conflict,
-                        "invalid operand {} (expected a scalar)".replace("{}", "{}"),
+                        "invalid operand {...} (expected a scalar)".to_owned(),
                     )
                 } else {
                     (
@@ -2858,7 +2859,6 @@ fn conj_span(kind: &ConjKind<'_>) -> Span {
         | ConjKind::ListOf(_, s)
         | ConjKind::Validator(_, s)
         | ConjKind::Kinds(_, s) => *s,
-        ConjKind::Error(e) => e.span().unwrap_or_default(),
     }
 }
 
@@ -3047,7 +3047,7 @@ pub fn binary_atoms(op: BinaryOp, a: &Atom, b: &Atom, span: Span) -> Result<Atom
             },
         },
         BinaryOp::Div => match (a.as_f64(), b.as_f64()) {
-            (Some(_), Some(y)) if y == 0.0 => Err(Error::new(
+            (Some(_), Some(0.0)) => Err(Error::new(
                 ErrorKind::Conflict,
                 "failed arithmetic: division by zero",
                 span,

@@ -40,23 +40,11 @@ impl Evaluator {
 
     /// Unifies `files` as one package and `injections` into their top-level fields.
     pub fn evaluate(&self, files: &[&ast::File], injections: &[Injection<'_>]) -> Value {
-        let t0 = std::time::Instant::now();
         let mut engine = engine::Engine::new();
         engine.load(files, injections);
-        let t1 = std::time::Instant::now();
-        engine.eval_vertex(engine::ROOT);
-        let t2 = std::time::Instant::now();
         let root = node::build(&mut engine, engine::ROOT);
-        let t3 = std::time::Instant::now();
-        if std::env::var_os("CUE_STATS").is_some() {
-            eprintln!(
-                "{} load {:?} root {:?} build {:?} size {}",
-                engine.stats(),
-                t1 - t0,
-                t2 - t1,
-                t3 - t2,
-                std::mem::size_of::<engine::Vertex<'_>>()
-            );
+        if stats_enabled() {
+            eprintln!("cue: {}", engine.stats());
         }
         Value {
             node: root,
@@ -64,6 +52,12 @@ impl Evaluator {
             path: Rc::new(Vec::new()),
         }
     }
+}
+
+/// Whether `CUE_STATS` asks for arena sizes on stderr (read once).
+fn stats_enabled() -> bool {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ENABLED.get_or_init(|| std::env::var_os("CUE_STATS").is_some())
 }
 
 /// An evaluated value. Cheap to clone; owns the evaluation it came from.

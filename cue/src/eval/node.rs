@@ -43,10 +43,21 @@ pub struct NField {
 
 /// Evaluates `v` completely and converts it.
 pub fn build(engine: &mut Engine<'_>, v: VId) -> Rc<Node> {
-    build_at(engine, v, 0)
+    build_at(engine, v, 0, 0)
 }
 
-fn build_at(engine: &mut Engine<'_>, v: VId, depth: u32) -> Rc<Node> {
+/// Optional fields nested this deep in optional fields are not expanded: they only hold
+/// schema (recursive definitions such as `#L: {next?: #L}` would never end).
+const MAX_OPTIONAL_DEPTH: u32 = 3;
+
+fn build_at(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32) -> Rc<Node> {
+    if optional_depth > MAX_OPTIONAL_DEPTH {
+        return Rc::new(Node::Incomplete {
+            kinds: KindSet::TOP,
+            text: "_".to_owned(),
+            span: engine.vs[v as usize].span,
+        });
+    }
     engine.eval_vertex(v);
     let v = engine.deref(v);
     if depth > MAX_DEPTH {
@@ -70,7 +81,7 @@ fn build_at(engine: &mut Engine<'_>, v: VId, depth: u32) -> Rc<Node> {
         };
         let nodes = alts
             .iter()
-            .map(|(a, _)| build_at(engine, *a, depth + 1))
+            .map(|(a, _)| build_at(engine, *a, depth + 1, optional_depth))
             .collect();
         return Rc::new(Node::Disj {
             alts: nodes,
@@ -82,7 +93,7 @@ fn build_at(engine: &mut Engine<'_>, v: VId, depth: u32) -> Rc<Node> {
         let elems = list
             .elems
             .iter()
-            .map(|e| build_at(engine, *e, depth + 1))
+            .map(|e| build_at(engine, *e, depth + 1, optional_depth))
             .collect();
         return Rc::new(Node::List { elems, open });
     }
@@ -95,7 +106,8 @@ fn build_at(engine: &mut Engine<'_>, v: VId, depth: u32) -> Rc<Node> {
         let mut fields = Vec::with_capacity(arcs.len());
         for (sym, arc) in arcs {
             let label = engine.syms[sym as usize].clone();
-            let node = build_at(engine, arc, depth + 1);
+            let opt = u32::from(engine.vs[arc as usize].field == FieldKind::Optional);
+            let node = build_at(engine, arc, depth + 1, optional_depth + opt);
             let a = &engine.vs[arc as usize];
             let doc = if a.docs.is_empty() {
                 no_doc.clone()
@@ -256,7 +268,7 @@ pub fn to_json(
         Node::Disj { alts, default } => match default.and_then(|d| alts.get(d)) {
             Some(d) => to_json(d, path, errors),
             None => {
-                let texts: Vec<String> = alts.iter().map(|a| text_of(a)).collect();
+                let texts: Vec<String> = alts.iter().map(text_of).collect();
                 errors.push(Error {
                     kind: ErrorKind::Incomplete,
                     message: format!("incomplete value {}", texts.join(" | ")),

@@ -484,10 +484,6 @@ impl Shape {
         }
         parts.join(" & ")
     }
-
-    pub fn is_concrete_atom(&self) -> bool {
-        self.atom.is_some()
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,191 @@
+//! The evaluator's public API beyond JSON export: lookup, fields, doc comments, validate,
+//! the syntax-like export used by trait patching, injections, and the unsupported-construct
+//! contract.
+
+use cue::{ErrorKind, Exported, KindSet};
+
+fn eval(source: &str) -> cue::Value {
+    let parsed = cue::parse_file(cue::FileId(0), source);
+    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+    cue::Evaluator::new().evaluate(&[&parsed.file], &[])
+}
+
+#[test]
+fn evaluator_is_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<cue::Evaluator>();
+}
+
+#[test]
+fn docs_come_from_the_defining_fields() {
+    let value = eval(
+        "patch: spec: {\n\t// +patchKey=name\n\tcontainers: [{name: \"a\"}]\n}\n// +patchStrategy=retainKeys\nshort: a: b: 1\nx: {\n\t// first\n\ty: 1\n}\nx: {\n\t// second\n\ty: 1\n}\n",
+    );
+    let containers = value.lookup(&["patch", "spec", "containers"]).unwrap();
+    assert_eq!(containers.doc(), vec!["+patchKey=name".to_owned()]);
+    // A doc comment before a shorthand chain belongs to the innermost field.
+    assert_eq!(
+        value.lookup(&["short", "a", "b"]).unwrap().doc(),
+        vec!["+patchStrategy=retainKeys".to_owned()]
+    );
+    assert!(value.lookup(&["short"]).unwrap().doc().is_empty());
+    // Several conjuncts: docs of all of them.
+    assert_eq!(
+        value.lookup(&["x", "y"]).unwrap().doc(),
+        vec!["first".to_owned(), "second".to_owned()]
+    );
+}
+
+#[test]
+fn fields_iterates_regular_fields_in_order() {
+    let value = eval("b: 1\na: 2\n_h: 3\n#D: 4\no?: 5\nr: {x: 1}\n");
+    let labels: Vec<String> = value.fields().into_iter().map(|(l, _)| l).collect();
+    assert_eq!(labels, ["b", "a", "r"]);
+    assert_eq!(
+        value.lookup(&["_h"]).unwrap().to_json().unwrap(),
+        serde_json::json!(3)
+    );
+    assert_eq!(
+        value.lookup(&["#D"]).unwrap().to_json().unwrap(),
+        serde_json::json!(4)
+    );
+    assert!(value.lookup(&["missing"]).is_none());
+}
+
+#[test]
+fn export_keeps_defaults_constraints_and_optional_fields() {
+    let value = eval("a: *\"x\" | string\nb: >=1 & <=10\nc?: int\nd: [...string]\ne: \"v\"\n");
+    let Exported::Struct(fields) = value.export() else {
+        panic!("not a struct")
+    };
+    let get = |label: &str| fields.iter().find(|f| f.label == label).unwrap().clone();
+    match get("a").value {
+        Exported::Default { default, others } => {
+            assert_eq!(*default, Exported::Scalar(serde_json::json!("x")));
+            assert_eq!(others.len(), 1);
+            assert!(
+                matches!(&others[0], Exported::Incomplete(c) if c.text == "string" && c.kinds == KindSet::STRING)
+            );
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(matches!(get("b").value, Exported::Incomplete(c) if c.text == ">=1 & <=10"));
+    let c = get("c");
+    assert!(c.optional);
+    assert!(matches!(c.value, Exported::Incomplete(k) if k.text == "int"));
+    assert!(matches!(get("d").value, Exported::List { ref elems, open: true } if elems.is_empty()));
+    assert_eq!(get("e").value, Exported::Scalar(serde_json::json!("v")));
+}
+
+#[test]
+fn validate_reports_errors_but_not_incompleteness() {
+    let value = eval("a: int\nb: 1 & 2\n_h: \"x\" & \"y\"\n#D: {f: 1}\n#D: {f: 2}\n");
+    let errors = value.validate();
+    let paths: Vec<String> = errors.iter().map(|e| e.path_string()).collect();
+    assert!(paths.contains(&"b".to_owned()), "{errors:?}");
+    assert!(paths.contains(&"_h".to_owned()), "{errors:?}");
+    assert!(paths.contains(&"#D.f".to_owned()), "{errors:?}");
+    assert!(errors.iter().all(|e| e.kind == ErrorKind::Conflict));
+    assert!(eval("a: int\nb: string\n").validate().is_empty());
+}
+
+#[test]
+fn to_json_reports_every_error_with_path_and_position() {
+    let source = "a: int\nb: 1\nb: 2\nc: {d: string}\n";
+    let errors = eval(source).to_json().unwrap_err();
+    let rendered: Vec<String> = errors
+        .iter()
+        .map(|e| format!("{}: {}", e.path_string(), e.message))
+        .collect();
+    assert_eq!(
+        rendered,
+        [
+            "a: incomplete value int",
+            "b: conflicting values 1 and 2",
+            "c.d: incomplete value string"
+        ]
+    );
+    let index = cue::LineIndex::new(source);
+    let b = &errors[1];
+    assert_eq!(b.kind, ErrorKind::Conflict);
+    let lines: Vec<u32> = b
+        .spans
+        .iter()
+        .map(|s| index.line_col(s.start).line)
+        .collect();
+    assert_eq!(lines, [2, 3]);
+}
+
+#[test]
+fn injections_unify_into_top_level_fields() {
+    let parsed = cue::parse_file(
+        cue::FileId(0),
+        "parameter: {image: string, port: *80 | int}\ncontext: {name: string}\noutput: {name: context.name, image: parameter.image, port: parameter.port}\n",
+    );
+    let parameter = serde_json::json!({"image": "nginx"});
+    let context = serde_json::json!({"name": "web"});
+    let span = cue::Span::default();
+    let value = cue::Evaluator::new().evaluate(
+        &[&parsed.file],
+        &[
+            cue::Injection {
+                field: "parameter",
+                value: &parameter,
+                span,
+            },
+            cue::Injection {
+                field: "context",
+                value: &context,
+                span,
+            },
+        ],
+    );
+    assert_eq!(
+        value.lookup(&["output"]).unwrap().to_json().unwrap(),
+        serde_json::json!({"name": "web", "image": "nginx", "port": 80})
+    );
+    let bad = serde_json::json!({"image": 3});
+    let value = cue::Evaluator::new().evaluate(
+        &[&parsed.file],
+        &[cue::Injection {
+            field: "parameter",
+            value: &bad,
+            span,
+        }],
+    );
+    let errors = value.validate();
+    assert_eq!(errors[0].path_string(), "parameter.image");
+    assert_eq!(errors[0].kind, ErrorKind::Conflict);
+}
+
+#[test]
+fn vela_imports_are_unsupported_at_the_use_site() {
+    let source = "import \"vela/kube\"\n\napply: kube.#Apply & {value: {}}\nother: 1\n";
+    let value = eval(source);
+    let errors = value.to_json().unwrap_err();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].kind, ErrorKind::Unsupported);
+    assert_eq!(errors[0].message, "unsupported: import \"vela/kube\"");
+    let at = cue::LineIndex::new(source).line_col(errors[0].span().unwrap().start);
+    assert_eq!((at.line, at.column), (3, 8));
+    assert_eq!(
+        value.lookup(&["other"]).unwrap().to_json().unwrap(),
+        serde_json::json!(1)
+    );
+}
+
+#[test]
+fn reference_cycles_and_deep_structures_do_not_overflow() {
+    let value = eval(
+        "a: b\nb: c\nc: a\nd: {e: d}\n#L: {next?: #L, v: int}\nl: #L & {v: 1, next: {v: 2}}\n",
+    );
+    let errors = value.to_json().unwrap_err();
+    assert!(
+        errors.iter().any(|e| e.message == "structural cycle"),
+        "{errors:?}"
+    );
+    assert_eq!(
+        value.lookup(&["l"]).unwrap().to_json().unwrap(),
+        serde_json::json!({"v": 1, "next": {"v": 2}})
+    );
+}
