@@ -102,7 +102,7 @@ pub fn render_snapshot(
     let rendered: Vec<(RenderedApp, Vec<std::sync::Arc<Definition>>)> = loaded
         .apps
         .par_iter()
-        .map(|app| render::render_app(app, &loaded.definitions, &evaluator))
+        .map(|app| render::render_app(app, &loaded.definitions, &loaded.standalone, &evaluator))
         .collect();
     let mut diagnostics = loaded.diagnostics;
     diagnostics.extend(definitions.diagnostics().iter().cloned());

@@ -95,6 +95,11 @@ pub const RULES: &[Rule] = &[
         "no TraitDefinition has the trait's type",
     ),
     rule(
+        "unknown-workflow",
+        Severity::Error,
+        "`workflow.ref` names a Workflow that is not in the app's namespace",
+    ),
+    rule(
         "unsupported-definition",
         Severity::Error,
         "the definition needs a cluster or provider (`vela/*` imports, ref-objects) or has no CUE template",

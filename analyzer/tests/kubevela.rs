@@ -662,3 +662,37 @@ fn fixture_dry_run_with_custom_policy() {
         &[],
     );
 }
+
+#[test]
+fn fixture_dry_run_with_workflow_ref() {
+    // FIXTURES: references/cli testing-dry-run-4.yaml: `workflow.ref` names the standalone
+    // Workflow `testing-wf`, whose deploy step names the standalone topology Policy.
+    let (output, sources) = render_with_only(
+        &[
+            "references/cli/test-data/dry-run/testing-dry-run-4.yaml",
+            "references/cli/test-data/dry-run/testing-policy.yaml",
+            "references/cli/test-data/dry-run/testing-wf.yaml",
+        ],
+        &[
+            WEBSERVICE_CR,
+            "charts/vela-core/templates/defwithtemplate/deploy.yaml",
+        ],
+        &RenderOptions::default(),
+    );
+    assert_clean(&output, &sources);
+    assert_substrings(
+        &vela_print(&output),
+        &["name: testing-dryrun", "kind: Deployment"],
+        &[],
+    );
+    // Without the Workflow object the reference is an error at `workflow.ref`.
+    let (output, sources) = render_with_only(
+        &["references/cli/test-data/dry-run/testing-dry-run-4.yaml"],
+        &[WEBSERVICE_CR],
+        &RenderOptions::default(),
+    );
+    assert_eq!(
+        common::diagnostics_text(&output, &sources),
+        "error[unknown-workflow] apps/0-testing-dry-run-4.yaml:12:10: workflow `testing-wf` not found in namespace `default` [app default/testing-app]\n"
+    );
+}

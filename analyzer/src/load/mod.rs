@@ -18,9 +18,19 @@ pub(crate) mod definition_yaml;
 pub(crate) mod yaml;
 
 use crate::definitions::Definitions;
-use crate::model::DefinitionKind;
+use std::collections::BTreeMap;
+
+use crate::model::{DefinitionKind, Policy, WorkflowStep};
 use crate::{Diagnostic, Snapshot, SourceMap};
 use application::{LoadedApp, NamespaceRules, load_application};
+
+/// Standalone `Workflow` and `Policy` objects (`core.oam.dev/v1alpha1`), by namespace and name:
+/// an Application's `workflow.ref` and its deploy steps' policy names resolve against them.
+#[derive(Debug, Default)]
+pub(crate) struct Standalone {
+    pub(crate) workflows: BTreeMap<(String, String), Vec<WorkflowStep>>,
+    pub(crate) policies: BTreeMap<(String, String), Policy>,
+}
 
 /// Everything loaded from one snapshot.
 #[derive(Debug)]
@@ -31,6 +41,7 @@ pub(crate) struct Loaded {
     /// Problems not tied to one app.
     pub(crate) diagnostics: Vec<Diagnostic>,
     pub(crate) sources: SourceMap,
+    pub(crate) standalone: Standalone,
 }
 
 /// Files the agent itself reads; never treated as manifests.
@@ -49,6 +60,7 @@ pub(crate) fn load_snapshot(
     let mut files: Vec<&crate::SourceFile> = snapshot.files.iter().collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
     let mut repo_definitions = Vec::new();
+    let mut standalone = Standalone::default();
     for source in files {
         let path = source.path.trim_start_matches("./");
         if is_ignored(path) {
@@ -64,6 +76,7 @@ pub(crate) fn load_snapshot(
                 &mut sources,
                 &mut apps,
                 &mut repo_definitions,
+                &mut standalone,
                 &mut diagnostics,
             );
         } else if path.ends_with(".cue") && is_under_definitions(path) {
@@ -87,6 +100,7 @@ pub(crate) fn load_snapshot(
         definitions,
         diagnostics,
         sources,
+        standalone,
     }
 }
 
@@ -146,6 +160,7 @@ fn load_yaml_file(
     sources: &mut SourceMap,
     apps: &mut Vec<LoadedApp>,
     definitions: &mut Vec<crate::model::Definition>,
+    standalone: &mut Standalone,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     let documents = match yaml::parse_documents(file, text) {
@@ -199,6 +214,8 @@ fn load_yaml_file(
                 Ok(definition) => definitions.push(definition),
                 Err(diagnostic) => diagnostics.push(diagnostic),
             }
+        } else if is_oam && (kind == "Workflow" || kind == "Policy") {
+            load_standalone(kind, &document, namespaces, standalone, diagnostics);
         } else if path.starts_with("apps/") || path.contains("/apps/") {
             diagnostics.push(Diagnostic::warning(
                 "unknown-kind",
@@ -206,5 +223,58 @@ fn load_yaml_file(
                 Some(document.positions.value_span("/kind")),
             ));
         }
+    }
+}
+
+/// A standalone `Workflow` (`steps` at the top level) or `Policy` (`type` and `properties` at
+/// the top level), KubeVela's `core.oam.dev/v1alpha1` shapes.
+fn load_standalone(
+    kind: &str,
+    document: &yaml::YamlDocument,
+    namespaces: &NamespaceRules<'_>,
+    standalone: &mut Standalone,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let value = &document.value;
+    let name = value
+        .pointer("/metadata/name")
+        .and_then(serde_json::Value::as_str);
+    let Some(name) = name.filter(|name| !name.is_empty()) else {
+        diagnostics.push(Diagnostic::error(
+            "missing-field",
+            format!("{kind} has no `metadata.name`"),
+            Some(document.positions.key_span("/metadata/name")),
+        ));
+        return;
+    };
+    let namespace = namespaces
+        .forced
+        .or_else(|| {
+            value
+                .pointer("/metadata/namespace")
+                .and_then(serde_json::Value::as_str)
+        })
+        .unwrap_or(namespaces.default)
+        .to_owned();
+    let key = (namespace, name.to_owned());
+    let result = if kind == "Workflow" {
+        let steps = value.get("steps").cloned().unwrap_or_default();
+        application::from_json_with_path::<Vec<WorkflowStep>>(&steps)
+            .map(|steps| {
+                standalone.workflows.insert(key, steps);
+            })
+            .map_err(|(pointer, message)| (format!("/steps{pointer}"), message))
+    } else {
+        application::from_json_with_path::<Policy>(value).map(|mut policy| {
+            policy.name = name.to_owned();
+            standalone.policies.insert(key, policy);
+        })
+    };
+    if let Err((pointer, message)) = result {
+        diagnostics.push(Diagnostic::error(
+            "invalid-field",
+            format!("{kind} `{name}`: {message}"),
+            Some(document.positions.value_span(&pointer)),
+        ));
     }
 }

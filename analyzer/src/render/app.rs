@@ -11,6 +11,7 @@ use super::custom_policy::render_custom_policies;
 use super::patch::ConstraintCheck;
 use super::policies::{EffectiveComponent, effective_components};
 use crate::definitions::Definitions;
+use crate::load::Standalone;
 use crate::load::application::LoadedApp;
 use crate::model::{Definition, DefinitionKind};
 use crate::{Diagnostic, RenderedApp, Severity};
@@ -19,10 +20,11 @@ use crate::{Diagnostic, RenderedApp, Severity};
 pub(crate) fn render_app(
     loaded: &LoadedApp,
     definitions: &Definitions,
+    standalone: &Standalone,
     evaluator: &Evaluator,
 ) -> (RenderedApp, Vec<Arc<Definition>>) {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        render_app_inner(loaded, definitions, evaluator)
+        render_app_inner(loaded, definitions, standalone, evaluator)
     }));
     match result {
         Ok(result) => result,
@@ -60,12 +62,13 @@ pub(crate) fn render_app(
 fn render_app_inner(
     loaded: &LoadedApp,
     definitions: &Definitions,
+    standalone: &Standalone,
     evaluator: &Evaluator,
 ) -> (RenderedApp, Vec<Arc<Definition>>) {
     let mut diagnostics = loaded.diagnostics.clone();
     let positions = &loaded.document.positions;
     let mut used: Vec<Arc<Definition>> = Vec::new();
-    let effective = match effective_components(loaded) {
+    let effective = match effective_components(loaded, standalone) {
         Ok((effective, warnings)) => {
             diagnostics.extend(warnings);
             effective

@@ -16,8 +16,9 @@
 use serde_json::{Map, Value};
 
 use crate::Diagnostic;
+use crate::load::Standalone;
 use crate::load::application::LoadedApp;
-use crate::model::{Component, Trait};
+use crate::model::{Component, Policy, Trait, WorkflowStep};
 
 /// A component as rendered, after overrides, with where it is declared.
 #[derive(Debug, Clone)]
@@ -34,8 +35,10 @@ pub(crate) struct EffectiveComponent {
 /// A deploy step naming a policy that does not exist, or topologies with different overrides.
 pub(crate) fn effective_components(
     loaded: &LoadedApp,
+    standalone: &Standalone,
 ) -> Result<(Vec<EffectiveComponent>, Vec<Diagnostic>), Vec<Diagnostic>> {
     let spec = &loaded.app.spec;
+    let namespace = &loaded.app_ref.namespace;
     let positions = &loaded.document.positions;
     let mut components: Vec<EffectiveComponent> = spec
         .components
@@ -46,8 +49,25 @@ pub(crate) fn effective_components(
             pointer: format!("/spec/components/{index}"),
         })
         .collect();
-    let policy_index = |name: &str| spec.policies.iter().position(|policy| policy.name == name);
-    let is_type = |index: usize, policy_type: &str| spec.policies[index].policy_type == policy_type;
+    // The app's own policies, then standalone Policy objects of its namespace (KubeVela looks
+    // a deploy step's policy up in the Application first).
+    let mut all_policies: Vec<&Policy> = spec.policies.iter().collect();
+    all_policies.extend(
+        standalone
+            .policies
+            .iter()
+            .filter(|((policy_namespace, name), _)| {
+                policy_namespace == namespace && !spec.policies.iter().any(|p| p.name == *name)
+            })
+            .map(|(_, policy)| policy),
+    );
+    let policy_index = |name: &str| all_policies.iter().position(|policy| policy.name == name);
+    let is_type = |index: usize, policy_type: &str| all_policies[index].policy_type == policy_type;
+    let workflow_ref = spec
+        .workflow
+        .as_ref()
+        .and_then(|workflow| workflow.workflow_ref.as_deref())
+        .filter(|name| !name.is_empty());
 
     // (override policy indexes, topology present) per deploy step.
     let mut deploy_steps: Vec<(Vec<String>, String)> = Vec::new();
@@ -55,8 +75,40 @@ pub(crate) fn effective_components(
         .workflow
         .as_ref()
         .is_some_and(|workflow| !workflow.steps.is_empty());
-    if explicit_steps {
-        for (step_index, step) in spec.workflow.iter().flat_map(|w| &w.steps).enumerate() {
+    let steps: Vec<(&WorkflowStep, String)> = if explicit_steps {
+        spec.workflow
+            .iter()
+            .flat_map(|workflow| &workflow.steps)
+            .enumerate()
+            .map(|(index, step)| {
+                (
+                    step,
+                    format!("/spec/workflow/steps/{index}/properties/policies"),
+                )
+            })
+            .collect()
+    } else if let Some(name) = workflow_ref {
+        match standalone
+            .workflows
+            .get(&(namespace.clone(), name.to_owned()))
+        {
+            Some(steps) => steps
+                .iter()
+                .map(|step| (step, "/spec/workflow/ref".to_owned()))
+                .collect(),
+            None => {
+                return Err(vec![Diagnostic::error(
+                    "unknown-workflow",
+                    format!("workflow `{name}` not found in namespace `{namespace}`"),
+                    Some(positions.value_span("/spec/workflow/ref")),
+                )]);
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    if explicit_steps || workflow_ref.is_some() {
+        for (step, pointer) in steps {
             if step.step_type != "deploy" {
                 continue;
             }
@@ -72,10 +124,7 @@ pub(crate) fn effective_components(
                         .collect()
                 })
                 .unwrap_or_default();
-            deploy_steps.push((
-                names,
-                format!("/spec/workflow/steps/{step_index}/properties/policies"),
-            ));
+            deploy_steps.push((names, pointer));
         }
     } else {
         let overrides: Vec<String> = spec
@@ -134,20 +183,17 @@ pub(crate) fn effective_components(
     if !errors.is_empty() {
         return Err(errors);
     }
-    let (chosen, warnings) = choose_placement(loaded, &variants)?;
+    let (chosen, warnings) = choose_placement(loaded, &all_policies, &variants)?;
     let variants = [chosen];
     for policy in variants.first().into_iter().flatten() {
         let pointer = format!("/spec/policies/{policy}/properties");
-        let properties = spec.policies[*policy]
-            .properties
-            .clone()
-            .unwrap_or_default();
+        let properties = all_policies[*policy].properties.clone().unwrap_or_default();
         components = apply_override(components, &properties, &pointer).map_err(|message| {
             vec![Diagnostic::error(
                 "invalid-properties",
                 format!(
                     "override policy `{}`: {message}",
-                    spec.policies[*policy].name
+                    all_policies[*policy].name
                 ),
                 Some(positions.value_span(&pointer)),
             )]
@@ -162,9 +208,9 @@ pub(crate) fn effective_components(
 /// clusters), with a warning for each other placement that is not rendered.
 fn choose_placement(
     loaded: &LoadedApp,
+    all_policies: &[&Policy],
     variants: &[(Option<usize>, Vec<usize>)],
 ) -> Result<(Vec<usize>, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let spec = &loaded.app.spec;
     let positions = &loaded.document.positions;
     let mut distinct: Vec<&Vec<usize>> = variants.iter().map(|(_, overrides)| overrides).collect();
     distinct.dedup();
@@ -178,7 +224,7 @@ fn choose_placement(
         let Some(topology) = topology else {
             return true;
         };
-        let properties = spec.policies[topology].properties.as_ref();
+        let properties = all_policies[topology].properties.as_ref();
         let clusters = properties
             .and_then(|p| p.get("clusters"))
             .and_then(Value::as_array);
@@ -216,7 +262,7 @@ fn choose_placement(
                 format!(
                     "topology `{}` places this app on other clusters with different overrides; \
                      only the local cluster's placement is rendered",
-                    spec.policies[topology].name
+                    all_policies[topology].name
                 ),
                 Some(positions.value_span(&format!("/spec/policies/{topology}"))),
             )

@@ -1,0 +1,112 @@
+//! The API versions Kubernetes removed or deprecated, from the upstream deprecation guide
+//! (<https://kubernetes.io/docs/reference/using-api/deprecation-guide/>), with the release
+//! that removed each and its replacement. Used by `removed-api-version` and
+//! `deprecated-api-version`.
+
+/// The Kubernetes release the analysis targets (`1.34`).
+pub(crate) const TARGET_VERSION: (u32, u32) = (1, 34);
+
+/// One retired `(apiVersion, kind)`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RetiredApi {
+    pub(crate) api_version: &'static str,
+    pub(crate) kind: &'static str,
+    /// The minor release of 1.x that deprecated it.
+    pub(crate) deprecated_in: u32,
+    /// The minor release of 1.x that stopped serving it; `None` when no removal is planned.
+    pub(crate) removed_in: Option<u32>,
+    pub(crate) replacement: &'static str,
+}
+
+const fn retired(
+    api_version: &'static str,
+    kind: &'static str,
+    deprecated_in: u32,
+    removed_in: Option<u32>,
+    replacement: &'static str,
+) -> RetiredApi {
+    RetiredApi {
+        api_version,
+        kind,
+        deprecated_in,
+        removed_in,
+        replacement,
+    }
+}
+
+/// Every entry of the deprecation guide, by removal release.
+pub(crate) const RETIRED_APIS: &[RetiredApi] = &[
+    // v1.16
+    retired("extensions/v1beta1", "Deployment", 9, Some(16), "apps/v1"),
+    retired("apps/v1beta1", "Deployment", 9, Some(16), "apps/v1"),
+    retired("apps/v1beta2", "Deployment", 9, Some(16), "apps/v1"),
+    retired("extensions/v1beta1", "DaemonSet", 9, Some(16), "apps/v1"),
+    retired("apps/v1beta2", "DaemonSet", 9, Some(16), "apps/v1"),
+    retired("extensions/v1beta1", "ReplicaSet", 9, Some(16), "apps/v1"),
+    retired("apps/v1beta1", "ReplicaSet", 9, Some(16), "apps/v1"),
+    retired("apps/v1beta2", "ReplicaSet", 9, Some(16), "apps/v1"),
+    retired("apps/v1beta1", "StatefulSet", 9, Some(16), "apps/v1"),
+    retired("apps/v1beta2", "StatefulSet", 9, Some(16), "apps/v1"),
+    retired("extensions/v1beta1", "NetworkPolicy", 9, Some(16), "networking.k8s.io/v1"),
+    retired("extensions/v1beta1", "PodSecurityPolicy", 10, Some(16), "policy/v1beta1"),
+    // v1.22
+    retired("admissionregistration.k8s.io/v1beta1", "MutatingWebhookConfiguration", 16, Some(22), "admissionregistration.k8s.io/v1"),
+    retired("admissionregistration.k8s.io/v1beta1", "ValidatingWebhookConfiguration", 16, Some(22), "admissionregistration.k8s.io/v1"),
+    retired("apiextensions.k8s.io/v1beta1", "CustomResourceDefinition", 16, Some(22), "apiextensions.k8s.io/v1"),
+    retired("apiregistration.k8s.io/v1beta1", "APIService", 19, Some(22), "apiregistration.k8s.io/v1"),
+    retired("authentication.k8s.io/v1beta1", "TokenReview", 19, Some(22), "authentication.k8s.io/v1"),
+    retired("authorization.k8s.io/v1beta1", "LocalSubjectAccessReview", 19, Some(22), "authorization.k8s.io/v1"),
+    retired("authorization.k8s.io/v1beta1", "SelfSubjectAccessReview", 19, Some(22), "authorization.k8s.io/v1"),
+    retired("authorization.k8s.io/v1beta1", "SubjectAccessReview", 19, Some(22), "authorization.k8s.io/v1"),
+    retired("certificates.k8s.io/v1beta1", "CertificateSigningRequest", 19, Some(22), "certificates.k8s.io/v1"),
+    retired("coordination.k8s.io/v1beta1", "Lease", 19, Some(22), "coordination.k8s.io/v1"),
+    retired("extensions/v1beta1", "Ingress", 14, Some(22), "networking.k8s.io/v1"),
+    retired("networking.k8s.io/v1beta1", "Ingress", 19, Some(22), "networking.k8s.io/v1"),
+    retired("networking.k8s.io/v1beta1", "IngressClass", 19, Some(22), "networking.k8s.io/v1"),
+    retired("rbac.authorization.k8s.io/v1beta1", "ClusterRole", 17, Some(22), "rbac.authorization.k8s.io/v1"),
+    retired("rbac.authorization.k8s.io/v1beta1", "ClusterRoleBinding", 17, Some(22), "rbac.authorization.k8s.io/v1"),
+    retired("rbac.authorization.k8s.io/v1beta1", "Role", 17, Some(22), "rbac.authorization.k8s.io/v1"),
+    retired("rbac.authorization.k8s.io/v1beta1", "RoleBinding", 17, Some(22), "rbac.authorization.k8s.io/v1"),
+    retired("scheduling.k8s.io/v1beta1", "PriorityClass", 14, Some(22), "scheduling.k8s.io/v1"),
+    retired("storage.k8s.io/v1beta1", "CSIDriver", 19, Some(22), "storage.k8s.io/v1"),
+    retired("storage.k8s.io/v1beta1", "CSINode", 17, Some(22), "storage.k8s.io/v1"),
+    retired("storage.k8s.io/v1beta1", "StorageClass", 19, Some(22), "storage.k8s.io/v1"),
+    retired("storage.k8s.io/v1beta1", "VolumeAttachment", 19, Some(22), "storage.k8s.io/v1"),
+    // v1.25
+    retired("batch/v1beta1", "CronJob", 21, Some(25), "batch/v1"),
+    retired("discovery.k8s.io/v1beta1", "EndpointSlice", 21, Some(25), "discovery.k8s.io/v1"),
+    retired("events.k8s.io/v1beta1", "Event", 19, Some(25), "events.k8s.io/v1"),
+    retired("autoscaling/v2beta1", "HorizontalPodAutoscaler", 22, Some(25), "autoscaling/v2"),
+    retired("policy/v1beta1", "PodDisruptionBudget", 21, Some(25), "policy/v1"),
+    retired("policy/v1beta1", "PodSecurityPolicy", 21, Some(25), "Pod Security Admission"),
+    retired("node.k8s.io/v1beta1", "RuntimeClass", 20, Some(25), "node.k8s.io/v1"),
+    // v1.26
+    retired("flowcontrol.apiserver.k8s.io/v1beta1", "FlowSchema", 23, Some(26), "flowcontrol.apiserver.k8s.io/v1"),
+    retired("flowcontrol.apiserver.k8s.io/v1beta1", "PriorityLevelConfiguration", 23, Some(26), "flowcontrol.apiserver.k8s.io/v1"),
+    retired("autoscaling/v2beta2", "HorizontalPodAutoscaler", 23, Some(26), "autoscaling/v2"),
+    // v1.27
+    retired("storage.k8s.io/v1beta1", "CSIStorageCapacity", 24, Some(27), "storage.k8s.io/v1"),
+    // v1.29
+    retired("flowcontrol.apiserver.k8s.io/v1beta2", "FlowSchema", 26, Some(29), "flowcontrol.apiserver.k8s.io/v1"),
+    retired("flowcontrol.apiserver.k8s.io/v1beta2", "PriorityLevelConfiguration", 26, Some(29), "flowcontrol.apiserver.k8s.io/v1"),
+    // v1.32
+    retired("flowcontrol.apiserver.k8s.io/v1beta3", "FlowSchema", 29, Some(32), "flowcontrol.apiserver.k8s.io/v1"),
+    retired("flowcontrol.apiserver.k8s.io/v1beta3", "PriorityLevelConfiguration", 29, Some(32), "flowcontrol.apiserver.k8s.io/v1"),
+    // Deprecated and still served.
+    retired("v1", "ComponentStatus", 19, None, "none (use the components' health endpoints)"),
+    retired("v1", "Endpoints", 33, None, "discovery.k8s.io/v1 EndpointSlice"),
+];
+
+/// The entry for an object's `apiVersion` and `kind`, if it is retired.
+pub(crate) fn lookup(object: &serde_json::Value) -> Option<&'static RetiredApi> {
+    let api_version = object.get("apiVersion")?.as_str()?;
+    let kind = object.get("kind")?.as_str()?;
+    RETIRED_APIS
+        .iter()
+        .find(|api| api.api_version == api_version && api.kind == kind)
+}
+
+/// True when `removed_in` is at or before the target release.
+pub(crate) fn is_removed(api: &RetiredApi) -> bool {
+    api.removed_in.is_some_and(|minor| (1, minor) <= TARGET_VERSION)
+}

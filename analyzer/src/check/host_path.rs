@@ -1,0 +1,35 @@
+//! `host-path` (warning): a pod that mounts a `hostPath` volume.
+//!
+//! A host path gives the pod the node's files; writable, it can alter the node. Use a
+//! PersistentVolumeClaim, a ConfigMap or an `emptyDir` instead.
+//!
+//! ```yaml
+//! traits:
+//!   - type: storage
+//!     properties:
+//!       hostPath:
+//!         - {name: logs, path: /var/log, mountPath: /logs}   # warning
+//! ```
+
+use super::AppContext;
+use super::host_network::describe;
+use super::pod_spec::PodTemplate;
+use crate::{Diagnostic, RenderedObject};
+
+pub(crate) fn check(
+    ctx: &AppContext<'_>,
+    object: &RenderedObject,
+    pod: &PodTemplate,
+    out: &mut Vec<Diagnostic>,
+) {
+    for volume in pod.spec.volumes.iter().filter(|volume| volume.host_path.is_some()) {
+        out.push(ctx.at_object(
+            object,
+            Diagnostic::warning(
+                "host-path",
+                format!("{} mounts host path volume `{}`", describe(object), volume.name),
+                Some(ctx.object_span(object)),
+            ),
+        ));
+    }
+}

@@ -1,0 +1,48 @@
+//! `missing-probes` (warning): a long-running container without a liveness or readiness
+//! probe.
+//!
+//! Without a readiness probe, traffic reaches the pod before it can serve; without a
+//! liveness probe, a hung process is never restarted. Jobs and CronJobs are not checked:
+//! they run to completion.
+//!
+//! ```yaml
+//! components:
+//!   - name: web
+//!     type: webservice
+//!     properties:
+//!       image: nginx:1.27     # warning: no readinessProbe or livenessProbe
+//! ```
+
+use super::AppContext;
+use super::pod_spec::{PodTemplate, WorkloadKind};
+use crate::{Diagnostic, RenderedObject};
+
+pub(crate) fn check(
+    ctx: &AppContext<'_>,
+    object: &RenderedObject,
+    pod: &PodTemplate,
+    out: &mut Vec<Diagnostic>,
+) {
+    if pod.workload == WorkloadKind::Batch {
+        return;
+    }
+    for container in &pod.spec.containers {
+        let missing = match (
+            container.liveness_probe.is_some(),
+            container.readiness_probe.is_some(),
+        ) {
+            (true, true) => continue,
+            (true, false) => "a readiness probe",
+            (false, true) => "a liveness probe",
+            (false, false) => "liveness and readiness probes",
+        };
+        out.push(ctx.at_object(
+            object,
+            Diagnostic::warning(
+                "missing-probes",
+                format!("container `{}` has no {missing}", container.name),
+                Some(ctx.object_span(object)),
+            ),
+        ));
+    }
+}

@@ -1,0 +1,293 @@
+//! Static analysis: the rules that run after loading and rendering, and the pipeline that
+//! applies the user's severity settings and suppressions to every diagnostic.
+//!
+//! Each rule is one module named after its id (`image_tag.rs` is `image-tag`); its `//!` doc
+//! is the rule's user documentation (RULES.md is generated from it by a test). The rules see
+//! an [`AppContext`]: the loaded Application with the position of every value, its rendered
+//! objects, and the definitions. Rules on rendered objects point at the component (or trait)
+//! that produced the object: a rendered object has no source text of its own.
+//!
+//! Order of work in [`analyze_snapshot`]: load and render (as [`crate::render_snapshot`]),
+//! per-app rules in parallel, cross-app rules, definition rules, then severity overrides and
+//! suppressions, and last: an app that now has an error loses its objects (a blocked app is
+//! never partially applied).
+
+mod api_versions;
+mod config;
+mod dependency_cycle;
+mod deprecated_api_version;
+mod duplicate_object;
+mod host_network;
+mod host_path;
+mod image_tag;
+mod invalid_name;
+mod missing_probes;
+mod missing_resources;
+mod pod_spec;
+mod privileged_container;
+mod removed_api_version;
+mod trait_conflict;
+mod trait_not_applicable;
+mod undocumented_parameter;
+mod unknown_cluster;
+mod unknown_dependency;
+mod unknown_property;
+mod unknown_workflow_step_type;
+
+use std::sync::Arc;
+
+pub use config::{AnalysisConfig, IgnoreRule, RuleLevel};
+
+use crate::definitions::Definitions;
+use crate::load::application::LoadedApp;
+use crate::model::Definition;
+use crate::{Diagnostic, RenderOutput, RenderedApp, RenderedObject, Severity, Snapshot, SourceMap};
+
+/// The annotation that suppresses rules for one Application: a comma-separated list of rule
+/// ids, or `*` for every rule.
+pub const IGNORE_ANNOTATION: &str = "driftless.dev/ignore";
+
+/// Options of an analysis.
+#[derive(Debug, Clone, Default)]
+pub struct AnalysisOptions {
+    pub render: crate::RenderOptions,
+    /// Severity overrides, suppressions and the cluster registry (from `driftless.yaml`).
+    pub config: AnalysisConfig,
+}
+
+/// Loads, renders and checks every Application of `snapshot`: all diagnostics of
+/// [`crate::render_snapshot`] plus those of the analysis rules, with the configured severities
+/// and suppressions applied.
+///
+/// Never fails: problems are diagnostics. An app with an error diagnostic (from any phase)
+/// has no objects.
+pub fn analyze_snapshot(
+    snapshot: &Snapshot,
+    definitions: &Definitions,
+    options: &AnalysisOptions,
+) -> (RenderOutput, SourceMap) {
+    use rayon::prelude::*;
+    let namespaces = crate::load::application::NamespaceRules {
+        forced: options.render.forced_namespace.as_deref(),
+        default: &options.render.default_namespace,
+    };
+    let loaded = crate::load::load_snapshot(snapshot, definitions, &namespaces);
+    let evaluator = cue::Evaluator::new();
+    let parameter_schemas = unknown_property::ParameterSchemas::new(&loaded.definitions);
+    let analyzed: Vec<(RenderedApp, Vec<Arc<Definition>>)> = loaded
+        .apps
+        .par_iter()
+        .map(|app| {
+            let (mut rendered, used) = crate::render::render_app(
+                app,
+                &loaded.definitions,
+                &loaded.standalone,
+                &evaluator,
+            );
+            let ctx = AppContext {
+                loaded: app,
+                objects: &rendered.objects,
+                definitions: &loaded.definitions,
+                config: &options.config,
+                parameter_schemas: &parameter_schemas,
+                evaluator: &evaluator,
+            };
+            let found = check_app(&ctx);
+            rendered.diagnostics.extend(found);
+            (rendered, used)
+        })
+        .collect();
+    let mut diagnostics = loaded.diagnostics;
+    diagnostics.extend(definitions.diagnostics().iter().cloned());
+    for definition in loaded.definitions.iter() {
+        let used = analyzed
+            .iter()
+            .any(|(_, used)| used.iter().any(|u| Arc::ptr_eq(u, definition)));
+        if !used {
+            diagnostics.extend(definition.errors.iter().cloned());
+        }
+    }
+    diagnostics.extend(undocumented_parameter::check(
+        &loaded.definitions,
+        &evaluator,
+    ));
+    let mut apps: Vec<RenderedApp> = analyzed.into_iter().map(|(app, _)| app).collect();
+    duplicate_object::check(&loaded.apps, &mut apps);
+
+    // Settings and suppressions apply to every phase's diagnostics alike.
+    let sources = loaded.sources;
+    let settings = Settings::new(&options.config);
+    settings.apply(&mut diagnostics, None, &sources);
+    for (app, loaded_app) in apps.iter_mut().zip(&loaded.apps) {
+        settings.apply(&mut app.diagnostics, Some(loaded_app), &sources);
+        if app.is_blocked() {
+            app.objects.clear();
+        }
+    }
+    (RenderOutput { apps, diagnostics }, sources)
+}
+
+/// What a per-app rule sees.
+pub(crate) struct AppContext<'a> {
+    pub(crate) loaded: &'a LoadedApp,
+    pub(crate) objects: &'a [RenderedObject],
+    pub(crate) definitions: &'a Definitions,
+    pub(crate) config: &'a AnalysisConfig,
+    pub(crate) parameter_schemas: &'a unknown_property::ParameterSchemas,
+    pub(crate) evaluator: &'a cue::Evaluator,
+}
+
+impl AppContext<'_> {
+    /// The index of the component named `name` in `spec.components`.
+    pub(crate) fn component_index(&self, name: &str) -> Option<usize> {
+        self.loaded
+            .app
+            .spec
+            .components
+            .iter()
+            .position(|component| component.name == name)
+    }
+
+    /// Where a rendered object came from: the trait's `type` for a trait output, otherwise the
+    /// component's `type`; the app's name when the component is not in the manifest (an
+    /// object of a custom policy).
+    pub(crate) fn object_span(&self, object: &RenderedObject) -> cue::Span {
+        let positions = &self.loaded.document.positions;
+        let Some(index) = self.component_index(&object.component) else {
+            return positions.value_span("/metadata/name");
+        };
+        let component = format!("/spec/components/{index}");
+        if let Some(trait_type) = object.trait_type.as_deref() {
+            let traits = &self.loaded.app.spec.components[index].traits;
+            if let Some(trait_index) = traits.iter().position(|t| t.trait_type == trait_type) {
+                return positions.value_span(&format!("{component}/traits/{trait_index}/type"));
+            }
+        }
+        positions.value_span(&format!("{component}/type"))
+    }
+
+    /// The span of `properties.<name>` of the component that rendered `object`'s workload, when
+    /// the manifest has it; [`AppContext::object_span`] otherwise.
+    pub(crate) fn property_span(&self, object: &RenderedObject, name: &str) -> cue::Span {
+        let positions = &self.loaded.document.positions;
+        if object.trait_type.is_none()
+            && let Some(index) = self.component_index(&object.component)
+        {
+            let pointer = format!("/spec/components/{index}/properties/{name}");
+            if positions.contains(&pointer) {
+                return positions.value_span(&pointer);
+            }
+        }
+        self.object_span(object)
+    }
+
+    /// A diagnostic about a rendered object, attributed to its app and component.
+    pub(crate) fn at_object(&self, object: &RenderedObject, diagnostic: Diagnostic) -> Diagnostic {
+        let diagnostic = diagnostic.for_app(&self.loaded.app_ref);
+        match self.component_index(&object.component) {
+            Some(_) => diagnostic.for_component(&object.component),
+            None => diagnostic,
+        }
+    }
+}
+
+/// Runs every per-app rule.
+fn check_app(ctx: &AppContext<'_>) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    invalid_name::check(ctx, &mut out);
+    unknown_workflow_step_type::check(ctx, &mut out);
+    unknown_dependency::check(ctx, &mut out);
+    dependency_cycle::check(ctx, &mut out);
+    trait_not_applicable::check(ctx, &mut out);
+    trait_conflict::check(ctx, &mut out);
+    unknown_cluster::check(ctx, &mut out);
+    unknown_property::check(ctx, &mut out);
+    for object in ctx.objects {
+        removed_api_version::check(ctx, object, &mut out);
+        deprecated_api_version::check(ctx, object, &mut out);
+        if let Some(pod) = pod_spec::PodTemplate::of(&object.object) {
+            image_tag::check(ctx, object, &pod, &mut out);
+            missing_resources::check(ctx, object, &pod, &mut out);
+            privileged_container::check(ctx, object, &pod, &mut out);
+            host_network::check(ctx, object, &pod, &mut out);
+            host_path::check(ctx, object, &pod, &mut out);
+            missing_probes::check(ctx, object, &pod, &mut out);
+        }
+    }
+    for diagnostic in &mut out {
+        if diagnostic.app.is_none() {
+            diagnostic.app = Some(ctx.loaded.app_ref.clone());
+        }
+    }
+    out
+}
+
+/// Severity overrides and path suppressions, resolved once.
+struct Settings<'a> {
+    config: &'a AnalysisConfig,
+    ignores: Vec<(globset::GlobSet, &'a [String])>,
+}
+
+impl<'a> Settings<'a> {
+    fn new(config: &'a AnalysisConfig) -> Settings<'a> {
+        let ignores = config
+            .ignore
+            .iter()
+            .filter_map(|ignore| {
+                let mut builder = globset::GlobSetBuilder::new();
+                for pattern in &ignore.paths {
+                    // Globs were checked when the config was parsed; one that still fails to
+                    // compile matches nothing rather than everything.
+                    if let Ok(glob) = globset::Glob::new(pattern) {
+                        builder.add(glob);
+                    }
+                }
+                builder
+                    .build()
+                    .ok()
+                    .map(|set| (set, ignore.rules.as_slice()))
+            })
+            .collect();
+        Settings { config, ignores }
+    }
+
+    /// Drops suppressed diagnostics and applies severity overrides. `app` supplies the
+    /// per-app annotation.
+    fn apply(&self, diagnostics: &mut Vec<Diagnostic>, app: Option<&LoadedApp>, sources: &SourceMap) {
+        let annotation: Vec<&str> = app
+            .and_then(|app| app.app.metadata.annotations.get(IGNORE_ANNOTATION))
+            .map(|value| value.split(',').map(str::trim).filter(|id| !id.is_empty()).collect())
+            .unwrap_or_default();
+        diagnostics.retain_mut(|diagnostic| {
+            // Internal errors are bugs to report, never silenced.
+            if diagnostic.rule == "internal-error" {
+                return true;
+            }
+            if annotation.iter().any(|id| *id == "*" || *id == diagnostic.rule) {
+                return false;
+            }
+            if let Some(span) = diagnostic.span {
+                let path = sources.path(span.file);
+                let suppressed = self.ignores.iter().any(|(set, rules)| {
+                    set.is_match(path)
+                        && (rules.is_empty() || rules.iter().any(|id| id == diagnostic.rule))
+                });
+                if suppressed {
+                    return false;
+                }
+            }
+            match self.config.rules.get(diagnostic.rule) {
+                Some(RuleLevel::Off) => false,
+                Some(RuleLevel::Error) => {
+                    diagnostic.severity = Severity::Error;
+                    true
+                }
+                Some(RuleLevel::Warning) => {
+                    diagnostic.severity = Severity::Warning;
+                    true
+                }
+                None => true,
+            }
+        });
+    }
+}
