@@ -73,7 +73,8 @@ pub fn analyze_snapshot(
     };
     let loaded = crate::load::load_snapshot(snapshot, definitions, &namespaces);
     let evaluator = cue::Evaluator::new();
-    let parameter_schemas = unknown_property::ParameterSchemas::new(&loaded.definitions);
+    let parameter_schemas =
+        unknown_property::ParameterSchemas::new(&loaded.definitions, &loaded.apps, &evaluator);
     let analyzed: Vec<(RenderedApp, Vec<Arc<Definition>>)> = loaded
         .apps
         .par_iter()
@@ -90,7 +91,6 @@ pub fn analyze_snapshot(
                 definitions: &loaded.definitions,
                 config: &options.config,
                 parameter_schemas: &parameter_schemas,
-                evaluator: &evaluator,
             };
             let found = check_app(&ctx);
             rendered.diagnostics.extend(found);
@@ -109,7 +109,7 @@ pub fn analyze_snapshot(
     }
     diagnostics.extend(undocumented_parameter::check(
         &loaded.definitions,
-        &evaluator,
+        &parameter_schemas,
     ));
     let mut apps: Vec<RenderedApp> = analyzed.into_iter().map(|(app, _)| app).collect();
     duplicate_object::check(&loaded.apps, &mut apps);
@@ -134,7 +134,6 @@ pub(crate) struct AppContext<'a> {
     pub(crate) definitions: &'a Definitions,
     pub(crate) config: &'a AnalysisConfig,
     pub(crate) parameter_schemas: &'a unknown_property::ParameterSchemas,
-    pub(crate) evaluator: &'a cue::Evaluator,
 }
 
 impl AppContext<'_> {

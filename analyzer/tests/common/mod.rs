@@ -56,8 +56,8 @@ fn collect(
     Ok(())
 }
 
-/// Every rendered object as YAML documents, grouped by app, with a comment naming where each
-/// object came from.
+/// Every rendered object as YAML documents (keys sorted, like `vela dry-run`, so goldens do not
+/// depend on CUE field order), grouped by app, with a comment naming where each object came from.
 pub fn render_yaml(output: &RenderOutput) -> String {
     let mut out = String::new();
     for app in &output.apps {
@@ -77,7 +77,8 @@ pub fn render_yaml(output: &RenderOutput) -> String {
                 object.component
             ));
             out.push_str(
-                &serde_saphyr::to_string(&object.object).unwrap_or_else(|e| e.to_string()),
+                &serde_saphyr::to_string(&sorted_keys(&object.object))
+                    .unwrap_or_else(|e| e.to_string()),
             );
         }
     }
@@ -128,4 +129,23 @@ pub fn diagnostics_text(output: &RenderOutput, sources: &SourceMap) -> String {
         }
     }
     out
+}
+
+/// The value with every object's keys sorted.
+pub fn sorted_keys(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(object) => {
+            let mut keys: Vec<&String> = object.keys().collect();
+            keys.sort();
+            serde_json::Value::Object(
+                keys.into_iter()
+                    .map(|key| (key.clone(), sorted_keys(&object[key])))
+                    .collect(),
+            )
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.iter().map(sorted_keys).collect())
+        }
+        other => other.clone(),
+    }
 }

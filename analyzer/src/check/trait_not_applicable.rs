@@ -1,0 +1,161 @@
+//! `trait-not-applicable` (error): a trait whose TraitDefinition's `appliesToWorkloads`
+//! does not include the component's workload.
+//!
+//! KubeVela's admission webhook rejects the Application. An entry matches when it is `*`,
+//! the component's type, the workload definition's name (`deployments.apps`), a group
+//! wildcard (`*.apps`), the workload's kind (`Deployment`) or `apiVersion.kind`
+//! (`apps/v1.Deployment`). The workload is read from the ComponentDefinition's
+//! `spec.workload`, or from the rendered workload when the definition autodetects it.
+//!
+//! ```yaml
+//! components:
+//!   - name: nightly
+//!     type: cron-task           # renders a CronJob
+//!     traits:
+//!       - type: scaler          # error: applies to deployments.apps, statefulsets.apps, ...
+//! ```
+
+use super::AppContext;
+use crate::Diagnostic;
+use crate::model::DefinitionKind;
+
+pub(crate) fn check(ctx: &AppContext<'_>, out: &mut Vec<Diagnostic>) {
+    let positions = &ctx.loaded.document.positions;
+    for (index, component) in ctx.loaded.app.spec.components.iter().enumerate() {
+        let Some(names) = workload_names(ctx, &component.name, &component.component_type) else {
+            continue;
+        };
+        for (trait_index, component_trait) in component.traits.iter().enumerate() {
+            let Some(definition) = ctx
+                .definitions
+                .get(DefinitionKind::Trait, &component_trait.trait_type)
+            else {
+                continue;
+            };
+            let applies_to = &definition.trait_attributes.applies_to_workloads;
+            if applies_to.is_empty() || applies_to.iter().any(|entry| matches(entry, &names)) {
+                continue;
+            }
+            out.push(
+                Diagnostic::error(
+                    "trait-not-applicable",
+                    format!(
+                        "trait `{}` does not apply to component `{}` (workload {}); it applies to: {}",
+                        component_trait.trait_type,
+                        component.name,
+                        names.display,
+                        applies_to.join(", ")
+                    ),
+                    Some(positions.value_span(&format!(
+                        "/spec/components/{index}/traits/{trait_index}/type"
+                    ))),
+                )
+                .for_component(&component.name),
+            );
+        }
+    }
+}
+
+/// The names a component's workload answers to.
+struct WorkloadNames {
+    component_type: String,
+    definition_type: Option<String>,
+    /// `(group, version, kind)`.
+    gvk: Option<(String, String, String)>,
+    display: String,
+}
+
+fn workload_names(ctx: &AppContext<'_>, component: &str, component_type: &str) -> Option<WorkloadNames> {
+    let definition = ctx.definitions.get(DefinitionKind::Component, component_type)?;
+    let workload = definition.workload.as_ref();
+    let definition_type = workload
+        .and_then(|workload| workload.workload_type.clone())
+        .filter(|workload_type| workload_type != "autodetects.core.oam.dev");
+    let declared = workload.and_then(|workload| {
+        Some((workload.api_version.clone()?, workload.kind.clone()?))
+    });
+    let rendered = || {
+        let object = ctx
+            .objects
+            .iter()
+            .find(|object| object.component == component && object.trait_type.is_none())?;
+        let api_version = object.object.get("apiVersion")?.as_str()?.to_owned();
+        let kind = object.object.get("kind")?.as_str()?.to_owned();
+        Some((api_version, kind))
+    };
+    let gvk = declared.or_else(rendered).map(|(api_version, kind)| {
+        let (group, version) = api_version
+            .rsplit_once('/')
+            .map_or((String::new(), api_version.clone()), |(g, v)| (g.to_owned(), v.to_owned()));
+        (group, version, kind)
+    });
+    if definition_type.is_none() && gvk.is_none() {
+        // Nothing known about the workload: nothing to check against.
+        return None;
+    }
+    let display = match (&definition_type, &gvk) {
+        (Some(name), _) => name.clone(),
+        (None, Some((group, _, kind))) => format!("{}.{group}", plural(kind)),
+        (None, None) => String::new(),
+    };
+    Some(WorkloadNames {
+        component_type: component_type.to_owned(),
+        definition_type,
+        gvk,
+        display,
+    })
+}
+
+fn matches(entry: &str, names: &WorkloadNames) -> bool {
+    if entry == "*" || entry == names.component_type {
+        return true;
+    }
+    if names.definition_type.as_deref() == Some(entry) {
+        return true;
+    }
+    let Some((group, version, kind)) = &names.gvk else {
+        return false;
+    };
+    let resource = if group.is_empty() {
+        plural(kind)
+    } else {
+        format!("{}.{group}", plural(kind))
+    };
+    let api_version = if group.is_empty() {
+        version.clone()
+    } else {
+        format!("{group}/{version}")
+    };
+    entry == resource
+        || entry.eq_ignore_ascii_case(kind)
+        || entry == format!("{api_version}.{kind}")
+        || entry.strip_prefix("*.").is_some_and(|entry_group| entry_group == group)
+}
+
+/// The lowercase plural resource name of a kind (`Deployment` → `deployments`), by the
+/// English rules Kubernetes' RESTMapper uses for built-in kinds.
+fn plural(kind: &str) -> String {
+    let lower = kind.to_ascii_lowercase();
+    if let Some(stem) = lower.strip_suffix('y')
+        && !stem.ends_with(['a', 'e', 'i', 'o', 'u'])
+    {
+        return format!("{stem}ies");
+    }
+    if lower.ends_with('s') || lower.ends_with("ch") || lower.ends_with('x') {
+        return format!("{lower}es");
+    }
+    format!("{lower}s")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plurals_of_kinds() {
+        assert_eq!(plural("Deployment"), "deployments");
+        assert_eq!(plural("NetworkPolicy"), "networkpolicies");
+        assert_eq!(plural("Ingress"), "ingresses");
+        assert_eq!(plural("Gateway"), "gateways");
+    }
+}

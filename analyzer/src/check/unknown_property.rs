@@ -1,0 +1,236 @@
+//! `unknown-property` (warning): a key in `properties` that the definition's `parameter`
+//! schema does not declare, with a "did you mean" suggestion by edit distance.
+//!
+//! KubeVela's `parameter` structs are open, so such a key is silently ignored: the setting
+//! the user meant never takes effect. Only struct levels with declared fields are checked;
+//! lists and disjunctions of structs are not looked into.
+//!
+//! ```yaml
+//! components:
+//!   - name: web
+//!     type: webservice
+//!     properties:
+//!       image: nginx:1.27
+//!       prots: [80]           # warning: unknown property `prots`; did you mean `ports`?
+//! ```
+
+use std::collections::BTreeMap;
+
+use cue::{Exported, Span};
+
+use super::AppContext;
+use crate::Diagnostic;
+use crate::definitions::Definitions;
+use crate::load::application::LoadedApp;
+use crate::load::yaml::escape_segment;
+use crate::model::DefinitionKind;
+
+/// The field names of a `parameter` schema, as plain data (a `cue::Value` cannot cross
+/// threads).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Schema {
+    /// A struct with declared fields: `(label, doc lines, schema)` in CUE order.
+    Struct(Vec<SchemaField>),
+    /// Anything not checked (scalars, lists, disjunctions, structs without declared fields).
+    Unchecked,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SchemaField {
+    pub(crate) label: String,
+    pub(crate) doc: Vec<String>,
+    pub(crate) schema: Schema,
+}
+
+/// The `parameter` schema of every definition an app uses or the repository declares,
+/// evaluated once per analysis.
+#[derive(Debug, Default)]
+pub(crate) struct ParameterSchemas {
+    by_definition: BTreeMap<(DefinitionKind, String), Schema>,
+}
+
+impl ParameterSchemas {
+    /// Evaluates the templates of the definitions `apps` use, and of every repository
+    /// definition (for `undocumented-parameter`).
+    pub(crate) fn new(
+        definitions: &Definitions,
+        apps: &[LoadedApp],
+        evaluator: &cue::Evaluator,
+    ) -> ParameterSchemas {
+        let mut wanted: BTreeMap<(DefinitionKind, String), ()> = BTreeMap::new();
+        for app in apps {
+            let spec = &app.app.spec;
+            for component in &spec.components {
+                wanted.insert((DefinitionKind::Component, component.component_type.clone()), ());
+                for component_trait in &component.traits {
+                    wanted.insert((DefinitionKind::Trait, component_trait.trait_type.clone()), ());
+                }
+            }
+            for policy in &spec.policies {
+                wanted.insert((DefinitionKind::Policy, policy.policy_type.clone()), ());
+            }
+        }
+        for definition in definitions.iter().filter(|definition| !definition.builtin) {
+            wanted.insert((definition.kind, definition.name.clone()), ());
+        }
+        let mut by_definition = BTreeMap::new();
+        for (kind, name) in wanted.into_keys() {
+            let Some(definition) = definitions.get(kind, &name) else {
+                continue;
+            };
+            let Some(template) = &definition.template else {
+                continue;
+            };
+            // A template that panics the evaluator is the renderer's `internal-error` to
+            // report; here it just has no schema.
+            let schema = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let value = evaluator.evaluate(&[template.as_ref()], &[]);
+                value
+                    .lookup(&["parameter"])
+                    .map_or(Schema::Unchecked, |parameter| schema_of(&parameter.export()))
+            }))
+            .unwrap_or(Schema::Unchecked);
+            by_definition.insert((kind, name), schema);
+        }
+        ParameterSchemas { by_definition }
+    }
+
+    /// The schema of a definition's `parameter`, if it was evaluated.
+    pub(crate) fn get(&self, kind: DefinitionKind, name: &str) -> Option<&Schema> {
+        let base = name.split_once('@').map_or(name, |(base, _)| base);
+        self.by_definition.get(&(kind, base.to_owned()))
+    }
+}
+
+fn schema_of(exported: &Exported) -> Schema {
+    match exported {
+        Exported::Struct(fields) => {
+            let declared: Vec<SchemaField> = fields
+                .iter()
+                .filter(|field| !field.label.starts_with('_') && !field.label.starts_with('#'))
+                .map(|field| SchemaField {
+                    label: field.label.clone(),
+                    doc: field.doc.clone(),
+                    schema: schema_of(&field.value),
+                })
+                .collect();
+            if declared.is_empty() {
+                Schema::Unchecked
+            } else {
+                Schema::Struct(declared)
+            }
+        }
+        _ => Schema::Unchecked,
+    }
+}
+
+pub(crate) fn check(ctx: &AppContext<'_>, out: &mut Vec<Diagnostic>) {
+    let spec = &ctx.loaded.app.spec;
+    for (index, component) in spec.components.iter().enumerate() {
+        let pointer = format!("/spec/components/{index}/properties");
+        if let (Some(properties), Some(schema)) = (
+            &component.properties,
+            ctx.parameter_schemas
+                .get(DefinitionKind::Component, &component.component_type),
+        ) {
+            let subject = format!("component type `{}`", component.component_type);
+            walk(ctx, properties, schema, &pointer, &subject, Some(&component.name), out);
+        }
+        for (trait_index, component_trait) in component.traits.iter().enumerate() {
+            let pointer = format!("/spec/components/{index}/traits/{trait_index}/properties");
+            if let (Some(properties), Some(schema)) = (
+                &component_trait.properties,
+                ctx.parameter_schemas
+                    .get(DefinitionKind::Trait, &component_trait.trait_type),
+            ) {
+                let subject = format!("trait `{}`", component_trait.trait_type);
+                walk(ctx, properties, schema, &pointer, &subject, Some(&component.name), out);
+            }
+        }
+    }
+    for (index, policy) in spec.policies.iter().enumerate() {
+        let pointer = format!("/spec/policies/{index}/properties");
+        if let (Some(properties), Some(schema)) = (
+            &policy.properties,
+            ctx.parameter_schemas.get(DefinitionKind::Policy, &policy.policy_type),
+        ) {
+            let subject = format!("policy type `{}`", policy.policy_type);
+            walk(ctx, properties, schema, &pointer, &subject, None, out);
+        }
+    }
+}
+
+fn walk(
+    ctx: &AppContext<'_>,
+    value: &serde_json::Value,
+    schema: &Schema,
+    pointer: &str,
+    subject: &str,
+    component: Option<&str>,
+    out: &mut Vec<Diagnostic>,
+) {
+    let (Some(object), Schema::Struct(fields)) = (value.as_object(), schema) else {
+        return;
+    };
+    for (key, child) in object {
+        let child_pointer = format!("{pointer}/{}", escape_segment(key));
+        match fields.iter().find(|field| field.label == *key) {
+            Some(field) => walk(ctx, child, &field.schema, &child_pointer, subject, component, out),
+            None => {
+                let span: Span = ctx.loaded.document.positions.key_span(&child_pointer);
+                let suggestion = closest(key, fields.iter().map(|field| field.label.as_str()))
+                    .map(|name| format!("; did you mean `{name}`?"))
+                    .unwrap_or_default();
+                let mut diagnostic = Diagnostic::warning(
+                    "unknown-property",
+                    format!("unknown property `{key}`: {subject} does not declare it{suggestion}"),
+                    Some(span),
+                );
+                if let Some(component) = component {
+                    diagnostic = diagnostic.for_component(component);
+                }
+                out.push(diagnostic);
+            }
+        }
+    }
+}
+
+/// The candidate nearest to `word` by edit distance, if near enough to be a typo: at most
+/// one edit per three characters (and at least one).
+pub(crate) fn closest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (word.chars().count() / 3).max(1);
+    candidates
+        .map(|candidate| (edit_distance(&word.to_lowercase(), &candidate.to_lowercase()), candidate))
+        .filter(|(distance, _)| *distance <= limit)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_are_near_misses_only() {
+        let fields = ["image", "ports", "cpu", "memory"];
+        assert_eq!(closest("prots", fields.iter().copied()), Some("ports"));
+        assert_eq!(closest("imgae", fields.iter().copied()), Some("image"));
+        assert_eq!(closest("replicas", fields.iter().copied()), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+}
