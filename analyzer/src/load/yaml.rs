@@ -417,6 +417,16 @@ mod tests {
     }
 
     #[test]
+    fn yaml_1_1_booleans_resolve_like_kubevela() {
+        // KubeVela reads manifests with go-yaml v2 (YAML 1.1): `yes` and `on` are booleans.
+        let documents = parse_documents(FileId(0), "a: yes\nb: on\nc: True\nd: 0x10\n").unwrap();
+        assert_eq!(
+            documents[0].value,
+            serde_json::json!({"a": true, "b": true, "c": true, "d": 16})
+        );
+    }
+
+    #[test]
     fn syntax_errors_carry_their_position() {
         let text = "a: 1\nb: [1, 2\nc: 3\n";
         let error = parse_documents(FileId(0), text).unwrap_err();
