@@ -696,3 +696,46 @@ fn fixture_dry_run_with_workflow_ref() {
         "error[unknown-workflow] apps/0-testing-dry-run-4.yaml:12:10: workflow `testing-wf` not found in namespace `default` [app default/testing-app]\n"
     );
 }
+
+#[test]
+fn fixture_cli_standalone_policy_and_workflow_not_referenced() {
+    // FIXTURES: references/cli testing-dry-run-5.yaml with the standalone Policy and Workflow
+    // files next to it: the app does not reference them, so they change nothing (vela prints
+    // "not referenced" warnings; `--merge` is a CLI option Driftless does not have).
+    let (output, sources) = render_with_only(
+        &[
+            "references/cli/test-data/dry-run/testing-dry-run-5.yaml",
+            "references/cli/test-data/dry-run/testing-policy.yaml",
+            "references/cli/test-data/dry-run/testing-wf.yaml",
+        ],
+        &[WEBSERVICE_CR],
+        &RenderOptions::default(),
+    );
+    assert_clean(&output, &sources);
+    assert_substrings(
+        &vela_print(&output),
+        &["name: testing-dryrun", "kind: Deployment"],
+        &[],
+    );
+}
+
+#[test]
+fn fixture_cli_dry_run_with_workflow_per_topology() {
+    // FIXTURES: references/cli testing-dry-run-3.yaml, like the pkg fixture: two local
+    // topologies with different overrides.
+    // FIXME(#4): no per-placement output yet, so the app is blocked with `unsupported-policy`.
+    let (output, sources) = render_with_only(
+        &["references/cli/test-data/dry-run/testing-dry-run-3.yaml"],
+        &[
+            WEBSERVICE_CR,
+            SCALER_CR,
+            "charts/vela-core/templates/defwithtemplate/deploy.yaml",
+        ],
+        &RenderOptions::default(),
+    );
+    let diagnostics = common::diagnostics_text(&output, &sources);
+    assert!(
+        diagnostics.starts_with("error[unsupported-policy] "),
+        "{diagnostics}"
+    );
+}
