@@ -5,5 +5,6 @@
 
 mod support;
 
+mod agent;
 mod cluster;
 mod plan_apply;
