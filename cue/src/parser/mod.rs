@@ -305,7 +305,8 @@ impl<'a> Parser<'a> {
     fn file(&mut self, source: &str) -> ast::File {
         let mut decls = Vec::new();
         // Attributes may precede the package clause (`@if(tag)` build constraints).
-        while self.at(TokenKind::Attribute) && self.preamble_follows_attributes() {
+        let attributes_before_package = self.preamble_follows_attributes();
+        while attributes_before_package && self.at(TokenKind::Attribute) {
             let token = self.bump();
             decls.push(ast::Decl::Attribute(self.attribute(token)));
             self.eat(TokenKind::Comma);
@@ -443,6 +444,9 @@ impl<'a> Parser<'a> {
     /// Parses declarations up to `}` (not consumed) or the end of file.
     fn decls(&mut self, context: DeclContext) -> Vec<ast::Decl> {
         let mut decls = Vec::new();
+        // CUE rejects two lets of the same name in one struct. Only membership is asked, so
+        // hash order cannot reach any output.
+        let mut let_names = std::collections::HashSet::new();
         loop {
             match self.kind() {
                 TokenKind::Eof => break,
@@ -467,8 +471,13 @@ impl<'a> Parser<'a> {
                 continue;
             }
             if let Some(decl) = decl {
-                if let ast::Decl::Let(clause) = &decl {
-                    self.check_let_unique(&decls, clause);
+                if let ast::Decl::Let(clause) = &decl
+                    && !let_names.insert(clause.name.name.clone())
+                {
+                    self.error(
+                        clause.name.span,
+                        format!("let '{}' redeclared in the same scope", clause.name.name),
+                    );
                 }
                 decls.push(decl);
             }
@@ -550,19 +559,6 @@ impl<'a> Parser<'a> {
                 self.error_expected("declaration");
                 None
             }
-        }
-    }
-
-    /// Reports a `let` that redeclares an earlier one in the same struct, as CUE does.
-    fn check_let_unique(&mut self, earlier: &[ast::Decl], clause: &ast::LetClause) {
-        let redeclared = earlier.iter().any(
-            |decl| matches!(decl, ast::Decl::Let(other) if other.name.name == clause.name.name),
-        );
-        if redeclared {
-            self.error(
-                clause.name.span,
-                format!("let '{}' redeclared in the same scope", clause.name.name),
-            );
         }
     }
 
