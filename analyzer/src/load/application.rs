@@ -17,6 +17,9 @@ pub(crate) struct LoadedApp {
     pub(crate) app_ref: AppRef,
     pub(crate) file: FileId,
     pub(crate) document: YamlDocument,
+    /// SHA-256 of the whole file the app was read from: part of the input hash, so a change
+    /// that moves the app's lines (and so its diagnostics' positions) changes the hash too.
+    pub(crate) file_digest: [u8; 32],
     /// Problems found while loading; errors block the app.
     pub(crate) diagnostics: Vec<Diagnostic>,
 }
@@ -34,6 +37,7 @@ pub(crate) struct NamespaceRules<'a> {
 /// an app.
 pub(crate) fn load_application(
     file: FileId,
+    file_digest: [u8; 32],
     document: YamlDocument,
     namespaces: &NamespaceRules<'_>,
 ) -> Result<LoadedApp, Diagnostic> {
@@ -82,6 +86,7 @@ pub(crate) fn load_application(
         app_ref,
         file,
         document,
+        file_digest,
         diagnostics,
     })
 }
@@ -274,7 +279,7 @@ mod tests {
             forced: None,
             default: "default",
         };
-        load_application(FileId(0), document, &rules)
+        load_application(FileId(0), [0; 32], document, &rules)
     }
 
     fn summary(text: &str, diagnostics: &[Diagnostic]) -> Vec<String> {

@@ -163,6 +163,7 @@ fn load_yaml_file(
     standalone: &mut Standalone,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
+    let file_digest = definition_yaml::digest(text);
     let documents = match yaml::parse_documents(file, text) {
         Ok(documents) => documents,
         Err(error) => {
@@ -197,7 +198,7 @@ fn load_yaml_file(
             .and_then(|api_version| api_version.split_once('/').map(|(group, _)| group));
         let is_oam = api_group.is_none_or(|group| group == "core.oam.dev");
         if kind == "Application" && is_oam {
-            match load_application(file, document, namespaces) {
+            match load_application(file, file_digest, document, namespaces) {
                 Ok(app) => apps.push(app),
                 Err(diagnostic) => diagnostics.push(diagnostic),
             }

@@ -259,12 +259,14 @@ fn components_json(loaded: &LoadedApp, effective: &[EffectiveComponent]) -> serd
     )
 }
 
-/// SHA-256 over the app's document (as canonical JSON, with its resolved namespace) and the
-/// source of each definition it uses.
+/// SHA-256 over the app's resolved namespace, its file's bytes, its document (as canonical
+/// JSON, which tells apart the documents of one file) and the source of each definition it
+/// uses.
 fn input_hash(loaded: &LoadedApp, used: &[Arc<Definition>]) -> String {
     let mut hasher = sha2::Sha256::new();
     hasher.update(loaded.app_ref.namespace.as_bytes());
     hasher.update([0]);
+    hasher.update(loaded.file_digest);
     hasher.update(loaded.document.value.to_string().as_bytes());
     let mut digests: Vec<(DefinitionKind, &str, [u8; 32])> = used
         .iter()
