@@ -13,7 +13,7 @@ use agent::live::{
     LiveOptions, LivePlan, apply_live, plan_live, policies_from_sources, read_health,
 };
 use agent::planner::PlanOptions;
-use agent::report::{DiagnosticStyle, plan_human};
+use agent::report::{DiagnosticStyle, plan_human, render_diagnostics};
 use anyhow::Context as _;
 
 use super::repo::{RenderedRepo, render_repo, report_render_diagnostics};
@@ -30,12 +30,40 @@ pub fn plan(
     cluster_args: &ClusterArgs,
     path: &Path,
     repo: &RenderedRepo,
+    style: DiagnosticStyle,
 ) -> anyhow::Result<LivePlan> {
     let runtime = runtime()?;
-    runtime.block_on(async {
+    let live_plan = runtime.block_on(async {
         let cluster = connect(cluster_args).await?;
-        Ok(plan_with(&cluster, cluster_args, path, repo).await)
-    })
+        anyhow::Ok(plan_with(&cluster, cluster_args, path, repo).await)
+    })?;
+    report_cluster_diagnostics(&live_plan, repo, style);
+    Ok(live_plan)
+}
+
+/// Draws on stderr the diagnostics the live plan added to the render's (cluster errors per
+/// object, unreadable trackers, invalid policies): the render's own were drawn already.
+fn report_cluster_diagnostics(live_plan: &LivePlan, repo: &RenderedRepo, style: DiagnosticStyle) {
+    let rendered_count = |app: &analyzer::AppRef| {
+        repo.output
+            .apps
+            .iter()
+            .find(|rendered| &rendered.app == app)
+            .map_or(0, |rendered| rendered.diagnostics.len())
+    };
+    let added = live_plan
+        .plan
+        .diagnostics
+        .iter()
+        .skip(repo.output.diagnostics.len())
+        .chain(
+            live_plan
+                .plan
+                .apps
+                .iter()
+                .flat_map(|app| app.diagnostics.iter().skip(rendered_count(&app.app))),
+        );
+    write_stderr(&render_diagnostics(added, &repo.sources, style));
 }
 
 /// `driftless apply`: plan, show, confirm, apply, report.
@@ -50,6 +78,7 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
     runtime.block_on(async {
         let cluster = connect(&args.cluster).await?;
         let live_plan = plan_with(&cluster, &args.cluster, &args.path, &repo).await;
+        report_cluster_diagnostics(&live_plan, &repo, style);
         write_stdout(&plan_human(&live_plan.plan))?;
         if !live_plan.plan.has_changes() {
             write_stdout(&health_text(&live_plan.health))?;

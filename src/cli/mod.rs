@@ -4,6 +4,7 @@
 //! stderr).
 
 mod agent_cmd;
+mod live;
 mod plan;
 mod render;
 mod repo;
@@ -59,6 +60,14 @@ pub enum Command {
     /// app is an error; the other apps are still planned).
     Plan(PlanArgs),
 
+    /// Apply the repository to a live cluster.
+    ///
+    /// Prints the plan first and asks for confirmation unless `--yes`. Server-side apply with
+    /// field manager `driftless`, Namespaces and CRDs first, prune last. An app with a conflict
+    /// or an error is not applied (and never pruned); the other apps are. Exits 0 when every app
+    /// applied, 1 otherwise.
+    Apply(ApplyArgs),
+
     /// Run the GitOps agent: poll the configured git sources (or wake on webhooks), deploy the
     /// tracked branch with commit statuses, preview pull requests with a plan comment, and
     /// check for drift on a schedule. Serves /healthz, /readyz, /metrics, webhooks and plan
@@ -104,6 +113,62 @@ pub struct PlanArgs {
     /// collapsed first to fit (GitHub's comment limit is 65,536 characters).
     #[arg(long, default_value_t = 60_000)]
     pub markdown_limit: usize,
+
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// Arguments of `driftless apply`.
+#[derive(Debug, clap::Args)]
+pub struct ApplyArgs {
+    /// A repository checkout, or a single Application file (the repository's `definitions/`
+    /// are still used; apps missing from a single file are never deleted).
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+
+    /// Apply without asking for confirmation.
+    #[arg(long)]
+    pub yes: bool,
+
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// The live cluster to plan against or apply to.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClusterArgs {
+    /// The kubeconfig of the target cluster. Without it, `plan` plans against an empty cluster.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The kubeconfig context (the current context otherwise).
+    #[arg(long, value_name = "NAME", requires = "kubeconfig")]
+    pub context: Option<String>,
+
+    /// The cluster's name in plans.
+    #[arg(long, default_value = "local")]
+    pub cluster_name: String,
+
+    /// Sustained API requests per second.
+    #[arg(long, default_value_t = 20.0)]
+    pub qps: f64,
+
+    /// API requests allowed in a burst above `--qps`.
+    #[arg(long, default_value_t = 40)]
+    pub burst: u32,
+
+    /// Timeout of each API request, in seconds.
+    #[arg(long, default_value_t = 30)]
+    pub timeout_seconds: u64,
+
+    /// The namespace holding the resource trackers.
+    #[arg(long, default_value = "driftless-system")]
+    pub tracker_namespace: String,
+
+    /// The source identity recorded in trackers: apps of this source that are no longer
+    /// rendered are deleted. Defaults to the repository's absolute path.
+    #[arg(long)]
+    pub source: Option<String>,
 }
 
 /// Output formats of `driftless plan`.
@@ -147,6 +212,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Command::Render(args) => render::run(&args, style),
         Command::Plan(args) => plan::run(&args, style),
+        Command::Apply(args) => live::run(&args, style),
         Command::Agent(args) => agent_cmd::run(&args),
     }
 }

@@ -1,7 +1,7 @@
 //! `driftless plan`: the plan to stdout in the chosen format, diagnostics to stderr.
 //!
-//! Live clusters are not wired into the CLI yet, so every plan is against an empty cluster,
-//! and every format says so.
+//! Without `--kubeconfig` every plan is against an empty cluster, and every format says so;
+//! with it, the plan is against the live cluster (see `live`).
 
 use agent::plan::Plan;
 use agent::report::json::plan_json_string;
@@ -14,7 +14,10 @@ use super::{Outcome, PlanArgs, PlanFormat};
 pub fn run(args: &PlanArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> {
     let repo = render_repo(&args.path)?;
     report_render_diagnostics(&repo, style);
-    let plan: Plan = agent::offline_plan::plan_against_empty_cluster(&repo.output, None);
+    let plan: Plan = match &args.cluster.kubeconfig {
+        Some(_) => super::live::plan(&args.cluster, &args.path, &repo, style)?.plan,
+        None => agent::offline_plan::plan_against_empty_cluster(&repo.output, None),
+    };
     let text = match args.output {
         PlanFormat::Human => plan_human(&plan),
         PlanFormat::Json => plan_json_string(&plan, &repo.sources),

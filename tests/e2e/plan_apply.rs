@@ -522,3 +522,169 @@ async fn applies_killed_at_random_points_converge_without_orphans() -> Result<()
     }
     Ok(())
 }
+
+/// One component rendering raw objects given as YAML list items (indented for `objects:`).
+fn raw_component(component: &str, objects_yaml: &str) -> String {
+    format!(
+        "    - name: {component}
+      type: k8s-objects
+      properties:
+        objects:
+{objects_yaml}"
+    )
+}
+
+#[tokio::test]
+async fn per_object_errors_stop_only_their_app_and_never_prune() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "pa-faults").await?;
+    let repo = Repo::new()?;
+    repo.write_app(
+        "good",
+        &application(
+            "good",
+            &ns.name,
+            &[config_map_component("cfg", "good-cfg", "blue")],
+        ),
+    )?;
+    repo.write_app(
+        "rejected",
+        &application(
+            "rejected",
+            &ns.name,
+            &[config_map_component("old", "rejected-old", "blue")],
+        ),
+    )?;
+    expect_success(&apply(&cluster, &repo)?, "first apply")?;
+
+    // `rejected` drops its old object and adds a Service the apiserver refuses (port 0), and a
+    // third app renders a kind no CRD serves.
+    let bad_service = "          - apiVersion: v1
+            kind: Service
+            metadata:
+              name: broken
+            spec:
+              ports:
+                - port: 0
+";
+    repo.write_app(
+        "rejected",
+        &application(
+            "rejected",
+            &ns.name,
+            &[
+                config_map_component("first", "rejected-first", "blue"),
+                raw_component("svc", bad_service),
+            ],
+        ),
+    )?;
+    let widget = "          - apiVersion: example.invalid/v1
+            kind: Widget
+            metadata:
+              name: w
+";
+    repo.write_app(
+        "unknown",
+        &application("unknown", &ns.name, &[raw_component("w", widget)]),
+    )?;
+    repo.write_app(
+        "good",
+        &application(
+            "good",
+            &ns.name,
+            &[config_map_component("cfg", "good-cfg", "green")],
+        ),
+    )?;
+
+    let output = apply(&cluster, &repo)?;
+    assert_eq!(output.status.code(), Some(1));
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        text.contains(
+            "kind Widget (example.invalid/v1) is not served by the cluster (CRD not installed?)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("Service/") && text.contains("rejected as invalid"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "app {}/rejected: apply stopped, nothing pruned",
+            ns.name
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("app {}/good: applied", ns.name)),
+        "{text}"
+    );
+
+    // The good app moved on; the rejected app applied what came before the error and pruned
+    // nothing, so its dropped object is still there.
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &ns.name);
+    let good = config_maps.get("good-cfg").await?;
+    assert_eq!(
+        good.data
+            .unwrap_or_default()
+            .get("color")
+            .map(String::as_str),
+        Some("green")
+    );
+    assert_eq!(
+        config_map_names(&cluster, &ns.name).await?,
+        BTreeSet::from([
+            "good-cfg".to_owned(),
+            "rejected-old".to_owned(),
+            "rejected-first".to_owned()
+        ])
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_unreachable_apiserver_is_a_clear_error() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let repo = Repo::new()?;
+    repo.write_app(
+        "shop",
+        &application(
+            "shop",
+            "default",
+            &[config_map_component("cfg", "c", "blue")],
+        ),
+    )?;
+    // The same credentials, pointed at a port nothing listens on.
+    let kubeconfig = std::fs::read_to_string(&cluster.kubeconfig)?;
+    let server_line = kubeconfig
+        .lines()
+        .find(|line| line.trim_start().starts_with("server:"))
+        .context("kubeconfig has no server")?;
+    let dead = kubeconfig.replace(server_line, "    server: https://127.0.0.1:1");
+    let dead_path = repo.path().join("dead-kubeconfig");
+    std::fs::write(&dead_path, dead)?;
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_driftless"))
+        .args([
+            "plan",
+            repo.path().to_str().context("utf-8 path")?,
+            "--kubeconfig",
+        ])
+        .arg(&dead_path)
+        .output()?;
+    assert_eq!(output.status.code(), Some(1));
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        text.contains("apiserver unreachable or timed out"),
+        "{text}"
+    );
+    Ok(())
+}
