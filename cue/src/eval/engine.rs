@@ -236,6 +236,9 @@ pub struct Engine<'a> {
 
 pub const ROOT: VId = 0;
 
+/// The empty label, interned first (labels of the root and of temporary vertices).
+const EMPTY_SYM: Sym = 0;
+
 /// A small, fast, non-cryptographic hasher (FxHash) for the label interner: labels are not
 /// attacker-controlled in a way that matters here, and SipHash dominated profiles.
 #[derive(Debug, Clone, Copy, Default)]
@@ -2112,7 +2115,7 @@ impl<'a> Engine<'a> {
 
     /// Evaluates an expression into a fresh vertex.
     fn temp_vertex(&mut self, expr: &'a Expr, env: EnvId) -> R {
-        let label = self.intern("");
+        let label = EMPTY_SYM;
         let t = self.new_vertex(None, label);
         self.vm(t).field = FieldKind::Regular;
         self.add_conj(t, ConjKind::Expr(expr), env, Close::Open, 0, false);
@@ -2292,7 +2295,7 @@ impl<'a> Engine<'a> {
 
     /// A new list vertex whose elements unify with `items`.
     pub fn list_of(&mut self, items: Vec<VId>, span: Span) -> VId {
-        let label = self.intern("");
+        let label = EMPTY_SYM;
         let t = self.new_vertex(None, label);
         self.vm(t).field = FieldKind::Regular;
         self.add_conj(
@@ -2308,7 +2311,7 @@ impl<'a> Engine<'a> {
 
     /// A new struct vertex with the given fields.
     pub fn struct_of(&mut self, fields: Vec<(Sym, VId)>, span: Span) -> VId {
-        let label = self.intern("");
+        let label = EMPTY_SYM;
         let t = self.new_vertex(None, label);
         self.vm(t).field = FieldKind::Regular;
         self.add_conj(
@@ -2324,7 +2327,7 @@ impl<'a> Engine<'a> {
 
     /// A new vertex holding one atom.
     pub fn atom_vertex(&mut self, atom: Atom, span: Span) -> VId {
-        let label = self.intern("");
+        let label = EMPTY_SYM;
         let t = self.new_vertex(None, label);
         self.vm(t).field = FieldKind::Regular;
         self.add_conj(t, ConjKind::Atom(atom, span), 0, Close::Open, 0, false);
@@ -2357,13 +2360,13 @@ impl<'a> Engine<'a> {
             R::Err(e) => Err(e),
             R::Atom(atom) => Ok(self.atom_vertex(atom, span)),
             R::Kinds(kinds) => {
-                let label = self.intern("");
+                let label = EMPTY_SYM;
                 let t = self.new_vertex(None, label);
                 self.add_conj(t, ConjKind::Kinds(kinds, span), 0, Close::Open, 0, false);
                 Ok(t)
             }
             R::Valid(validator) => {
-                let label = self.intern("");
+                let label = EMPTY_SYM;
                 let t = self.new_vertex(None, label);
                 self.add_conj(
                     t,
@@ -2376,7 +2379,7 @@ impl<'a> Engine<'a> {
                 Ok(t)
             }
             R::Top => {
-                let label = self.intern("");
+                let label = EMPTY_SYM;
                 Ok(self.new_vertex(None, label))
             }
             R::Pkg(name) | R::Func(name) => Err(Error::new(
@@ -2630,9 +2633,10 @@ impl<'a> Engine<'a> {
 
     /// Whether an expression evaluates without error (`x != _|_`).
     fn exists(&mut self, expr: &'a Expr, env: EnvId) -> bool {
-        match self.eval_expr(expr, env) {
-            R::Err(_) => false,
-            R::V(v) => {
+        match self.probe(expr, env) {
+            None => false,
+            Some(R::Err(_)) => false,
+            Some(R::V(v)) => {
                 if self.v(v).state == State::Running {
                     return true;
                 }
@@ -2650,7 +2654,42 @@ impl<'a> Engine<'a> {
                     _ => true,
                 }
             }
-            _ => true,
+            Some(_) => true,
+        }
+    }
+
+    /// Evaluates a selector chain for an existence check without building errors for a
+    /// missing field (the common `if parameter.x != _|_`); `None` when it does not exist.
+    fn probe(&mut self, expr: &'a Expr, env: EnvId) -> Option<R> {
+        let (base, label, span) = match expr {
+            Expr::Paren(inner, _) => return self.probe(inner, env),
+            Expr::Selector {
+                base, label, span, ..
+            } => (base, label.as_str(), *span),
+            Expr::Index { base, index, span } => match index.as_ref() {
+                Expr::String { parts, .. } => match parts.as_slice() {
+                    [ast::StringPart::Lit(label)] => (base, label.as_str(), *span),
+                    _ => return Some(self.eval_expr(expr, env)),
+                },
+                _ => return Some(self.eval_expr(expr, env)),
+            },
+            _ => return Some(self.eval_expr(expr, env)),
+        };
+        match self.probe(base, env)? {
+            R::V(x) => {
+                let x = self.concrete_vertex(x, span).ok()?;
+                if !self.v(x).errors.is_empty() {
+                    return None;
+                }
+                let sym = self.intern(label);
+                let arc = self.find_arc(x, sym)?;
+                if self.v(arc).field == FieldKind::Optional {
+                    return None;
+                }
+                Some(R::V(arc))
+            }
+            R::Pkg(_) => Some(self.eval_expr(expr, env)),
+            _ => None,
         }
     }
 
@@ -2777,7 +2816,7 @@ impl<'a> Engine<'a> {
         span: Span,
         f: &'static str,
     ) -> R {
-        let label = self.intern("");
+        let label = EMPTY_SYM;
         let t = self.new_vertex(None, label);
         self.vm(t).field = FieldKind::Regular;
         match (f, args) {
