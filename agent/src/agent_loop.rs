@@ -313,35 +313,46 @@ impl SourceWorker {
     }
 
     async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
-        let mut wait = Duration::ZERO;
+        // The first poll is immediate; after that, polls follow the interval (or the backoff),
+        // webhooks poll at once, and drift checks follow their own schedule without polling.
+        let mut next_poll = tokio::time::Instant::now();
         loop {
             let drift_wait = self
                 .drift_timer
                 .as_ref()
-                .and_then(|timer| timer.until_next(chrono::Utc::now()))
-                .unwrap_or(Duration::MAX);
+                .and_then(|timer| timer.until_next(chrono::Utc::now()));
+            let drift_at = drift_wait.map(|wait| tokio::time::Instant::now() + wait);
+            let wake_at = drift_at.map_or(next_poll, |drift_at| drift_at.min(next_poll));
+            let mut poll_now = false;
             tokio::select! {
-                _ = tokio::time::sleep(wait.min(drift_wait)) => {}
+                _ = tokio::time::sleep_until(wake_at) => {}
                 _ = self.notify.notified() => {
                     tracing::debug!(source = %self.config.name, "woken by a webhook");
+                    poll_now = true;
                 }
                 _ = shutdown.wait_for(|stop| *stop) => {}
             }
             if *shutdown.borrow() {
                 break;
             }
-            // The step runs to completion even if shutdown is requested meanwhile.
-            wait = self.step().await;
+            // Each step runs to completion even if shutdown is requested meanwhile.
+            if poll_now || tokio::time::Instant::now() >= next_poll {
+                let wait = self.poll_step().await;
+                next_poll = tokio::time::Instant::now() + wait;
+            }
+            let drift_due = self
+                .drift_timer
+                .as_mut()
+                .is_some_and(|timer| timer.take_due(chrono::Utc::now()));
+            if drift_due {
+                self.drift_check().await;
+            }
         }
         tracing::info!(source = %self.config.name, "source stopped");
     }
 
     /// One poll and whatever it calls for. Returns how long to wait before the next poll.
-    async fn step(&mut self) -> Duration {
-        let drift_due = self
-            .drift_timer
-            .as_mut()
-            .is_some_and(|timer| timer.take_due(chrono::Utc::now()));
+    async fn poll_step(&mut self) -> Duration {
         let mut wait = self.config.poll_interval;
         self.shared.metrics.record_poll(&self.config.name);
         let outcome = self.git.poll().await;
@@ -395,9 +406,6 @@ impl SourceWorker {
             }
         }
         self.preview_pulls().await;
-        if drift_due {
-            self.drift_check().await;
-        }
         wait
     }
 
