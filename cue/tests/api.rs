@@ -189,3 +189,14 @@ fn reference_cycles_and_deep_structures_do_not_overflow() {
         serde_json::json!({"v": 1, "next": {"v": 2}})
     );
 }
+
+#[test]
+fn files_of_one_package_see_each_other() {
+    let a = cue::parse_file(cue::FileId(0), "package p\n\nx: y + 1\n#S: {n: int}\n");
+    let b = cue::parse_file(cue::FileId(1), "package p\n\ny: 41\ns: #S & {n: x}\n");
+    let value = cue::Evaluator::new().evaluate(&[&a.file, &b.file], &[]);
+    assert_eq!(
+        value.to_json().unwrap(),
+        serde_json::json!({"x": 42, "y": 41, "s": {"n": 42}})
+    );
+}

@@ -228,6 +228,7 @@ pub struct Engine<'a> {
     pub syms: Vec<Rc<str>>,
     sym_index: HashMap<Rc<str>, Sym, FxBuild>,
     lets: HashMap<(EnvId, usize), VId>,
+    strings: HashMap<usize, Rc<str>, FxBuild>,
     regexes: HashMap<String, Rc<regex::Regex>>,
     depth: u32,
     /// Where new arcs of a vertex go while a comprehension body is processed.
@@ -268,6 +269,11 @@ impl std::hash::Hasher for FxHasher {
         }
     }
 
+    fn write_usize(&mut self, i: usize) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        self.0 = (self.0.rotate_left(5) ^ i as u64).wrapping_mul(K);
+    }
+
     fn finish(&self) -> u64 {
         self.0
     }
@@ -285,11 +291,12 @@ pub fn is_definition(label: &str) -> bool {
 impl<'a> Engine<'a> {
     pub fn new() -> Engine<'a> {
         let mut engine = Engine {
-            vs: Vec::with_capacity(256),
-            envs: Vec::with_capacity(64),
+            vs: Vec::with_capacity(64),
+            envs: Vec::with_capacity(32),
             syms: Vec::new(),
             sym_index: HashMap::with_capacity_and_hasher(256, FxBuild),
             lets: HashMap::new(),
+            strings: HashMap::with_hasher(FxBuild),
             regexes: HashMap::new(),
             depth: 0,
             insert_at: None,
@@ -795,6 +802,15 @@ impl<'a> Engine<'a> {
             match decl {
                 Decl::Comprehension(_) => positions.push(self.v(v).arcs.len()),
                 Decl::Field(field) => self.add_field(v, field, env, child, g),
+                Decl::Ellipsis(Some(ty), span) if !matches!(ty, Expr::Top(_)) => {
+                    let error = self.err(
+                        v,
+                        ErrorKind::Unsupported,
+                        "unsupported: typed ellipsis in a struct (...T)",
+                        vec![*span],
+                    );
+                    self.add_error(v, error);
+                }
                 Decl::Ellipsis(_, _) => {
                     if g != 0
                         && let Some(group) = self.vm(v).groups.get_mut(g as usize - 1)
@@ -1859,6 +1875,12 @@ impl<'a> Engine<'a> {
     /// Arcs in (an approximation of) CUE v0.14's field order.
     pub fn ordered_arcs(&self, v: VId) -> Vec<(Sym, VId)> {
         let mut arcs = self.v(v).arcs.clone();
+        if arcs
+            .windows(2)
+            .all(|w| self.v(w[0].1).pos <= self.v(w[1].1).pos)
+        {
+            return arcs;
+        }
         // Source order of the declarations (CUE v0.14 sorts fields topologically, which is
         // source order within a file); data fields keep their insertion order, last.
         arcs.sort_by_key(|(_, arc)| self.v(*arc).pos);
@@ -2043,6 +2065,22 @@ impl<'a> Engine<'a> {
                         R::Err(Error::new(kind, message, *span))
                     }
                 }
+            }
+            Expr::String { parts, .. }
+                if matches!(parts.as_slice(), [ast::StringPart::Lit(_)] | []) =>
+            {
+                // Constant strings are shared: evaluated many times, allocated once.
+                let key = expr as *const Expr as usize;
+                if let Some(s) = self.strings.get(&key) {
+                    return R::Atom(Atom::Str(s.clone()));
+                }
+                let text = match parts.as_slice() {
+                    [ast::StringPart::Lit(text)] => text.as_str(),
+                    _ => "",
+                };
+                let rc: Rc<str> = Rc::from(text);
+                self.strings.insert(key, rc.clone());
+                R::Atom(Atom::Str(rc))
             }
             Expr::String { parts, span } => match self.interpolate(parts, env, *span) {
                 Ok(s) => R::Atom(Atom::Str(Rc::from(s.as_str()))),
