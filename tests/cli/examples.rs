@@ -196,3 +196,18 @@ fn a_missing_path_is_an_error_naming_it() {
         "{run:?}"
     );
 }
+
+#[test]
+fn a_closed_stdout_is_not_an_error() {
+    // `driftless render | head -0`: the reader is gone before the binary writes its result.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_driftless"))
+        .args(["render", "examples/repo"])
+        .current_dir(crate::support::workspace_root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}

@@ -152,6 +152,18 @@ mod tests {
     }
 
     #[test]
+    fn yaml_documents_read_back_as_the_same_objects() {
+        let yaml = render_yaml(&output()).unwrap();
+        let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&yaml).unwrap();
+        let objects: Vec<serde_json::Value> = output().apps[0]
+            .objects
+            .iter()
+            .map(|object| object.object.clone())
+            .collect();
+        assert_eq!(documents, objects);
+    }
+
+    #[test]
     fn json_is_one_array_of_the_objects() {
         let value: serde_json::Value = serde_json::from_str(&render_json(&output())).unwrap();
         let kinds: Vec<&str> = value
