@@ -23,7 +23,9 @@ pub struct SourceFile {
 /// definitions, and CUE templates embedded in YAML (which map back into their YAML file).
 #[derive(Debug, Clone, Default)]
 pub struct SourceMap {
-    entries: Vec<SourceEntry>,
+    /// Shared entries: a snapshot's map starts as a clone of the built-in definitions' map, so
+    /// cloning must not copy every built-in text.
+    entries: Vec<std::sync::Arc<SourceEntry>>,
 }
 
 #[derive(Debug, Clone)]
@@ -73,12 +75,12 @@ impl SourceMap {
     fn push(&mut self, path: String, text: String, embedded_in: Option<Embedding>) -> FileId {
         let id = FileId(self.entries.len() as u32);
         let index = LineIndex::new(&text);
-        self.entries.push(SourceEntry {
+        self.entries.push(std::sync::Arc::new(SourceEntry {
             path,
             text,
             index,
             embedded_in,
-        });
+        }));
         id
     }
 
