@@ -163,6 +163,9 @@ pub async fn apply_app(
         report.outcome = ApplyOutcome::Failed(error.to_string());
         return report;
     }
+    // What the cluster holds now; the final write is skipped when nothing changed, so an apply
+    // of an unchanged app costs no write.
+    let stored = record.clone();
 
     let created_kinds = crd_kinds(desired.objects.iter().map(|object| &object.object));
     for change in &plan.changes {
@@ -220,7 +223,8 @@ pub async fn apply_app(
             record.entries.remove(&object_ref);
         }
     }
-    if let Err(error) = store.write(app, &mut record).await
+    if record != stored
+        && let Err(error) = store.write(app, &mut record).await
         && report.outcome == ApplyOutcome::Applied
     {
         report.outcome = ApplyOutcome::Failed(error.to_string());

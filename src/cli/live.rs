@@ -80,15 +80,9 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
         let live_plan = plan_with(&cluster, &args.cluster, &args.path, &repo).await;
         report_cluster_diagnostics(&live_plan, &repo, style);
         write_stdout(&plan_human(&live_plan.plan))?;
-        if !live_plan.plan.has_changes() {
-            write_stdout(&health_text(&live_plan.health))?;
-            return Ok(if live_plan.plan.has_errors() {
-                Outcome::Blocked
-            } else {
-                Outcome::Success
-            });
-        }
-        if !args.yes && !confirm()? {
+        // Without changes there is nothing to confirm; the apply then only brings the trackers
+        // up to date (adoptions, entries of objects that left our ownership).
+        if live_plan.plan.has_changes() && !args.yes && !confirm()? {
             write_stderr("apply cancelled\n");
             return Ok(Outcome::Blocked);
         }
@@ -116,6 +110,9 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
                 };
             }
             let _ = match &report.outcome {
+                ApplyOutcome::Applied if report.objects.is_empty() => {
+                    writeln!(text, "app {}: up to date", report.app)
+                }
                 ApplyOutcome::Applied => writeln!(text, "app {}: applied", report.app),
                 ApplyOutcome::Skipped(reason) => {
                     failed = true;

@@ -65,16 +65,21 @@ spec:
     )
 }
 
-/// A repository in a temporary directory with one file per app.
+/// A repository in a temporary directory with one file per app. Its trackers are kept in the
+/// test's namespace, so they go when the namespace goes.
 struct Repo {
     dir: tempfile::TempDir,
+    tracker_namespace: String,
 }
 
 impl Repo {
-    fn new() -> Result<Repo> {
+    fn new(ns: &TestNamespace) -> Result<Repo> {
         let dir = tempfile::tempdir()?;
         std::fs::create_dir_all(dir.path().join("apps"))?;
-        Ok(Repo { dir })
+        Ok(Repo {
+            dir,
+            tracker_namespace: ns.name.clone(),
+        })
     }
 
     fn write_app(&self, name: &str, manifest: &str) -> Result<()> {
@@ -99,13 +104,32 @@ fn driftless(cluster: &TestCluster, args: &[&str]) -> Result<Output> {
 
 fn apply(cluster: &TestCluster, repo: &Repo) -> Result<Output> {
     let path = repo.path().to_str().context("utf-8 path")?;
-    driftless(cluster, &["apply", path, "--yes"])
+    driftless(
+        cluster,
+        &[
+            "apply",
+            path,
+            "--yes",
+            "--tracker-namespace",
+            &repo.tracker_namespace,
+        ],
+    )
 }
 
 /// `plan -o json`, parsed, with its exit code.
 fn plan(cluster: &TestCluster, repo: &Repo) -> Result<(i32, Value)> {
     let path = repo.path().to_str().context("utf-8 path")?;
-    let output = driftless(cluster, &["plan", path, "-o", "json"])?;
+    let output = driftless(
+        cluster,
+        &[
+            "plan",
+            path,
+            "-o",
+            "json",
+            "--tracker-namespace",
+            &repo.tracker_namespace,
+        ],
+    )?;
     let json: Value = serde_json::from_slice(&output.stdout).with_context(|| {
         format!(
             "plan output is not JSON:\n{}\n{}",
@@ -159,7 +183,8 @@ fn changes(plan: &Value) -> Vec<(String, String, Vec<String>, Option<String>)> {
 async fn config_map_names(cluster: &TestCluster, namespace: &str) -> Result<BTreeSet<String>> {
     let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), namespace);
     Ok(config_maps
-        .list(&ListParams::default())
+        // Trackers live in the test namespace too; they are not app objects.
+        .list(&ListParams::default().labels("!driftless.dev/tracker"))
         .await?
         .items
         .into_iter()
@@ -172,7 +197,7 @@ async fn config_map_names(cluster: &TestCluster, namespace: &str) -> Result<BTre
 async fn apply_then_plan_is_clean_and_a_changed_property_is_one_field() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "pa-clean").await?;
-    let repo = Repo::new()?;
+    let repo = Repo::new(&ns)?;
     let components = |color: &str| {
         vec![
             config_map_component("cfg", "settings", color),
@@ -232,7 +257,7 @@ async fn a_removed_component_is_pruned_and_a_similar_unowned_object_is_not() -> 
         .create(&PostParams::default(), &bystander)
         .await?;
 
-    let repo = Repo::new()?;
+    let repo = Repo::new(&ns)?;
     let both = vec![
         config_map_component("main", "main", "blue"),
         config_map_component("extra", "extra", "red"),
@@ -270,7 +295,7 @@ async fn a_removed_component_is_pruned_and_a_similar_unowned_object_is_not() -> 
 async fn two_apps_rendering_one_object_conflict_and_the_second_applies_nothing() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "pa-conflict").await?;
-    let first = Repo::new()?;
+    let first = Repo::new(&ns)?;
     first.write_app(
         "blog",
         &application(
@@ -281,7 +306,7 @@ async fn two_apps_rendering_one_object_conflict_and_the_second_applies_nothing()
     )?;
     expect_success(&apply(&cluster, &first)?, "apply of blog")?;
 
-    let second = Repo::new()?;
+    let second = Repo::new(&ns)?;
     second.write_app(
         "shop",
         &application(
@@ -331,7 +356,7 @@ async fn two_apps_rendering_one_object_conflict_and_the_second_applies_nothing()
 async fn an_out_of_band_edit_is_drift_and_apply_restores_it() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "pa-drift").await?;
-    let repo = Repo::new()?;
+    let repo = Repo::new(&ns)?;
     repo.write_app(
         "shop",
         &application(
@@ -408,7 +433,7 @@ async fn an_out_of_band_edit_is_drift_and_apply_restores_it() -> Result<()> {
 async fn health_turns_healthy_once_kwok_makes_the_pods_ready() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "pa-health").await?;
-    let repo = Repo::new()?;
+    let repo = Repo::new(&ns)?;
     repo.write_app(
         "shop",
         &application(
@@ -471,7 +496,7 @@ async fn applies_killed_at_random_points_converge_without_orphans() -> Result<()
     eprintln!("kill test seed: {seed}");
     let mut random = Lcg(seed);
 
-    let repo = Repo::new()?;
+    let repo = Repo::new(&ns)?;
     let path = repo.path().to_str().context("utf-8 path")?.to_owned();
     // Two desired states that share some objects and differ in others, so that every pass both
     // creates and prunes.
@@ -489,7 +514,14 @@ async fn applies_killed_at_random_points_converge_without_orphans() -> Result<()
         // The killed apply works towards one state...
         write_state(round, round % 2)?;
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_driftless"))
-            .args(["apply", &path, "--yes", "--kubeconfig"])
+            .args([
+                "apply",
+                &path,
+                "--yes",
+                "--tracker-namespace",
+                &ns.name,
+                "--kubeconfig",
+            ])
             .arg(&cluster.kubeconfig)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -538,7 +570,7 @@ fn raw_component(component: &str, objects_yaml: &str) -> String {
 async fn per_object_errors_stop_only_their_app_and_never_prune() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "pa-faults").await?;
-    let repo = Repo::new()?;
+    let repo = Repo::new(&ns)?;
     repo.write_app(
         "good",
         &application(
@@ -650,12 +682,13 @@ async fn per_object_errors_stop_only_their_app_and_never_prune() -> Result<()> {
 #[tokio::test]
 async fn an_unreachable_apiserver_is_a_clear_error() -> Result<()> {
     let cluster = TestCluster::shared().await?;
-    let repo = Repo::new()?;
+    let ns = TestNamespace::new(&cluster, "pa-down").await?;
+    let repo = Repo::new(&ns)?;
     repo.write_app(
         "shop",
         &application(
             "shop",
-            "default",
+            &ns.name,
             &[config_map_component("cfg", "c", "blue")],
         ),
     )?;
@@ -686,5 +719,189 @@ async fn an_unreachable_apiserver_is_a_clear_error() -> Result<()> {
         text.contains("apiserver unreachable or timed out"),
         "{text}"
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_custom_resource_waits_for_the_crd_its_app_creates() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "pa-crd").await?;
+    // A group unique to this test run: CRDs are cluster-scoped and outlive the namespace.
+    let group = format!("{}.driftless.test", ns.name);
+    let crd = format!(
+        "          - apiVersion: apiextensions.k8s.io/v1
+            kind: CustomResourceDefinition
+            metadata:
+              name: gadgets.{group}
+            spec:
+              group: {group}
+              scope: Namespaced
+              names:
+                kind: Gadget
+                plural: gadgets
+                singular: gadget
+              versions:
+                - name: v1
+                  served: true
+                  storage: true
+                  schema:
+                    openAPIV3Schema:
+                      type: object
+                      x-kubernetes-preserve-unknown-fields: true
+"
+    );
+    let gadget = format!(
+        "          - apiVersion: {group}/v1
+            kind: Gadget
+            metadata:
+              name: g1
+            spec:
+              size: 3
+"
+    );
+    let repo = Repo::new(&ns)?;
+    // The custom resource comes first in the render; the CRD must still be applied first.
+    repo.write_app(
+        "gadgets",
+        &application(
+            "gadgets",
+            &ns.name,
+            &[raw_component("gadget", &gadget), raw_component("crd", &crd)],
+        ),
+    )?;
+    let (code, planned) = plan(&cluster, &repo)?;
+    assert_eq!(code, 2, "{planned:#}");
+    let order: Vec<String> = changes(&planned)
+        .into_iter()
+        .map(|change| change.1)
+        .collect();
+    assert_eq!(
+        order,
+        vec![
+            format!("CustomResourceDefinition/gadgets.{group}"),
+            "Gadget/g1".to_owned()
+        ]
+    );
+    let result = apply(&cluster, &repo);
+    // Remove the CRD whatever happened: it is cluster-scoped.
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(cluster.client.clone());
+    let output = result?;
+    let gadgets_after = plan(&cluster, &repo);
+    let _ = crds
+        .delete(
+            &format!("gadgets.{group}"),
+            &kube::api::DeleteParams::default(),
+        )
+        .await;
+    expect_success(&output, "apply")?;
+    let (code, clean) = gadgets_after?;
+    assert_eq!((code, changes(&clean)), (0, vec![]));
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_app_removed_from_the_source_is_deleted_except_what_it_keeps() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "pa-gone").await?;
+    let repo = Repo::new(&ns)?;
+    repo.write_app(
+        "stays",
+        &application(
+            "stays",
+            &ns.name,
+            &[config_map_component("cfg", "stays", "blue")],
+        ),
+    )?;
+    let mut leaving = application(
+        "leaves",
+        &ns.name,
+        &[
+            config_map_component("cfg", "leaves", "blue"),
+            config_map_component("keep", "leaves-kept", "blue"),
+        ],
+    );
+    leaving.push_str(
+        "  policies:
+    - name: gc
+      type: garbage-collect
+      properties:
+        rules:
+          - selector:
+              componentNames: [keep]
+            strategy: never
+",
+    );
+    repo.write_app("leaves", &leaving)?;
+    expect_success(&apply(&cluster, &repo)?, "first apply")?;
+
+    std::fs::remove_file(repo.path().join("apps/leaves.yaml"))?;
+    let (code, planned) = plan(&cluster, &repo)?;
+    assert_eq!(code, 2);
+    assert_eq!(
+        changes(&planned),
+        vec![(
+            "delete".to_owned(),
+            "ConfigMap/leaves".to_owned(),
+            vec![],
+            None
+        )]
+    );
+    expect_success(&apply(&cluster, &repo)?, "apply after removal")?;
+    assert_eq!(
+        config_map_names(&cluster, &ns.name).await?,
+        BTreeSet::from(["stays".to_owned(), "leaves-kept".to_owned()])
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_tracked_object_that_lost_our_marks_is_never_pruned() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "pa-marks").await?;
+    let repo = Repo::new(&ns)?;
+    let both = vec![
+        config_map_component("main", "main", "blue"),
+        config_map_component("adopted", "adopted", "blue"),
+    ];
+    repo.write_app("shop", &application("shop", &ns.name, &both))?;
+    expect_success(&apply(&cluster, &repo)?, "first apply")?;
+    // Someone takes the object over by hand: our owner annotation is gone.
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &ns.name);
+    config_maps
+        .patch(
+            "adopted",
+            &PatchParams::default(),
+            &Patch::Merge(
+                serde_json::json!({"metadata": {"annotations": {"driftless.dev/owner": null}}}),
+            ),
+        )
+        .await?;
+
+    repo.write_app("shop", &application("shop", &ns.name, &both[..1]))?;
+    let (_, planned) = plan(&cluster, &repo)?;
+    let adopted = planned["apps"][0]["changes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|change| change["name"] == "adopted")
+        .context("the plan does not mention the object")?;
+    assert_eq!(adopted["action"], "unchanged");
+    assert!(
+        adopted["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no longer carries"),
+        "{adopted:#}"
+    );
+    expect_success(&apply(&cluster, &repo)?, "second apply")?;
+    assert_eq!(
+        config_map_names(&cluster, &ns.name).await?,
+        BTreeSet::from(["main".to_owned(), "adopted".to_owned()])
+    );
+    // It left the tracker: the next plan does not mention it at all.
+    let (code, clean) = plan(&cluster, &repo)?;
+    assert_eq!(code, 0);
+    assert!(!clean.to_string().contains("\"adopted\""), "{clean:#}");
     Ok(())
 }
