@@ -3,7 +3,8 @@
 //!
 //! Which files go in: every `.yaml`, `.yml` and `.cue` file under the root, with paths relative
 //! to the root and `/`-separated, sorted, so the snapshot is the same on every machine. Hidden
-//! directories (`.git`, `.github`) and build output (`target`, `node_modules`) are skipped.
+//! directories (`.git`, `.github`) and build output (`target`, `node_modules`) are skipped, and
+//! symlinked directories are not followed.
 //! Deliberately absent: `.gitignore` handling. A checkout's ignored files are rarely manifests,
 //! and reading them is harmless because the analyzer decides what a file means.
 //!
@@ -124,21 +125,27 @@ fn collect_manifests(
         if name.starts_with('.') {
             continue;
         }
-        // `file_type` does not follow symlinks; `metadata` does, so a symlinked directory of
-        // manifests is read like a real one.
-        let metadata = std::fs::metadata(&path).map_err(|source| WorktreeError::ReadFailed {
-            path: path.clone(),
-            source,
-        })?;
-        if metadata.is_dir() {
+        let file_type = entry
+            .file_type()
+            .map_err(|source| WorktreeError::ReadFailed {
+                path: path.clone(),
+                source,
+            })?;
+        if file_type.is_dir() {
             if !SKIPPED_DIRECTORIES.contains(&name.as_ref()) {
                 collect_manifests(root, &path, files)?;
             }
-        } else if is_manifest(&path) {
+        } else if is_manifest(&path) && (file_type.is_file() || points_to_file(&path)) {
+            // Symlinked files are read; symlinked directories are not followed (like git and
+            // ripgrep), so a link to an ancestor cannot make the walk endless.
             files.push(read_source_file(root, &path)?);
         }
     }
     Ok(())
+}
+
+fn points_to_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|metadata| metadata.is_file())
 }
 
 fn is_manifest(path: &Path) -> bool {
@@ -217,6 +224,25 @@ mod tests {
             ]
         );
         assert_eq!(worktree.snapshot.files[0].contents, "a");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinked_files_are_read_and_symlinked_directories_are_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "shared/base.yaml", "base");
+        write(dir.path(), "apps/web.yaml", "web");
+        std::os::unix::fs::symlink(
+            dir.path().join("shared/base.yaml"),
+            dir.path().join("apps/base.yaml"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(dir.path(), dir.path().join("apps/loop")).unwrap();
+        let worktree = read_worktree(dir.path()).unwrap();
+        assert_eq!(
+            paths(&worktree),
+            ["apps/base.yaml", "apps/web.yaml", "shared/base.yaml"]
+        );
     }
 
     #[test]
