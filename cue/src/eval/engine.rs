@@ -61,6 +61,8 @@ pub enum ConjKind<'a> {
     ListOf(Rc<Vec<VId>>, Span),
     Validator(Validator, Span),
     Kinds(KindSet, Span),
+    /// A disjunction of existing vertices (`or([...])`), all alternatives unmarked.
+    Or(Rc<Vec<VId>>, Span),
 }
 
 #[derive(Debug, Clone)]
@@ -690,6 +692,15 @@ impl<'a> Engine<'a> {
                     self.conflict(v, c);
                 }
             }
+            ConjKind::Or(items, span) => {
+                self.vm(v).disjs.push(Conj {
+                    kind: ConjKind::Or(items, span),
+                    env,
+                    close,
+                    grp,
+                    derived: false,
+                });
+            }
             ConjKind::StructOf(arcs, span) => {
                 self.mark_struct(v, span);
                 for (sym, target) in arcs.iter() {
@@ -1274,7 +1285,19 @@ impl<'a> Engine<'a> {
         }
         let conjs: Vec<Conj<'a>> = t.conjs.iter().filter(|c| !c.derived).cloned().collect();
         if conjs.is_empty() && t.state == State::Done {
-            // Evaluated data with no conjuncts of its own (cannot happen for AST values).
+            // Evaluated values without conjuncts of their own: results of `or()`.
+            if let Some(next) = t.forward {
+                self.process_ref(v, next, span, close, grp);
+            } else if let Some(alts) = t.alts.clone() {
+                let items = alts.into_iter().map(|(a, _)| a).collect();
+                self.vm(v).disjs.push(Conj {
+                    kind: ConjKind::Or(Rc::new(items), span),
+                    env: 0,
+                    close,
+                    grp,
+                    derived: false,
+                });
+            }
             return;
         }
         let mut remap: Vec<(u32, u32)> = Vec::new();
@@ -1353,12 +1376,14 @@ impl<'a> Engine<'a> {
                         self.insert_at = saved;
                     }
                     Ok(other) => {
-                        let error = self.err(
-                            v,
-                            ErrorKind::Conflict,
-                            format!("invalid label {}: label must be a string", other.cue_text()),
-                            vec![expr.span()],
-                        );
+                        let message = match other {
+                            Atom::Int(_) => "integer fields not supported".to_owned(),
+                            other => format!(
+                                "invalid label {}: label must be a string",
+                                other.cue_text()
+                            ),
+                        };
+                        let error = self.err(v, ErrorKind::Conflict, message, vec![expr.span()]);
                         self.add_error(v, error);
                     }
                     Err(error) => {
@@ -1500,6 +1525,25 @@ impl<'a> Engine<'a> {
         // Alternatives of each disjunction: (conjunct kind, env, close, grp, default flag).
         let mut sets: Vec<Vec<(Conj<'a>, bool)>> = Vec::new();
         for d in &disjs {
+            if let ConjKind::Or(items, span) = &d.kind {
+                let alts = items
+                    .iter()
+                    .map(|item| {
+                        (
+                            Conj {
+                                kind: ConjKind::Ref(*item, *span),
+                                env: d.env,
+                                close: d.close,
+                                grp: d.grp,
+                                derived: true,
+                            },
+                            true,
+                        )
+                    })
+                    .collect();
+                sets.push(alts);
+                continue;
+            }
             let ConjKind::Expr(expr) = d.kind else {
                 continue;
             };
@@ -2496,8 +2540,10 @@ impl<'a> Engine<'a> {
                     {
                         return Ok(atom.clone());
                     }
+                    // Incomplete rather than Cycle: a value that refers back to itself
+                    // before it is known is not an error Validate() reports (CUE neither).
                     return Err(Error {
-                        kind: ErrorKind::Cycle,
+                        kind: ErrorKind::Incomplete,
                         message: "cycle in reference".to_owned(),
                         spans: vec![span],
                         path: self.path(v),
@@ -2935,7 +2981,8 @@ fn conj_span(kind: &ConjKind<'_>) -> Span {
         | ConjKind::StructOf(_, s)
         | ConjKind::ListOf(_, s)
         | ConjKind::Validator(_, s)
-        | ConjKind::Kinds(_, s) => *s,
+        | ConjKind::Kinds(_, s)
+        | ConjKind::Or(_, s) => *s,
     }
 }
 
