@@ -49,6 +49,7 @@
 // large but built once per problem, never on a hot path.
 #![allow(clippy::result_large_err)]
 
+mod check;
 mod definitions;
 mod diagnostic;
 mod load;
@@ -57,6 +58,9 @@ mod render;
 pub mod rules;
 mod snapshot;
 
+pub use check::{
+    AnalysisConfig, AnalysisOptions, IGNORE_ANNOTATION, IgnoreRule, RuleLevel, analyze_snapshot,
+};
 pub use definitions::{BUILTIN_PREFIX, Definitions};
 pub use diagnostic::{Diagnostic, Label, Severity};
 pub use model::{Definition, DefinitionKind};

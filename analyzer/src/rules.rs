@@ -25,6 +25,16 @@ pub const RULES: &[Rule] = &[
         "a definition's CUE template is not valid CUE syntax",
     ),
     rule(
+        "dependency-cycle",
+        Severity::Error,
+        "components or workflow steps whose `dependsOn` form a cycle",
+    ),
+    rule(
+        "deprecated-api-version",
+        Severity::Warning,
+        "a rendered object uses an API version deprecated in the target Kubernetes release",
+    ),
+    rule(
         "duplicate-app",
         Severity::Error,
         "two Applications have the same namespace and name",
@@ -33,6 +43,26 @@ pub const RULES: &[Rule] = &[
         "duplicate-component",
         Severity::Error,
         "two components of an Application have the same name",
+    ),
+    rule(
+        "duplicate-object",
+        Severity::Error,
+        "two Applications render the same Kubernetes object",
+    ),
+    rule(
+        "host-network",
+        Severity::Warning,
+        "a pod uses the host's network namespace",
+    ),
+    rule(
+        "host-path",
+        Severity::Warning,
+        "a pod mounts a `hostPath` volume",
+    ),
+    rule(
+        "image-tag",
+        Severity::Warning,
+        "a container image has no tag or the `latest` tag",
     ),
     rule(
         "internal-error",
@@ -45,6 +75,11 @@ pub const RULES: &[Rule] = &[
         "a field of an Application or definition has the wrong shape",
     ),
     rule(
+        "invalid-name",
+        Severity::Error,
+        "an Application or component name is not a valid DNS-1123 name",
+    ),
+    rule(
         "invalid-properties",
         Severity::Error,
         "properties do not satisfy the definition's `parameter` schema",
@@ -55,9 +90,24 @@ pub const RULES: &[Rule] = &[
         "a required field (`kind`, `metadata.name`, a component's `name` or `type`) is missing",
     ),
     rule(
+        "missing-probes",
+        Severity::Warning,
+        "a long-running container has no liveness or readiness probe",
+    ),
+    rule(
+        "missing-resources",
+        Severity::Warning,
+        "a container has no resource requests or limits",
+    ),
+    rule(
         "patch-conflict",
         Severity::Error,
         "a trait's patch conflicts with the workload as rendered so far",
+    ),
+    rule(
+        "privileged-container",
+        Severity::Warning,
+        "a container runs privileged",
     ),
     rule(
         "remote-placement",
@@ -65,9 +115,39 @@ pub const RULES: &[Rule] = &[
         "a topology places the app on another cluster with different overrides; only the local placement is rendered",
     ),
     rule(
+        "removed-api-version",
+        Severity::Error,
+        "a rendered object uses an API version the target Kubernetes release no longer serves",
+    ),
+    rule(
+        "trait-conflict",
+        Severity::Error,
+        "two traits of a component conflict (`conflictsWith`)",
+    ),
+    rule(
+        "trait-not-applicable",
+        Severity::Error,
+        "a trait does not apply to the component's workload (`appliesToWorkloads`)",
+    ),
+    rule(
+        "undocumented-parameter",
+        Severity::Warning,
+        "a repository definition's parameter has no `// +usage=` description",
+    ),
+    rule(
+        "unknown-cluster",
+        Severity::Error,
+        "a topology policy names a cluster missing from driftless.yaml's `clusters`",
+    ),
+    rule(
         "unknown-component-type",
         Severity::Error,
         "no ComponentDefinition has the component's type",
+    ),
+    rule(
+        "unknown-dependency",
+        Severity::Error,
+        "`dependsOn` names no component or workflow step of the app",
     ),
     rule(
         "unknown-field",
@@ -90,6 +170,11 @@ pub const RULES: &[Rule] = &[
         "no PolicyDefinition has a custom policy's type",
     ),
     rule(
+        "unknown-property",
+        Severity::Warning,
+        "a property the definition's `parameter` does not declare (did you mean ...?)",
+    ),
+    rule(
         "unknown-trait-type",
         Severity::Error,
         "no TraitDefinition has the trait's type",
@@ -98,6 +183,11 @@ pub const RULES: &[Rule] = &[
         "unknown-workflow",
         Severity::Error,
         "`workflow.ref` names a Workflow that is not in the app's namespace",
+    ),
+    rule(
+        "unknown-workflow-step-type",
+        Severity::Error,
+        "no WorkflowStepDefinition has the step's type",
     ),
     rule(
         "unsupported-definition",

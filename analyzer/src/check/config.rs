@@ -139,10 +139,14 @@ mod tests {
 
     #[test]
     fn unknown_rules_and_bad_globs_are_errors() {
-        let error = AnalysisConfig::from_agent_config("analysis: {rules: {nope: off}}").unwrap_err();
-        assert_eq!(error, ConfigError::UnknownRule("nope".to_owned()));
         let error =
-            AnalysisConfig::from_agent_config("analysis: {ignore: [{paths: [\"a[\"]}]}").unwrap_err();
-        assert!(matches!(error, ConfigError::InvalidGlob { .. }), "{error:?}");
+            AnalysisConfig::from_agent_config("analysis: {rules: {nope: off}}").unwrap_err();
+        assert_eq!(error, ConfigError::UnknownRule("nope".to_owned()));
+        let error = AnalysisConfig::from_agent_config("analysis: {ignore: [{paths: [\"a[\"]}]}")
+            .unwrap_err();
+        assert!(
+            matches!(error, ConfigError::InvalidGlob { .. }),
+            "{error:?}"
+        );
     }
 }

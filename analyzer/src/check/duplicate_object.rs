@@ -35,7 +35,8 @@ pub(crate) fn check(loaded: &[LoadedApp], apps: &mut [RenderedApp]) {
                 Some(&(first_app, first_object)) if first_app != app_index => {
                     let first = &apps[first_app];
                     let span = component_span(&loaded[app_index], object);
-                    let first_span = component_span(&loaded[first_app], &first.objects[first_object]);
+                    let first_span =
+                        component_span(&loaded[first_app], &first.objects[first_object]);
                     let (_, kind, namespace, name) = &key;
                     let mut diagnostic = Diagnostic::error(
                         "duplicate-object",
@@ -77,7 +78,12 @@ fn key_of(object: &RenderedObject, app_namespace: &str) -> Option<ObjectKey> {
         .pointer("/metadata/namespace")
         .and_then(serde_json::Value::as_str)
         .unwrap_or(app_namespace);
-    Some((group.to_owned(), kind.to_owned(), namespace.to_owned(), name.to_owned()))
+    Some((
+        group.to_owned(),
+        kind.to_owned(),
+        namespace.to_owned(),
+        name.to_owned(),
+    ))
 }
 
 fn component_span(loaded: &LoadedApp, object: &RenderedObject) -> cue::Span {

@@ -27,7 +27,10 @@ pub(crate) fn check(
             object,
             Diagnostic::warning(
                 "host-network",
-                format!("{} uses the host's network (`hostNetwork: true`)", describe(object)),
+                format!(
+                    "{} uses the host's network (`hostNetwork: true`)",
+                    describe(object)
+                ),
                 Some(ctx.object_span(object)),
             ),
         ));
@@ -36,7 +39,11 @@ pub(crate) fn check(
 
 /// `Deployment `web`` for messages.
 pub(crate) fn describe(object: &RenderedObject) -> String {
-    let kind = object.object.get("kind").and_then(serde_json::Value::as_str).unwrap_or("object");
+    let kind = object
+        .object
+        .get("kind")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("object");
     let name = object
         .object
         .pointer("/metadata/name")

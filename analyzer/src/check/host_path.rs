@@ -22,12 +22,21 @@ pub(crate) fn check(
     pod: &PodTemplate,
     out: &mut Vec<Diagnostic>,
 ) {
-    for volume in pod.spec.volumes.iter().filter(|volume| volume.host_path.is_some()) {
+    for volume in pod
+        .spec
+        .volumes
+        .iter()
+        .filter(|volume| volume.host_path.is_some())
+    {
         out.push(ctx.at_object(
             object,
             Diagnostic::warning(
                 "host-path",
-                format!("{} mounts host path volume `{}`", describe(object), volume.name),
+                format!(
+                    "{} mounts host path volume `{}`",
+                    describe(object),
+                    volume.name
+                ),
                 Some(ctx.object_span(object)),
             ),
         ));

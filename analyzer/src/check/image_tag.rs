@@ -74,7 +74,10 @@ mod tests {
         assert_eq!(image_tag("nginx"), ImageTag::Missing);
         assert_eq!(image_tag("nginx:1.27"), ImageTag::Tag("1.27"));
         assert_eq!(image_tag("localhost:5000/nginx"), ImageTag::Missing);
-        assert_eq!(image_tag("localhost:5000/nginx:latest"), ImageTag::Tag("latest"));
+        assert_eq!(
+            image_tag("localhost:5000/nginx:latest"),
+            ImageTag::Tag("latest")
+        );
         assert_eq!(image_tag("nginx@sha256:abc"), ImageTag::Digest);
     }
 }

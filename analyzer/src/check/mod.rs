@@ -79,12 +79,8 @@ pub fn analyze_snapshot(
         .apps
         .par_iter()
         .map(|app| {
-            let (mut rendered, used) = crate::render::render_app(
-                app,
-                &loaded.definitions,
-                &loaded.standalone,
-                &evaluator,
-            );
+            let (mut rendered, used) =
+                crate::render::render_app(app, &loaded.definitions, &loaded.standalone, &evaluator);
             let ctx = AppContext {
                 loaded: app,
                 objects: &rendered.objects,
@@ -252,17 +248,31 @@ impl<'a> Settings<'a> {
 
     /// Drops suppressed diagnostics and applies severity overrides. `app` supplies the
     /// per-app annotation.
-    fn apply(&self, diagnostics: &mut Vec<Diagnostic>, app: Option<&LoadedApp>, sources: &SourceMap) {
+    fn apply(
+        &self,
+        diagnostics: &mut Vec<Diagnostic>,
+        app: Option<&LoadedApp>,
+        sources: &SourceMap,
+    ) {
         let annotation: Vec<&str> = app
             .and_then(|app| app.app.metadata.annotations.get(IGNORE_ANNOTATION))
-            .map(|value| value.split(',').map(str::trim).filter(|id| !id.is_empty()).collect())
+            .map(|value| {
+                value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|id| !id.is_empty())
+                    .collect()
+            })
             .unwrap_or_default();
         diagnostics.retain_mut(|diagnostic| {
             // Internal errors are bugs to report, never silenced.
             if diagnostic.rule == "internal-error" {
                 return true;
             }
-            if annotation.iter().any(|id| *id == "*" || *id == diagnostic.rule) {
+            if annotation
+                .iter()
+                .any(|id| *id == "*" || *id == diagnostic.rule)
+            {
                 return false;
             }
             if let Some(span) = diagnostic.span {

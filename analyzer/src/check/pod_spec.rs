@@ -73,10 +73,30 @@ pub(crate) enum WorkloadKind {
 /// The kinds whose objects carry a pod spec, and the JSON pointer of the spec.
 const POD_SPEC_POINTERS: &[(&str, &str, &str, WorkloadKind)] = &[
     ("", "Pod", "/spec", WorkloadKind::Service),
-    ("apps", "Deployment", "/spec/template/spec", WorkloadKind::Service),
-    ("apps", "StatefulSet", "/spec/template/spec", WorkloadKind::Service),
-    ("apps", "DaemonSet", "/spec/template/spec", WorkloadKind::Service),
-    ("apps", "ReplicaSet", "/spec/template/spec", WorkloadKind::Service),
+    (
+        "apps",
+        "Deployment",
+        "/spec/template/spec",
+        WorkloadKind::Service,
+    ),
+    (
+        "apps",
+        "StatefulSet",
+        "/spec/template/spec",
+        WorkloadKind::Service,
+    ),
+    (
+        "apps",
+        "DaemonSet",
+        "/spec/template/spec",
+        WorkloadKind::Service,
+    ),
+    (
+        "apps",
+        "ReplicaSet",
+        "/spec/template/spec",
+        WorkloadKind::Service,
+    ),
     ("batch", "Job", "/spec/template/spec", WorkloadKind::Batch),
     (
         "batch",

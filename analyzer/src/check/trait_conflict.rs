@@ -25,9 +25,15 @@ pub(crate) fn check(ctx: &AppContext<'_>, out: &mut Vec<Diagnostic>) {
                 continue;
             };
             for conflict in &definition.trait_attributes.conflicts_with {
-                let Some(other_index) = component.traits.iter().enumerate().position(
-                    |(other_index, other)| other_index != trait_index && other.trait_type == *conflict,
-                ) else {
+                let Some(other_index) =
+                    component
+                        .traits
+                        .iter()
+                        .enumerate()
+                        .position(|(other_index, other)| {
+                            other_index != trait_index && other.trait_type == *conflict
+                        })
+                else {
                     continue;
                 };
                 out.push(

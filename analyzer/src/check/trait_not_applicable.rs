@@ -65,15 +65,20 @@ struct WorkloadNames {
     display: String,
 }
 
-fn workload_names(ctx: &AppContext<'_>, component: &str, component_type: &str) -> Option<WorkloadNames> {
-    let definition = ctx.definitions.get(DefinitionKind::Component, component_type)?;
+fn workload_names(
+    ctx: &AppContext<'_>,
+    component: &str,
+    component_type: &str,
+) -> Option<WorkloadNames> {
+    let definition = ctx
+        .definitions
+        .get(DefinitionKind::Component, component_type)?;
     let workload = definition.workload.as_ref();
     let definition_type = workload
         .and_then(|workload| workload.workload_type.clone())
         .filter(|workload_type| workload_type != "autodetects.core.oam.dev");
-    let declared = workload.and_then(|workload| {
-        Some((workload.api_version.clone()?, workload.kind.clone()?))
-    });
+    let declared =
+        workload.and_then(|workload| Some((workload.api_version.clone()?, workload.kind.clone()?)));
     let rendered = || {
         let object = ctx
             .objects
@@ -86,7 +91,9 @@ fn workload_names(ctx: &AppContext<'_>, component: &str, component_type: &str) -
     let gvk = declared.or_else(rendered).map(|(api_version, kind)| {
         let (group, version) = api_version
             .rsplit_once('/')
-            .map_or((String::new(), api_version.clone()), |(g, v)| (g.to_owned(), v.to_owned()));
+            .map_or((String::new(), api_version.clone()), |(g, v)| {
+                (g.to_owned(), v.to_owned())
+            });
         (group, version, kind)
     });
     if definition_type.is_none() && gvk.is_none() {
@@ -129,7 +136,9 @@ fn matches(entry: &str, names: &WorkloadNames) -> bool {
     entry == resource
         || entry.eq_ignore_ascii_case(kind)
         || entry == format!("{api_version}.{kind}")
-        || entry.strip_prefix("*.").is_some_and(|entry_group| entry_group == group)
+        || entry
+            .strip_prefix("*.")
+            .is_some_and(|entry_group| entry_group == group)
 }
 
 /// The lowercase plural resource name of a kind (`Deployment` → `deployments`), by the

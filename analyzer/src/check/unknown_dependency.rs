@@ -30,9 +30,10 @@ pub(crate) fn check(ctx: &AppContext<'_>, out: &mut Vec<Diagnostic>) {
                          this app",
                         component.name
                     ),
-                    Some(positions.value_span(&format!(
-                        "/spec/components/{index}/dependsOn/{dep_index}"
-                    ))),
+                    Some(
+                        positions
+                            .value_span(&format!("/spec/components/{index}/dependsOn/{dep_index}")),
+                    ),
                 )
                 .for_component(&component.name),
             );
@@ -81,6 +82,12 @@ fn check_steps(
                 ),
             ));
         }
-        check_steps(ctx, &step.sub_steps, &format!("{step_pointer}/subSteps"), names, out);
+        check_steps(
+            ctx,
+            &step.sub_steps,
+            &format!("{step_pointer}/subSteps"),
+            names,
+            out,
+        );
     }
 }

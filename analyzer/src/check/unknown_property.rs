@@ -61,9 +61,15 @@ impl ParameterSchemas {
         for app in apps {
             let spec = &app.app.spec;
             for component in &spec.components {
-                wanted.insert((DefinitionKind::Component, component.component_type.clone()), ());
+                wanted.insert(
+                    (DefinitionKind::Component, component.component_type.clone()),
+                    (),
+                );
                 for component_trait in &component.traits {
-                    wanted.insert((DefinitionKind::Trait, component_trait.trait_type.clone()), ());
+                    wanted.insert(
+                        (DefinitionKind::Trait, component_trait.trait_type.clone()),
+                        (),
+                    );
                 }
             }
             for policy in &spec.policies {
@@ -87,7 +93,9 @@ impl ParameterSchemas {
                 let value = evaluator.evaluate(&[template.as_ref()], &[]);
                 value
                     .lookup(&["parameter"])
-                    .map_or(Schema::Unchecked, |parameter| schema_of(&parameter.export()))
+                    .map_or(Schema::Unchecked, |parameter| {
+                        schema_of(&parameter.export())
+                    })
             }))
             .unwrap_or(Schema::Unchecked);
             by_definition.insert((kind, name), schema);
@@ -134,7 +142,15 @@ pub(crate) fn check(ctx: &AppContext<'_>, out: &mut Vec<Diagnostic>) {
                 .get(DefinitionKind::Component, &component.component_type),
         ) {
             let subject = format!("component type `{}`", component.component_type);
-            walk(ctx, properties, schema, &pointer, &subject, Some(&component.name), out);
+            walk(
+                ctx,
+                properties,
+                schema,
+                &pointer,
+                &subject,
+                Some(&component.name),
+                out,
+            );
         }
         for (trait_index, component_trait) in component.traits.iter().enumerate() {
             let pointer = format!("/spec/components/{index}/traits/{trait_index}/properties");
@@ -144,7 +160,15 @@ pub(crate) fn check(ctx: &AppContext<'_>, out: &mut Vec<Diagnostic>) {
                     .get(DefinitionKind::Trait, &component_trait.trait_type),
             ) {
                 let subject = format!("trait `{}`", component_trait.trait_type);
-                walk(ctx, properties, schema, &pointer, &subject, Some(&component.name), out);
+                walk(
+                    ctx,
+                    properties,
+                    schema,
+                    &pointer,
+                    &subject,
+                    Some(&component.name),
+                    out,
+                );
             }
         }
     }
@@ -152,7 +176,8 @@ pub(crate) fn check(ctx: &AppContext<'_>, out: &mut Vec<Diagnostic>) {
         let pointer = format!("/spec/policies/{index}/properties");
         if let (Some(properties), Some(schema)) = (
             &policy.properties,
-            ctx.parameter_schemas.get(DefinitionKind::Policy, &policy.policy_type),
+            ctx.parameter_schemas
+                .get(DefinitionKind::Policy, &policy.policy_type),
         ) {
             let subject = format!("policy type `{}`", policy.policy_type);
             walk(ctx, properties, schema, &pointer, &subject, None, out);
@@ -175,7 +200,15 @@ fn walk(
     for (key, child) in object {
         let child_pointer = format!("{pointer}/{}", escape_segment(key));
         match fields.iter().find(|field| field.label == *key) {
-            Some(field) => walk(ctx, child, &field.schema, &child_pointer, subject, component, out),
+            Some(field) => walk(
+                ctx,
+                child,
+                &field.schema,
+                &child_pointer,
+                subject,
+                component,
+                out,
+            ),
             None => {
                 let span: Span = ctx.loaded.document.positions.key_span(&child_pointer);
                 let suggestion = closest(key, fields.iter().map(|field| field.label.as_str()))
@@ -197,28 +230,49 @@ fn walk(
 
 /// The candidate nearest to `word` by edit distance, if near enough to be a typo: at most
 /// one edit per three characters (and at least one).
-pub(crate) fn closest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn closest<'a>(
+    word: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
     let limit = (word.chars().count() / 3).max(1);
     candidates
-        .map(|candidate| (edit_distance(&word.to_lowercase(), &candidate.to_lowercase()), candidate))
+        .map(|candidate| {
+            (
+                edit_distance(&word.to_lowercase(), &candidate.to_lowercase()),
+                candidate,
+            )
+        })
         .filter(|(distance, _)| *distance <= limit)
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, candidate)| candidate)
 }
 
-/// Levenshtein distance over characters.
+/// Edit distance with adjacent transpositions (optimal string alignment): `prots` is one
+/// edit from `ports`, as a typist sees it.
 fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != *cb);
-            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
-        }
-        previous = current;
+    let width = b.len() + 1;
+    let mut table = vec![0usize; (a.len() + 1) * width];
+    for i in 0..=a.len() {
+        table[i * width] = i;
     }
-    previous[b.len()]
+    for (j, cell) in table.iter_mut().enumerate().take(width) {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (table[(i - 1) * width + j] + 1)
+                .min(table[i * width + j - 1] + 1)
+                .min(table[(i - 1) * width + j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(table[(i - 2) * width + j - 2] + 1);
+            }
+            table[i * width + j] = best;
+        }
+    }
+    table[a.len() * width + b.len()]
 }
 
 #[cfg(test)]

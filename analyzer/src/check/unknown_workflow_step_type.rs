@@ -70,14 +70,22 @@ fn check_steps(
     for (index, step) in steps.iter().enumerate() {
         let step_pointer = format!("{pointer}/{index}");
         let step_type = step.step_type.as_str();
-        let base = step_type.split_once('@').map_or(step_type, |(base, _)| base);
+        let base = step_type
+            .split_once('@')
+            .map_or(step_type, |(base, _)| base);
         let known = step_type.is_empty()
             || KUBEVELA_STEP_TYPES.contains(&base)
-            || ctx.definitions.get(DefinitionKind::WorkflowStep, step_type).is_some();
+            || ctx
+                .definitions
+                .get(DefinitionKind::WorkflowStep, step_type)
+                .is_some();
         if !known {
             out.push(Diagnostic::error(
                 "unknown-workflow-step-type",
-                format!("unknown workflow step type `{step_type}` (step `{}`)", step.name),
+                format!(
+                    "unknown workflow step type `{step_type}` (step `{}`)",
+                    step.name
+                ),
                 Some(
                     ctx.loaded
                         .document
@@ -86,6 +94,11 @@ fn check_steps(
                 ),
             ));
         }
-        check_steps(ctx, &step.sub_steps, &format!("{step_pointer}/subSteps"), out);
+        check_steps(
+            ctx,
+            &step.sub_steps,
+            &format!("{step_pointer}/subSteps"),
+            out,
+        );
     }
 }
