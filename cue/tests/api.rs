@@ -200,3 +200,50 @@ fn files_of_one_package_see_each_other() {
         serde_json::json!({"x": 42, "y": 41, "s": {"n": 42}})
     );
 }
+
+#[test]
+fn long_reference_chains_stop_at_the_depth_limit_without_overflowing() {
+    // Run on a thread with the default 2 MiB stack, like rayon workers.
+    let handle = std::thread::spawn(|| {
+        let mut source = String::new();
+        for i in 0..2000 {
+            source.push_str(&format!("a{i}: a{} + 1\n", i + 1));
+        }
+        source.push_str("a2000: 0\nnested: ");
+        for _ in 0..60 {
+            source.push_str("{x: ");
+        }
+        source.push('1');
+        for _ in 0..60 {
+            source.push('}');
+        }
+        source.push('\n');
+        let value = eval(&source);
+        let errors = value.to_json().unwrap_err();
+        assert!(
+            errors.iter().any(|e| e.kind == ErrorKind::Cycle),
+            "{:?}",
+            &errors[..1]
+        );
+        assert_eq!(
+            value.lookup(&["a1999"]).unwrap().to_json().unwrap(),
+            serde_json::json!(1)
+        );
+        // Deep but finite data is not a structural cycle.
+        let mut nested = value.lookup(&["nested"]).unwrap();
+        for _ in 0..59 {
+            nested = nested.lookup(&["x"]).unwrap();
+        }
+        assert_eq!(nested.to_json().unwrap(), serde_json::json!({"x": 1}));
+    });
+    handle.join().unwrap();
+}
+
+#[test]
+fn huge_repetitions_are_errors_not_allocations() {
+    let value = eval(
+        "import \"strings\"\n\na: \"x\" * 1000000000000\nb: strings.Repeat(\"y\", 1000000000000)\n",
+    );
+    let errors = value.to_json().unwrap_err();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+}

@@ -505,6 +505,9 @@ fn strings(a: &mut Args<'_, '_>) -> Result<R, Error> {
             a.arity(2)?;
             let (s, n) = (a.str(0)?, a.int(1)?);
             let n = usize::try_from(n).map_err(|_| a.fail("negative Repeat count"))?;
+            if s.len().saturating_mul(n) > super::engine::MAX_STRING_LEN {
+                return Err(a.fail("result too large"));
+            }
             string(s.repeat(n))
         }
         "strings.Runes" => {
@@ -723,6 +726,9 @@ fn list(a: &mut Args<'_, '_>) -> Result<R, Error> {
             a.arity(2)?;
             let (items, n) = (a.list(0)?, a.int(1)?);
             let n = usize::try_from(n).map_err(|_| a.fail("negative count"))?;
+            if items.len().saturating_mul(n) > 1_000_000 {
+                return Err(a.fail("result too large"));
+            }
             let mut out = Vec::new();
             for _ in 0..n {
                 out.extend(items.iter().copied());

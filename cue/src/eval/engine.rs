@@ -32,7 +32,12 @@ pub type Sym = u32;
 /// Recursion limit of the evaluator (nested evaluations of references and expressions).
 const MAX_EVAL_DEPTH: u32 = 300;
 /// Depth of the value tree beyond which a structural cycle is assumed.
-const MAX_TREE_DEPTH: u32 = 80;
+const MAX_TREE_DEPTH: u32 = 250;
+/// Stack left before growing it, and the size of each new stack segment.
+pub const STACK_RED_ZONE: usize = 256 * 1024;
+pub const STACK_SEGMENT: usize = 4 * 1024 * 1024;
+/// Largest string a repetition may build.
+pub const MAX_STRING_LEN: usize = 1 << 24;
 /// Most alternatives a disjunction expansion may produce.
 const MAX_DISJUNCTS: usize = 512;
 
@@ -534,6 +539,12 @@ impl<'a> Engine<'a> {
         if self.v(v).state != State::New {
             return;
         }
+        // Evaluation recurses through references; grow the stack on demand instead of
+        // overflowing it (rayon workers have 2 MiB).
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || self.eval_vertex_inner(v));
+    }
+
+    fn eval_vertex_inner(&mut self, v: VId) {
         if self.v(v).depth > MAX_TREE_DEPTH {
             let span = self.v(v).span;
             let error = self.err(v, ErrorKind::Cycle, "structural cycle", vec![span]);
@@ -2094,6 +2105,12 @@ impl<'a> Engine<'a> {
     }
 
     pub fn eval_expr(&mut self, expr: &'a Expr, env: EnvId) -> R {
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
+            self.eval_expr_inner(expr, env)
+        })
+    }
+
+    fn eval_expr_inner(&mut self, expr: &'a Expr, env: EnvId) -> R {
         match expr {
             Expr::Null(_) => R::Atom(Atom::Null),
             Expr::Bool(b, _) => R::Atom(Atom::Bool(*b)),
@@ -3163,6 +3180,13 @@ pub fn binary_atoms(op: BinaryOp, a: &Atom, b: &Atom, span: Span) -> Result<Atom
             (Atom::Int(x), Atom::Int(y)) => x.checked_mul(*y).map(Atom::Int).ok_or_else(ovf),
             (Atom::Str(s), Atom::Int(n)) | (Atom::Int(n), Atom::Str(s)) => {
                 let n = usize::try_from(*n).map_err(|_| mismatch())?;
+                if s.len().saturating_mul(n) > MAX_STRING_LEN {
+                    return Err(Error::new(
+                        ErrorKind::Unsupported,
+                        "unsupported: string repetition result too large",
+                        span,
+                    ));
+                }
                 Ok(Atom::Str(Rc::from(s.repeat(n).as_str())))
             }
             _ => match (a.as_f64(), b.as_f64()) {

@@ -11,7 +11,7 @@ use crate::{Error, ErrorKind};
 use super::engine::{Engine, FieldKind, VId, is_definition, is_hidden};
 use super::val::{Atom, kind_text};
 
-const MAX_DEPTH: u32 = 100;
+const MAX_DEPTH: u32 = 260;
 
 #[derive(Debug)]
 pub enum Node {
@@ -51,6 +51,14 @@ pub fn build(engine: &mut Engine<'_>, v: VId) -> Rc<Node> {
 const MAX_OPTIONAL_DEPTH: u32 = 3;
 
 fn build_at(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32) -> Rc<Node> {
+    stacker::maybe_grow(
+        super::engine::STACK_RED_ZONE,
+        super::engine::STACK_SEGMENT,
+        || build_inner(engine, v, depth, optional_depth),
+    )
+}
+
+fn build_inner(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32) -> Rc<Node> {
     if optional_depth > MAX_OPTIONAL_DEPTH {
         return Rc::new(Node::Incomplete {
             kinds: KindSet::TOP,
