@@ -15,5 +15,6 @@ hack/install-prereqs.sh
 echo "==> control plane binaries (first build on a fresh machine takes ~15-25 min)" >&2
 bin=$(hack/build-cluster.sh | tail -n 1)
 echo "==> control plane binaries: $bin" >&2
+echo "==> Gitea for the agent tests: $(hack/build-gitea.sh | tail -n 1) (first build ~10-15 min)" >&2
 echo "==> cargo test --workspace $*" >&2
 exec cargo test --workspace "$@"
