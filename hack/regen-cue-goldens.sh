@@ -47,7 +47,7 @@ for input in cue/tests/kubevela/*.input.json; do
     python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["context"]))' "$input"
   } > "$tmp/prog.cue"
   rm -f "$stem.json" "$stem.err"
-  if ! "$CUE" export --out json "$tmp/prog.cue" > "$stem.json" 2> "$stem.err"; then
+  if ! (cd "$tmp" && "$CUE" export --out json prog.cue) > "$stem.json" 2> "$stem.err"; then
     rm -f "$stem.json"
   else
     rm -f "$stem.err"
