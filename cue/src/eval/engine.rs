@@ -159,6 +159,8 @@ pub struct Vertex<'a> {
     /// Source position (file, offset) of the earliest field declaration defining this arc;
     /// `u64::MAX` for data (JSON, builtin results). Fields are ordered by it.
     pos: u64,
+    /// The first field declaration defining this arc (label included), for closedness errors.
+    decl_span: Option<Span>,
     /// The span of the first conjunct, for errors about the vertex as a whole.
     pub span: Span,
 }
@@ -188,6 +190,7 @@ impl<'a> Vertex<'a> {
             docs: Vec::new(),
             depth,
             pos: u64::MAX,
+            decl_span: None,
             span: Span::default(),
         }
     }
@@ -642,26 +645,7 @@ impl<'a> Engine<'a> {
                             matcher.is_some_and(|m| self.pattern_matches(&m, &label))
                         });
                     if !allowed {
-                        if std::env::var_os("CUE_DEBUG").is_some() {
-                            eprintln!(
-                                "not allowed {label} in {:?}: groups {:?} conjs {:?}",
-                                self.path(v),
-                                groups
-                                    .iter()
-                                    .map(|g| g
-                                        .labels
-                                        .iter()
-                                        .map(|l| self.sym(*l).to_owned())
-                                        .collect::<Vec<_>>())
-                                    .collect::<Vec<_>>(),
-                                self.v(v)
-                                    .conjs
-                                    .iter()
-                                    .map(|c| (c.close, c.grp, c.derived, conj_span(&c.kind)))
-                                    .collect::<Vec<_>>()
-                            );
-                        }
-                        let span = self.v(arc).span;
+                        let span = self.v(arc).decl_span.unwrap_or(self.v(arc).span);
                         let error =
                             self.err(arc, ErrorKind::Closed, "field not allowed", vec![span]);
                         self.add_error(arc, error);
@@ -941,6 +925,7 @@ impl<'a> Engine<'a> {
             vertex.field = vertex.field.max(kind);
             let pos = (u64::from(field.span.file.0) << 32) | u64::from(field.span.start);
             vertex.pos = vertex.pos.min(pos);
+            vertex.decl_span.get_or_insert(field.span);
             let key = field as *const ast::Field as usize;
             if !field.doc.is_empty() && !vertex.docs.iter().any(|(k, _)| *k == key) {
                 vertex.docs.push((key, &field.doc));
