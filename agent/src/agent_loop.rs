@@ -200,13 +200,12 @@ pub async fn run(
     // Every source stopped: give queued statuses a last chance, then stop serving.
     let _ = server_shutdown.wait_for(|stop| *stop).await;
     drop(outbox);
-    if let Some(task) = outbox_task {
-        if tokio::time::timeout(Duration::from_secs(10), task)
+    if let Some(task) = outbox_task
+        && tokio::time::timeout(Duration::from_secs(10), task)
             .await
             .is_err()
-        {
-            tracing::warn!("forge outbox did not drain within 10s at shutdown");
-        }
+    {
+        tracing::warn!("forge outbox did not drain within 10s at shutdown");
     }
     let _ = server_stop_tx.send(());
     match server_task.await {

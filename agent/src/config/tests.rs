@@ -310,3 +310,38 @@ fn repo_slugs_from_urls() {
     assert_eq!(slug("ssh://git@h:22/org/repo").as_deref(), Some("org/repo"));
     assert_eq!(slug("https://h/"), None);
 }
+
+/// The example configs in the repository stay valid against the schema (their secrets point at
+/// files and variables that only exist where they are deployed, so only the schema is checked).
+#[test]
+fn shipped_examples_match_the_schema() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let example = std::fs::read_to_string(root.join("examples/repo/driftless.yaml")).unwrap();
+    let parsed: ConfigFile = serde_saphyr::from_str(&example).unwrap();
+    assert_eq!(parsed.sources.len(), 1);
+
+    let manifests = std::fs::read_to_string(root.join("deploy/config.yaml")).unwrap();
+    let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&manifests).unwrap();
+    let embedded = documents
+        .iter()
+        .find_map(|document| {
+            document
+                .pointer("/data/driftless.yaml")
+                .and_then(|v| v.as_str())
+        })
+        .unwrap();
+    let env = Environment::from_pairs([
+        ("GIT_TOKEN", "a"),
+        ("FORGE_TOKEN", "b"),
+        ("WEBHOOK_SECRET", "c"),
+    ]);
+    let config = Config::parse(
+        embedded,
+        Path::new("deploy/config.yaml"),
+        Path::new("/"),
+        &env,
+    )
+    .unwrap();
+    assert_eq!(config.clusters[0].kubeconfig, None, "in-cluster config");
+    assert_eq!(config.server.listen.port(), 8080);
+}

@@ -211,3 +211,119 @@ async fn deliver(forge: &dyn Forge, metrics: &Metrics, op: &ForgeOp) -> Result<(
     metrics.record_api_call(ApiTarget::Forge, result.is_ok());
     result
 }
+
+#[cfg(test)]
+mod tests {
+    //! The retry and coalescing logic, over a forge that is down for its first calls. (The
+    //! HTTP side is covered against a real Gitea in `tests/e2e/agent.rs`; what is tested here is
+    //! the queue, so the stand-in only counts calls.)
+
+    use std::sync::Mutex;
+
+    use futures::future::BoxFuture;
+
+    use super::*;
+    use crate::forge::{CommentId, PullRequest, StatusState};
+
+    #[derive(Debug, Default)]
+    struct DownThenUp {
+        failures_left: Mutex<u32>,
+        delivered: Mutex<Vec<(String, StatusState)>>,
+    }
+
+    impl Forge for DownThenUp {
+        fn set_status<'a>(
+            &'a self,
+            _repo: &'a RepoSlug,
+            _commit: &'a CommitId,
+            status: &'a CommitStatus,
+        ) -> BoxFuture<'a, Result<(), ForgeError>> {
+            Box::pin(async move {
+                let mut failures_left = self.failures_left.lock().unwrap();
+                if *failures_left > 0 {
+                    *failures_left -= 1;
+                    return Err(ForgeError::Unreachable {
+                        method: "POST",
+                        path: "/statuses".into(),
+                        message: "connection refused".into(),
+                    });
+                }
+                self.delivered
+                    .lock()
+                    .unwrap()
+                    .push((status.context.clone(), status.state));
+                Ok(())
+            })
+        }
+
+        fn open_pulls<'a>(
+            &'a self,
+            _repo: &'a RepoSlug,
+        ) -> BoxFuture<'a, Result<Vec<PullRequest>, ForgeError>> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+
+        fn upsert_comment<'a>(
+            &'a self,
+            _repo: &'a RepoSlug,
+            _pull: u64,
+            _marker: &'a str,
+            _body: &'a str,
+        ) -> BoxFuture<'a, Result<CommentId, ForgeError>> {
+            Box::pin(async { Ok(CommentId(1)) })
+        }
+
+        fn comment_limit(&self) -> usize {
+            1000
+        }
+    }
+
+    fn status_op(context: &str, state: StatusState) -> ForgeOp {
+        ForgeOp::Status {
+            repo: RepoSlug::parse("o/r").unwrap(),
+            commit: CommitId::parse(&"a".repeat(40)).unwrap(),
+            status: CommitStatus::new(context, state, "d", None),
+        }
+    }
+
+    #[tokio::test]
+    async fn retries_while_down_and_loses_nothing() {
+        let forge = Arc::new(DownThenUp {
+            failures_left: Mutex::new(3),
+            ..DownThenUp::default()
+        });
+        let metrics = Arc::new(Metrics::new());
+        let (_stop, shutdown) = watch::channel(false);
+        let retry = RetryPolicy {
+            base: Duration::from_millis(5),
+            cap: Duration::from_millis(20),
+        };
+        let (outbox, task) = Outbox::start(forge.clone(), metrics.clone(), retry, shutdown);
+        outbox.send(status_op("driftless/a/one", StatusState::Pending));
+        outbox.send(status_op("driftless/a/two", StatusState::Pending));
+        outbox.send(status_op("driftless/a/one", StatusState::Success));
+        tokio::time::timeout(Duration::from_secs(10), outbox.flushed())
+            .await
+            .unwrap();
+        drop(outbox);
+        tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .unwrap()
+            .unwrap();
+        let delivered = forge.delivered.lock().unwrap().clone();
+        // Every context arrives; a queued pending that a success superseded is sent as the
+        // success (only the latest state matters), in its original position.
+        assert_eq!(
+            delivered,
+            vec![
+                ("driftless/a/one".to_owned(), StatusState::Success),
+                ("driftless/a/two".to_owned(), StatusState::Pending),
+            ]
+        );
+        let text = metrics.encode();
+        assert!(
+            text.contains("driftless_api_calls_total{target=\"Forge\",outcome=\"Error\"} 3"),
+            "{text}"
+        );
+    }
+}

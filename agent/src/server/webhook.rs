@@ -135,10 +135,10 @@ pub fn matches_source(
     let same_slug = |a: &RepoSlug, b: &RepoSlug| {
         a.owner.eq_ignore_ascii_case(&b.owner) && a.name.eq_ignore_ascii_case(&b.name)
     };
-    if let (Some(event_slug), Some(source_slug)) = (&event.slug, source_repo) {
-        if same_slug(event_slug, source_slug) {
-            return true;
-        }
+    if let (Some(event_slug), Some(source_slug)) = (&event.slug, source_repo)
+        && same_slug(event_slug, source_slug)
+    {
+        return true;
     }
     let normalize = |url: &str| {
         url.trim_end_matches('/')

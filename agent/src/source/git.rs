@@ -305,12 +305,12 @@ impl GitRepo {
             .map_err(|error| read_failed(error.message().to_owned()))?;
         let mut blobs = Vec::new();
         tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
-            if entry.kind() == Some(git2::ObjectType::Blob) {
-                if let Ok(name) = entry.name() {
-                    let path = format!("{root}{name}");
-                    if self.config.paths.check(&path) == PathMatch::Included {
-                        blobs.push((path, entry.id()));
-                    }
+            if entry.kind() == Some(git2::ObjectType::Blob)
+                && let Ok(name) = entry.name()
+            {
+                let path = format!("{root}{name}");
+                if self.config.paths.check(&path) == PathMatch::Included {
+                    blobs.push((path, entry.id()));
                 }
             }
             git2::TreeWalkResult::Ok
