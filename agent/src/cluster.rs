@@ -76,8 +76,11 @@ pub struct Cluster {
     client: Client,
     limiter: RateLimiter,
     /// Per `apiVersion`: the resources it serves, or `None` when the group-version is not served.
-    discovery: Mutex<BTreeMap<String, Option<Vec<(ApiResource, ApiCapabilities)>>>>,
+    discovery: Mutex<BTreeMap<String, Option<ServedResources>>>,
 }
+
+/// The resources one group-version serves.
+type ServedResources = Vec<(ApiResource, ApiCapabilities)>;
 
 /// A kind resolved by discovery.
 #[derive(Debug, Clone)]

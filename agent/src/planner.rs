@@ -405,6 +405,12 @@ pub fn plan_app(
         plan.changes.extend(prunes);
     }
     plan.changes.extend(writes);
+    // An object that could not be observed blocks the whole app, as a render error does: the
+    // apply would stop there anyway, and a plan listing the rest would promise changes that
+    // will not happen.
+    if plan.diagnostics.len() > desired.diagnostics.len() {
+        plan.changes.clear();
+    }
     plan
 }
 

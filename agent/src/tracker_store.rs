@@ -109,14 +109,6 @@ impl<'a> TrackerStore<'a> {
         record: &mut TrackerRecord,
     ) -> Result<(), TrackerError> {
         let name = tracker_name(app);
-        if record.resource_version.is_none() {
-            self.ensure_namespace()
-                .await
-                .map_err(|message| TrackerError::TrackerWriteFailed {
-                    name: name.clone(),
-                    message,
-                })?;
-        }
         let config_map = ConfigMap {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
@@ -133,7 +125,22 @@ impl<'a> TrackerStore<'a> {
         };
         self.cluster.throttle().await;
         let written = match &record.resource_version {
-            None => self.api().create(&PostParams::default(), &config_map).await,
+            None => match self.api().create(&PostParams::default(), &config_map).await {
+                // The tracker namespace does not exist yet: create it and retry once. Trying
+                // the ConfigMap first keeps the common case free of cluster-scoped writes,
+                // which a namespace-scoped agent may not be allowed.
+                Err(error) if has_status(&error, 404) => {
+                    self.ensure_namespace().await.map_err(|message| {
+                        TrackerError::TrackerWriteFailed {
+                            name: name.clone(),
+                            message,
+                        }
+                    })?;
+                    self.cluster.throttle().await;
+                    self.api().create(&PostParams::default(), &config_map).await
+                }
+                other => other,
+            },
             Some(_) => {
                 self.api()
                     .replace(&name, &PostParams::default(), &config_map)

@@ -905,3 +905,181 @@ async fn a_tracked_object_that_lost_our_marks_is_never_pruned() -> Result<()> {
     assert!(!clean.to_string().contains("\"adopted\""), "{clean:#}");
     Ok(())
 }
+
+/// A kubeconfig for a ServiceAccount of `ns` that may only work with ConfigMaps there.
+async fn configmaps_only_kubeconfig(
+    cluster: &TestCluster,
+    ns: &TestNamespace,
+    dir: &Path,
+) -> Result<std::path::PathBuf> {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+
+    let client = cluster.client.clone();
+    let meta = |name: &str| ObjectMeta {
+        name: Some(name.to_owned()),
+        ..ObjectMeta::default()
+    };
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns.name);
+    accounts
+        .create(
+            &PostParams::default(),
+            &ServiceAccount {
+                metadata: meta("limited"),
+                ..ServiceAccount::default()
+            },
+        )
+        .await?;
+    let roles: Api<Role> = Api::namespaced(client.clone(), &ns.name);
+    roles
+        .create(
+            &PostParams::default(),
+            &Role {
+                metadata: meta("configmaps"),
+                rules: Some(vec![PolicyRule {
+                    api_groups: Some(vec![String::new()]),
+                    resources: Some(vec!["configmaps".to_owned()]),
+                    verbs: [
+                        "get", "list", "watch", "create", "update", "patch", "delete",
+                    ]
+                    .map(str::to_owned)
+                    .to_vec(),
+                    ..PolicyRule::default()
+                }]),
+            },
+        )
+        .await?;
+    let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), &ns.name);
+    bindings
+        .create(
+            &PostParams::default(),
+            &RoleBinding {
+                metadata: meta("configmaps"),
+                role_ref: RoleRef {
+                    api_group: "rbac.authorization.k8s.io".to_owned(),
+                    kind: "Role".to_owned(),
+                    name: "configmaps".to_owned(),
+                },
+                subjects: Some(vec![Subject {
+                    kind: "ServiceAccount".to_owned(),
+                    name: "limited".to_owned(),
+                    namespace: Some(ns.name.clone()),
+                    ..Subject::default()
+                }]),
+            },
+        )
+        .await?;
+    let token = accounts
+        .create_token_request(
+            "limited",
+            &PostParams::default(),
+            &TokenRequest {
+                spec: TokenRequestSpec {
+                    audiences: vec![],
+                    expiration_seconds: Some(3600),
+                    ..TokenRequestSpec::default()
+                },
+                ..TokenRequest::default()
+            },
+        )
+        .await?
+        .status
+        .context("the token request has no status")?
+        .token;
+    let admin = std::fs::read_to_string(&cluster.kubeconfig)?;
+    let line = |key: &str| {
+        admin
+            .lines()
+            .find(|line| line.trim_start().starts_with(key))
+            .map(str::trim)
+            .with_context(|| format!("kubeconfig has no {key}"))
+    };
+    let kubeconfig = format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    {}
+    {}
+users:
+- name: limited
+  user:
+    token: {token}
+contexts:
+- name: limited
+  context:
+    cluster: e2e
+    user: limited
+current-context: limited
+",
+        line("server:")?,
+        line("certificate-authority")?,
+    );
+    let path = dir.join("limited-kubeconfig");
+    std::fs::write(&path, kubeconfig)?;
+    Ok(path)
+}
+
+#[tokio::test]
+async fn rbac_forbidden_is_a_per_object_error_of_its_app_only() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "pa-rbac").await?;
+    let repo = Repo::new(&ns)?;
+    let kubeconfig = configmaps_only_kubeconfig(&cluster, &ns, repo.path()).await?;
+    repo.write_app(
+        "fine",
+        &application(
+            "fine",
+            &ns.name,
+            &[config_map_component("cfg", "fine-cfg", "blue")],
+        ),
+    )?;
+    repo.write_app(
+        "denied",
+        &application(
+            "denied",
+            &ns.name,
+            &[
+                config_map_component("cfg", "denied-cfg", "blue"),
+                webservice_component("web", "registry.invalid/web:1"),
+            ],
+        ),
+    )?;
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_driftless"))
+        .args([
+            "apply",
+            repo.path().to_str().context("utf-8 path")?,
+            "--yes",
+        ])
+        .args(["--tracker-namespace", &ns.name, "--kubeconfig"])
+        .arg(&kubeconfig)
+        .output()?;
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "Deployment/{}/web: forbidden (RBAC) (403)",
+            ns.name
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("app {}/fine: applied", ns.name)),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("app {}/denied: not applied", ns.name)),
+        "{text}"
+    );
+    assert_eq!(
+        config_map_names(&cluster, &ns.name).await?,
+        BTreeSet::from(["fine-cfg".to_owned()])
+    );
+    Ok(())
+}

@@ -475,8 +475,19 @@ fn per_object_errors_are_diagnostics_and_blocked_apps_plan_nothing() {
         shop.objects[0].object_ref.clone(),
         Observed::Failed("forbidden: cannot get configmaps".to_owned()),
     );
-    let plan = plan_app(&shop, &live, None, &PlanOptions::default());
-    assert!(plan.changes.is_empty());
+    let two = desired(
+        "shop",
+        vec![
+            ("web", None, config_map("cfg", "a")),
+            ("web", None, config_map("other", "a")),
+        ],
+        json!([]),
+    );
+    let plan = plan_app(&two, &live, None, &PlanOptions::default());
+    assert!(
+        plan.changes.is_empty(),
+        "the healthy object is not planned either"
+    );
     assert_eq!(plan.diagnostics.len(), 1);
     assert_eq!(plan.diagnostics[0].rule, "cluster-error");
     assert!(
