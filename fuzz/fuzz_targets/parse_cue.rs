@@ -14,7 +14,10 @@ fuzz_target!(|data: &[u8]| {
     for error in &parsed.errors {
         for span in &error.spans {
             assert!(span.start <= span.end, "inverted span {span:?} for {error}");
-            assert!(span.end as usize <= source.len(), "span {span:?} past the end for {error}");
+            assert!(
+                span.end as usize <= source.len(),
+                "span {span:?} past the end for {error}"
+            );
             assert!(
                 source.is_char_boundary(span.start as usize)
                     && source.is_char_boundary(span.end as usize),
