@@ -32,8 +32,8 @@ pub(crate) fn check(
             container.readiness_probe.is_some(),
         ) {
             (true, true) => continue,
-            (true, false) => "a readiness probe",
-            (false, true) => "a liveness probe",
+            (true, false) => "readiness probe",
+            (false, true) => "liveness probe",
             (false, false) => "liveness and readiness probes",
         };
         out.push(ctx.at_object(

@@ -300,3 +300,80 @@ impl<'a> Settings<'a> {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RULES;
+
+    /// RULES.md is generated from the rules table and each check module's `//!` doc; this
+    /// test fails when they drift apart (`UPDATE_EXPECT=1` regenerates it).
+    #[test]
+    fn rules_md_is_generated_from_the_module_docs() {
+        let check_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/check");
+        let mut out = String::from(
+            "# Rules\n\n\
+             Every diagnostic Driftless reports has a stable rule id. Errors block the app \
+             (it is not applied; the other apps are); warnings are reported only.\n\n\
+             Severity is configurable per rule in `driftless.yaml`, and findings can be \
+             suppressed per path with globs or per app with the `driftless.dev/ignore` \
+             annotation (comma-separated ids, or `*`):\n\n\
+             ```yaml\n\
+             analysis:\n  \
+               rules: { missing-probes: off, image-tag: error }\n  \
+               ignore:\n    \
+                 - paths: [\"apps/legacy/**\"]\n      \
+                   rules: [missing-resources]   # empty: every rule\n\
+             ```\n\n\
+             `internal-error` is never suppressed. This file is generated from \
+             `analyzer/src/rules.rs` and the `//!` docs of `analyzer/src/check/<rule>.rs` by \
+             a test (`UPDATE_EXPECT=1 cargo test -p analyzer --lib rules_md`).\n\n\
+             | id | default severity | summary |\n| --- | --- | --- |\n",
+        );
+        for rule in RULES {
+            let severity = match rule.severity {
+                crate::Severity::Error => "error",
+                crate::Severity::Warning => "warning",
+            };
+            out.push_str(&format!(
+                "| [`{0}`](#{0}) | {severity} | {1} |\n",
+                rule.id, rule.summary
+            ));
+        }
+        for rule in RULES {
+            out.push_str(&format!("\n## {}\n\n", rule.id));
+            let module = check_dir.join(format!("{}.rs", rule.id.replace('-', "_")));
+            match std::fs::read_to_string(&module) {
+                Ok(text) => {
+                    let doc: Vec<&str> = text
+                        .lines()
+                        .take_while(|line| line.starts_with("//!"))
+                        .map(|line| {
+                            line.trim_start_matches("//!")
+                                .strip_prefix(' ')
+                                .unwrap_or(line.trim_start_matches("//!"))
+                        })
+                        .collect();
+                    assert!(
+                        doc.first()
+                            .is_some_and(|first| first.contains(&format!("`{}`", rule.id))),
+                        "{} must open its doc with the rule id",
+                        module.display()
+                    );
+                    out.push_str(&doc.join("\n"));
+                    out.push('\n');
+                }
+                // Rules reported while loading or rendering have no check module.
+                Err(_) => out.push_str(&format!("{}.\n", capitalize(rule.summary))),
+            }
+        }
+        expect_test::expect_file!["../../../RULES.md"].assert_eq(&out);
+    }
+
+    fn capitalize(text: &str) -> String {
+        let mut chars = text.chars();
+        match chars.next() {
+            Some(first) => first.to_uppercase().chain(chars).collect(),
+            None => String::new(),
+        }
+    }
+}
