@@ -73,6 +73,38 @@ pub struct RenderOptions {
     pub default_namespace: String,
     /// Forces every app into this namespace, over `metadata.namespace` (`vela dry-run -n`).
     pub forced_namespace: Option<String>,
+    /// The Kubernetes version templates see as `context.clusterVersion`. Templates branch on it
+    /// (`gateway` emits `networking.k8s.io/v1beta1` below 1.19, `hpa` `autoscaling/v2beta2`
+    /// below 1.23), so a render for a real cluster must carry that cluster's version.
+    pub cluster_version: ClusterVersion,
+}
+
+/// A Kubernetes version as KubeVela puts it into `context.clusterVersion`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ClusterVersion {
+    pub major: String,
+    /// The minor version as a number (KubeVela trims `+` and other suffixes).
+    pub minor: u32,
+    pub git_version: String,
+    pub platform: String,
+}
+
+impl ClusterVersion {
+    /// What `vela dry-run --offline` uses: every field empty and `minor` 0, so templates take
+    /// their legacy branches. Use it to compare with KubeVela's dry-run output.
+    pub fn vela_offline() -> ClusterVersion {
+        ClusterVersion::default()
+    }
+
+    /// A release such as 1.34, as the cluster's `/version` reports it.
+    pub fn release(major: u32, minor: u32) -> ClusterVersion {
+        ClusterVersion {
+            major: major.to_string(),
+            minor,
+            git_version: format!("v{major}.{minor}.0"),
+            platform: "linux/amd64".to_owned(),
+        }
+    }
 }
 
 impl Default for RenderOptions {
@@ -80,6 +112,7 @@ impl Default for RenderOptions {
         RenderOptions {
             default_namespace: "default".to_owned(),
             forced_namespace: None,
+            cluster_version: ClusterVersion::vela_offline(),
         }
     }
 }
@@ -106,7 +139,13 @@ pub fn render_snapshot(
     let rendered: Vec<(RenderedApp, Vec<std::sync::Arc<Definition>>)> = loaded
         .apps
         .par_iter()
-        .map(|app| render::render_app(app, &loaded.definitions, &loaded.standalone, &evaluator))
+        .map(|app| render::render_app(
+            app,
+            &loaded.definitions,
+            &loaded.standalone,
+            &evaluator,
+            &options.cluster_version,
+        ))
         .collect();
     let mut diagnostics = loaded.diagnostics;
     diagnostics.extend(definitions.diagnostics().iter().cloned());

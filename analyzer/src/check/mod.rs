@@ -79,8 +79,13 @@ pub fn analyze_snapshot(
         .apps
         .par_iter()
         .map(|app| {
-            let (mut rendered, used) =
-                crate::render::render_app(app, &loaded.definitions, &loaded.standalone, &evaluator);
+            let (mut rendered, used) = crate::render::render_app(
+                app,
+                &loaded.definitions,
+                &loaded.standalone,
+                &evaluator,
+                &options.render.cluster_version,
+            );
             let ctx = AppContext {
                 loaded: app,
                 objects: &rendered.objects,

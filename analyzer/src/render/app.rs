@@ -14,7 +14,7 @@ use crate::definitions::Definitions;
 use crate::load::Standalone;
 use crate::load::application::LoadedApp;
 use crate::model::{Definition, DefinitionKind};
-use crate::{Diagnostic, RenderedApp, Severity};
+use crate::{ClusterVersion, Diagnostic, RenderedApp, Severity};
 
 /// Renders one app; a panic inside becomes an `internal-error` diagnostic for this app only.
 pub(crate) fn render_app(
@@ -22,9 +22,10 @@ pub(crate) fn render_app(
     definitions: &Definitions,
     standalone: &Standalone,
     evaluator: &Evaluator,
+    cluster_version: &ClusterVersion,
 ) -> (RenderedApp, Vec<Arc<Definition>>) {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        render_app_inner(loaded, definitions, standalone, evaluator)
+        render_app_inner(loaded, definitions, standalone, evaluator, cluster_version)
     }));
     match result {
         Ok(result) => result,
@@ -64,6 +65,7 @@ fn render_app_inner(
     definitions: &Definitions,
     standalone: &Standalone,
     evaluator: &Evaluator,
+    cluster_version: &ClusterVersion,
 ) -> (RenderedApp, Vec<Arc<Definition>>) {
     let mut diagnostics = loaded.diagnostics.clone();
     let positions = &loaded.document.positions;
@@ -168,6 +170,7 @@ fn render_app_inner(
                 &components_json,
                 resolved,
                 evaluator,
+                cluster_version,
                 check,
             ) {
                 Ok(rendered) => objects.extend(rendered),

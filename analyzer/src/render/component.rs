@@ -14,7 +14,7 @@ use super::patch::convert::{Concreteness, to_json};
 use super::patch::{ConstraintCheck, apply_patch, unify_only};
 use crate::load::application::LoadedApp;
 use crate::model::{Component, Definition};
-use crate::{Diagnostic, RenderedObject};
+use crate::{ClusterVersion, Diagnostic, RenderedObject};
 
 /// The definitions one component needs, resolved.
 pub(crate) struct ComponentDefinitions {
@@ -47,6 +47,7 @@ pub(crate) fn render_component(
     components: &Value,
     definitions: &ComponentDefinitions,
     evaluator: &Evaluator,
+    cluster_version: &ClusterVersion,
     check: ConstraintCheck<'_>,
 ) -> Result<Vec<RenderedObject>, Vec<Diagnostic>> {
     let positions = &loaded.document.positions;
@@ -63,7 +64,7 @@ pub(crate) fn render_component(
             Some(positions.value_span(&format!("{component_pointer}/type"))),
         )]
     })?;
-    let context = component_context(loaded, component, components);
+    let context = component_context(loaded, component, components, cluster_version);
     let empty = Value::Object(Map::new());
     let parameter = component.properties.as_ref().map_or(empty, go_json);
     let description = format!("component `{}`", component.name);

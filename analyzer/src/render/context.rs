@@ -4,6 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::load::application::LoadedApp;
+use crate::ClusterVersion;
 use crate::model::Component;
 
 /// Go's `json.Marshal` of a `map[string]interface{}`: keys sorted, and every number went
@@ -40,6 +41,7 @@ pub(crate) fn component_context(
     loaded: &LoadedApp,
     component: &Component,
     components: &Value,
+    cluster_version: &ClusterVersion,
 ) -> Value {
     let app = &loaded.app;
     let annotation = |key: &str| {
@@ -63,7 +65,12 @@ pub(crate) fn component_context(
         "publishVersion": annotation("app.oam.dev/publishVersion"),
         "replicaKey": "",
         "cluster": "",
-        "clusterVersion": {"major": "", "gitVersion": "", "platform": "", "minor": 0},
+        "clusterVersion": {
+            "major": cluster_version.major,
+            "gitVersion": cluster_version.git_version,
+            "platform": cluster_version.platform,
+            "minor": cluster_version.minor,
+        },
     });
     if let (Some(properties), Some(object)) = (&component.properties, context.as_object_mut()) {
         object.insert("parameter".to_owned(), properties.clone());
