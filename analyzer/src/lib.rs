@@ -139,13 +139,15 @@ pub fn render_snapshot(
     let rendered: Vec<(RenderedApp, Vec<std::sync::Arc<Definition>>)> = loaded
         .apps
         .par_iter()
-        .map(|app| render::render_app(
-            app,
-            &loaded.definitions,
-            &loaded.standalone,
-            &evaluator,
-            &options.cluster_version,
-        ))
+        .map(|app| {
+            render::render_app(
+                app,
+                &loaded.definitions,
+                &loaded.standalone,
+                &evaluator,
+                &options.cluster_version,
+            )
+        })
         .collect();
     let mut diagnostics = loaded.diagnostics;
     diagnostics.extend(definitions.diagnostics().iter().cloned());

@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::load::application::LoadedApp;
 use crate::ClusterVersion;
+use crate::load::application::LoadedApp;
 use crate::model::Component;
 
 /// Go's `json.Marshal` of a `map[string]interface{}`: keys sorted, and every number went
