@@ -81,7 +81,8 @@ pick_port() {
   local p reserved
   exec 8>"$CACHE/gitea/.ports.lock"
   flock 8
-  reserved=" $(cat "$CACHE"/gitea/*/port "$CACHE"/clusters/*/ports 2>/dev/null | sed 's/^[A-Z_]*=//' | tr '\n' ' ') "
+  # Ports of other Gitea instances and clusters under this cache (some globs may match nothing).
+  reserved=" $({ cat "$CACHE"/gitea/*/port "$CACHE"/clusters/*/ports 2>/dev/null || true; } | sed 's/^[A-Z_]*=//' | tr '\n' ' ') "
   while :; do
     p=$((20000 + RANDOM % 30000))
     [[ $reserved == *" $p "* ]] && continue
