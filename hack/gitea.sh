@@ -208,7 +208,10 @@ cmd_up() {
   (
     umask 077
     "$BIN/gitea" "${c[@]}" admin user generate-access-token --username "$ADMIN_USER" \
-      --token-name driftless-e2e --scopes all --raw >"$GDIR/token" 2>"$GDIR/logs/token.log"
+      --token-name driftless-e2e --scopes all --raw >"$GDIR/token.out" 2>"$GDIR/logs/token.log"
+    # Gitea also prints its running-as-root warning on stdout; keep only the token line.
+    grep -E '^[0-9a-f]{40}$' "$GDIR/token.out" | tail -n 1 >"$GDIR/token"
+    rm -f "$GDIR/token.out"
   ) || { tail -n 30 "$GDIR/logs/token.log" >&2; die "creating the API token failed"; }
   [[ -s $GDIR/token ]] || die "gitea printed an empty token"
 
