@@ -8,6 +8,7 @@ mod live;
 mod plan;
 mod render;
 mod repo;
+mod resume;
 mod terminal;
 
 use std::path::PathBuf;
@@ -73,6 +74,11 @@ pub enum Command {
     /// check for drift on a schedule. Serves /healthz, /readyz, /metrics, webhooks and plan
     /// pages. Stops on SIGTERM after finishing the step in flight.
     Agent(agent_cmd::AgentArgs),
+
+    /// Resume an app's suspended workflow (a `suspend` step, a deploy waiting for approval):
+    /// marks the steps resumed in the workflow state stored in the cluster, and the next apply
+    /// or agent pass continues from there.
+    Resume(resume::ResumeArgs),
 }
 
 /// Arguments of `driftless render`.
@@ -214,6 +220,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Plan(args) => plan::run(&args, style),
         Command::Apply(args) => live::run(&args, style),
         Command::Agent(args) => agent_cmd::run(&args),
+        Command::Resume(args) => resume::run(&args),
     }
 }
 
