@@ -1,9 +1,11 @@
 //! The forge outbox: statuses and comments are queued here and sent by one background task, so
 //! the agent loop never waits on the forge. While the forge is down, the head of the queue is
-//! retried with exponential backoff (capped) and nothing is dropped; a newer operation with the
-//! same key (same commit and context, or same pull request comment) replaces a queued older one
-//! in place, because only the latest state matters. Errors that retrying cannot fix (401, 404,
-//! 422) are logged once and dropped.
+//! retried with exponential backoff (capped) and nothing is dropped. Statuses go out in order,
+//! every state of a context included (users see `pending` before `success`, even when the forge
+//! lagged behind); only an exact repeat (same commit, context and state) replaces a queued one.
+//! A newer plan comment for the same pull request replaces a queued older one in place, because
+//! only the latest plan matters. Errors that retrying cannot fix (401, 404, 422) are logged once
+//! and dropped.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,7 +39,7 @@ pub enum ForgeOp {
 /// What makes two operations supersede each other.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum OpKey {
-    Status(RepoSlug, CommitId, String),
+    Status(RepoSlug, CommitId, String, super::StatusState),
     Comment(RepoSlug, u64, String),
 }
 
@@ -48,7 +50,12 @@ impl ForgeOp {
                 repo,
                 commit,
                 status,
-            } => OpKey::Status(repo.clone(), commit.clone(), status.context.clone()),
+            } => OpKey::Status(
+                repo.clone(),
+                commit.clone(),
+                status.context.clone(),
+                status.state,
+            ),
             ForgeOp::Comment {
                 repo, pull, marker, ..
             } => OpKey::Comment(repo.clone(), *pull, marker.clone()),
@@ -302,6 +309,8 @@ mod tests {
         outbox.send(status_op("driftless/a/one", StatusState::Pending));
         outbox.send(status_op("driftless/a/two", StatusState::Pending));
         outbox.send(status_op("driftless/a/one", StatusState::Success));
+        // An exact repeat of a queued status is not sent twice.
+        outbox.send(status_op("driftless/a/two", StatusState::Pending));
         tokio::time::timeout(Duration::from_secs(10), outbox.flushed())
             .await
             .unwrap();
@@ -311,13 +320,13 @@ mod tests {
             .unwrap()
             .unwrap();
         let delivered = forge.delivered.lock().unwrap().clone();
-        // Every context arrives; a queued pending that a success superseded is sent as the
-        // success (only the latest state matters), in its original position.
+        // Every status arrives, in order, pending before success.
         assert_eq!(
             delivered,
             vec![
-                ("driftless/a/one".to_owned(), StatusState::Success),
+                ("driftless/a/one".to_owned(), StatusState::Pending),
                 ("driftless/a/two".to_owned(), StatusState::Pending),
+                ("driftless/a/one".to_owned(), StatusState::Success),
             ]
         );
         let text = metrics.encode();
