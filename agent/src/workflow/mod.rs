@@ -11,6 +11,7 @@
 //!   context, every call leaves the state resumable, so a restarted agent continues where the
 //!   stored state says.
 //!
+//! - `notify.rs`: the `notification` step's webhook POST (an effect the caller runs).
 //! - `store.rs`: the one effectful part, persisting the state in a ConfigMap per app.
 //!
 //! Nothing else here talks to a cluster, a clock or the network: the effects (apply, notification
@@ -19,6 +20,7 @@
 mod condition;
 mod duration;
 mod engine;
+mod notify;
 mod spec;
 mod state;
 mod store;
@@ -26,6 +28,7 @@ mod store;
 pub use condition::{Condition, ConditionError};
 pub use duration::{DurationError, parse_duration};
 pub use engine::{Dispatch, ResumeError, StepOutcome, advance, record, resume};
+pub use notify::send_notification;
 pub use spec::{
     Issue, StepInput, StepOutput, StepSpec, StepType, WorkflowContext, WorkflowSpec, build_workflow,
 };
