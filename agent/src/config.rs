@@ -116,6 +116,10 @@ pub struct ConfigFile {
     pub burst: Option<Spanned<u32>>,
     pub concurrency: Option<Spanned<usize>>,
     pub cache_dir: Option<PathBuf>,
+    /// Analysis settings (severity per rule, suppressions); read by `driftless analyze` and
+    /// `plan` through [`analyzer::AnalysisConfig::from_agent_config`].
+    #[serde(default)]
+    pub analysis: Option<analyzer::AnalysisConfig>,
 }
 
 /// One git source as written.

@@ -4,6 +4,7 @@
 //! stderr).
 
 mod agent_cmd;
+mod analyze;
 mod live;
 mod plan;
 mod render;
@@ -54,6 +55,12 @@ pub enum Command {
     /// is blocked by an error; the other apps are still printed.
     Render(RenderArgs),
 
+    /// Check every Application statically: the render's diagnostics plus the analysis rules
+    /// (RULES.md), with severities and suppressions from the repository's `driftless.yaml`.
+    ///
+    /// Prints the diagnostics to stdout. Exits 1 if any is an error.
+    Analyze(AnalyzeArgs),
+
     /// Plan what applying the repository would change.
     ///
     /// Without a cluster, plans against an empty cluster (every object is a create) and says
@@ -101,6 +108,30 @@ pub enum RenderFormat {
     Yaml,
     /// One JSON array of every object.
     Json,
+}
+
+/// Arguments of `driftless analyze`.
+#[derive(Debug, clap::Args)]
+pub struct AnalyzeArgs {
+    /// A repository checkout, or a single Application file (the repository's `definitions/`
+    /// and `driftless.yaml` are still used).
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = AnalyzeFormat::Human)]
+    pub output: AnalyzeFormat,
+}
+
+/// Output formats of `driftless analyze`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AnalyzeFormat {
+    /// Compiler-style diagnostics with source snippets.
+    Human,
+    /// A JSON array of diagnostics (the diagnostic contract of DESIGN.md §3).
+    Json,
+    /// SARIF 2.1.0, for code-scanning UIs.
+    Sarif,
 }
 
 /// Arguments of `driftless plan`.
@@ -217,6 +248,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
     let style = terminal::diagnostic_style(cli.color);
     match cli.command {
         Command::Render(args) => render::run(&args, style),
+        Command::Analyze(args) => analyze::run(&args, style),
         Command::Plan(args) => plan::run(&args, style),
         Command::Apply(args) => live::run(&args, style),
         Command::Agent(args) => agent_cmd::run(&args),

@@ -7,12 +7,13 @@ use agent::plan::Plan;
 use agent::report::json::plan_json_string;
 use agent::report::{DiagnosticStyle, MarkdownOptions, plan_human, plan_markdown};
 
-use super::repo::{render_repo, report_render_diagnostics};
+use super::repo::{analyze_repo, report_render_diagnostics};
 use super::terminal::write_stdout;
 use super::{Outcome, PlanArgs, PlanFormat};
 
 pub fn run(args: &PlanArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> {
-    let repo = render_repo(&args.path)?;
+    // The analysis runs inside plan: its errors block only the affected app.
+    let repo = analyze_repo(&args.path)?;
     report_render_diagnostics(&repo, style);
     let plan: Plan = match &args.cluster.kubeconfig {
         Some(_) => super::live::plan(&args.cluster, &args.path, &repo, style)?.plan,

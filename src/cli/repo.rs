@@ -5,7 +5,9 @@ use std::path::Path;
 
 use agent::report::{DiagnosticStyle, render_diagnostics};
 use agent::source::worktree::read_worktree;
-use analyzer::{Definitions, RenderOptions, RenderOutput, SourceMap};
+use analyzer::{
+    AnalysisConfig, AnalysisOptions, Definitions, RenderOptions, RenderOutput, SourceMap,
+};
 use anyhow::Context as _;
 
 use super::terminal::{Progress, write_stderr};
@@ -34,6 +36,36 @@ pub fn render_repo(path: &Path) -> anyhow::Result<RenderedRepo> {
     let (output, sources) =
         analyzer::render_snapshot(&worktree.snapshot, &definitions, &RenderOptions::default());
     tracing::info!(apps = output.apps.len(), "rendered");
+    Ok(RenderedRepo { output, sources })
+}
+
+/// Reads `path` and analyzes every app in it: the render plus the analysis rules, with the
+/// severity settings of the repository's `driftless.yaml` (its `analysis` and `clusters`),
+/// when there is one.
+///
+/// # Errors
+///
+/// When `path` cannot be read, or its `driftless.yaml` is invalid.
+pub fn analyze_repo(path: &Path) -> anyhow::Result<RenderedRepo> {
+    let progress = Progress::start(format!("reading {}", path.display()));
+    let worktree = read_worktree(path).with_context(|| format!("reading {}", path.display()))?;
+    let config_path = worktree.root.join("driftless.yaml");
+    let config = match std::fs::read_to_string(&config_path) {
+        Ok(text) => AnalysisConfig::from_agent_config(&text)
+            .with_context(|| format!("reading {}", config_path.display()))?,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => AnalysisConfig::default(),
+        Err(error) => {
+            return Err(error).with_context(|| format!("reading {}", config_path.display()));
+        }
+    };
+    progress.set_message("analyzing");
+    let definitions = Definitions::builtin();
+    let options = AnalysisOptions {
+        render: RenderOptions::default(),
+        config,
+    };
+    let (output, sources) = analyzer::analyze_snapshot(&worktree.snapshot, &definitions, &options);
+    tracing::info!(apps = output.apps.len(), "analyzed");
     Ok(RenderedRepo { output, sources })
 }
 

@@ -5,6 +5,7 @@
 //! - [`plan_human`], [`plan_markdown`] and [`json::plan_json`]: a [`Plan`](crate::plan::Plan)
 //!   as Terraform-like text, a PR comment, and the JSON contract.
 //! - [`diagnostics`]: diagnostics drawn like compiler errors, or as JSON contract values.
+//! - [`sarif`]: diagnostics as a SARIF 2.1.0 log (`driftless analyze -o sarif`).
 //!
 //! The JSON and markdown contracts are documented in DESIGN.md §3 and the README. They are
 //! their own types in [`json`], filled in by hand: internal types never derive `Serialize` to
@@ -19,6 +20,7 @@ pub mod json;
 pub mod markdown;
 pub mod plan_human;
 pub mod render;
+pub mod sarif;
 mod summary;
 
 pub use diagnostics::{DiagnosticStyle, render_diagnostics};
