@@ -111,6 +111,20 @@ impl RolloutPlan {
             .collect()
     }
 
+    /// Replicas of the new and the previous revision's Deployments while batch `batch` rolls
+    /// (see the module doc of `rollout`): the new one holds the cumulative target, the old
+    /// one the rest, so the total stays at `targetSize` (KubeVela's IncreaseFirst order: the
+    /// caller scales the new one up before scaling the old one down).
+    pub fn deployment_replicas(&self, batch: usize) -> (u32, u32) {
+        let targets = self.cumulative_targets();
+        let new = targets
+            .get(batch)
+            .or(targets.last())
+            .copied()
+            .unwrap_or(self.target_size);
+        (new, self.target_size.saturating_sub(new))
+    }
+
     /// StatefulSet partition for a cumulative target: pods with an ordinal at or above the
     /// partition are updated, so `targetSize - target` keeps the rest on the old revision.
     pub fn statefulset_partition(&self, target: u32) -> u32 {
@@ -158,6 +172,10 @@ mod tests {
         .unwrap();
         assert_eq!(plan.cumulative_targets(), vec![2, 5, 10]);
         assert_eq!(plan.statefulset_partition(5), 5);
+        assert_eq!(plan.deployment_replicas(0), (2, 8));
+        assert_eq!(plan.deployment_replicas(1), (5, 5));
+        assert_eq!(plan.deployment_replicas(2), (10, 0));
+        assert_eq!(plan.deployment_replicas(7), (10, 0));
     }
 
     #[test]
