@@ -543,6 +543,16 @@ cacheDir: {cache}
     feature.git(&["reset", "-q", "--hard", "FETCH_HEAD"])?;
     feature.write("apps/good.yaml", &config_map_app("good", ns, "green"))?;
     let head = feature.commit_and_push("green", "feature")?;
+    // Gitea records pushed branches asynchronously; a pull request needs the branch recorded.
+    wait_for("Gitea to record the feature branch", || async {
+        let path = format!("/repos/{}/{repo}/branches/feature", gitea.user);
+        Ok(gitea
+            .api(reqwest::Method::GET, &path, None)
+            .await
+            .ok()
+            .map(drop))
+    })
+    .await?;
     let pull = gitea
         .api(
             reqwest::Method::POST,
