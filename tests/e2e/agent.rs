@@ -652,3 +652,100 @@ cacheDir: {cache}
     );
     Ok(())
 }
+
+/// Drift: a live object changed by hand is reported by the scheduled drift check, as a
+/// `driftless/drift` failure status on the deployed commit and as the `driftless_app_drifted`
+/// metric.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_is_reported_as_status_and_metric() -> Result<()> {
+    let gitea = Gitea::shared()?;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "drift").await?;
+    let ns = namespace.name.as_str();
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
+    let repo = format!("drift-{}-{nanos:x}", std::process::id());
+    let source = format!("drift-{:x}", nanos & 0xffff_ffff);
+    gitea
+        .api(
+            reqwest::Method::POST,
+            "/user/repos",
+            Some(json!({"name": repo, "default_branch": "main"})),
+        )
+        .await?;
+    let tree = WorkTree::new(gitea.push_url(&repo))?;
+    tree.write("apps/app.yaml", &config_map_app("app", ns, "blue"))?;
+    let commit = tree.commit_and_push("one app", "main")?;
+
+    let port = free_port()?;
+    let work = tempfile::tempdir()?;
+    let config = work.path().join("driftless.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "sources:
+  - name: {source}
+    url: {clone_url}
+    pollInterval: 1h
+clusters:
+  - name: local
+    kubeconfig: {kubeconfig}
+forge: {{ kind: gitea, baseUrl: '{gitea_url}', token: {{ env: E2E_FORGE_TOKEN }} }}
+drift: {{ schedule: '*/2 * * * * *', mode: report }}
+server: {{ listen: '127.0.0.1:{port}' }}
+cacheDir: {cache}
+",
+            clone_url = gitea.clone_url(&repo),
+            kubeconfig = cluster.kubeconfig.display(),
+            gitea_url = gitea.url,
+            cache = work.path().join("cache").display(),
+        ),
+    )?;
+    let agent = AgentProcess::start(&config, &[("E2E_FORGE_TOKEN", &gitea.token)], port)?;
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    wait_for("the app to be deployed", || async {
+        Ok(config_maps.get_opt("app-settings").await?.map(drop))
+    })
+    .await?;
+    wait_for("a no-drift status", || async {
+        let latest = gitea.latest_statuses(&repo, &commit).await?;
+        Ok(latest
+            .get("driftless/drift")
+            .filter(|(state, _)| state == "success")
+            .cloned())
+    })
+    .await?;
+
+    let patch = json!({"data": {"color": "hacked"}});
+    config_maps
+        .patch(
+            "app-settings",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await?;
+    let (_, description) = wait_for("a drift status", || async {
+        let latest = gitea.latest_statuses(&repo, &commit).await?;
+        Ok(latest
+            .get("driftless/drift")
+            .filter(|(state, _)| state == "failure")
+            .cloned())
+    })
+    .await?;
+    assert!(description.contains(&format!("{ns}/app")), "{description}");
+    let metric =
+        format!("driftless_app_drifted{{source=\"{source}\",namespace=\"{ns}\",app=\"app\"}} 1");
+    wait_for("the drift metric", || async {
+        let text = reqwest::get(format!("{}/metrics", agent.base))
+            .await?
+            .text()
+            .await?;
+        Ok(text.contains(&metric).then_some(()))
+    })
+    .await?;
+    let status = agent.stop()?;
+    ensure!(
+        status.success(),
+        "the agent exited with {status} after SIGTERM"
+    );
+    Ok(())
+}
