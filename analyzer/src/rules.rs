@@ -126,7 +126,7 @@ pub const RULES: &[Rule] = &[
     ),
     rule(
         "trait-not-applicable",
-        Severity::Error,
+        Severity::Warning,
         "a trait does not apply to the component's workload (`appliesToWorkloads`)",
     ),
     rule(

@@ -61,8 +61,8 @@ pub fn analyze_repo(path: &Path) -> anyhow::Result<RenderedRepo> {
     progress.set_message("analyzing");
     let definitions = Definitions::builtin();
     let options = AnalysisOptions {
-        render: RenderOptions::default(),
         config,
+        ..AnalysisOptions::default()
     };
     let (output, sources) = analyzer::analyze_snapshot(&worktree.snapshot, &definitions, &options);
     tracing::info!(apps = output.apps.len(), "analyzed");

@@ -48,11 +48,26 @@ use crate::{Diagnostic, RenderOutput, RenderedApp, RenderedObject, Severity, Sna
 pub const IGNORE_ANNOTATION: &str = "driftless.dev/ignore";
 
 /// Options of an analysis.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct AnalysisOptions {
+    /// By default the render sees the target Kubernetes release (1.34) as
+    /// `context.clusterVersion`, so templates pick the API versions that release serves.
     pub render: crate::RenderOptions,
     /// Severity overrides, suppressions and the cluster registry (from `driftless.yaml`).
     pub config: AnalysisConfig,
+}
+
+impl Default for AnalysisOptions {
+    fn default() -> AnalysisOptions {
+        let (major, minor) = api_versions::TARGET_VERSION;
+        AnalysisOptions {
+            render: crate::RenderOptions {
+                cluster_version: crate::ClusterVersion::release(major, minor),
+                ..crate::RenderOptions::default()
+            },
+            config: AnalysisConfig::default(),
+        }
+    }
 }
 
 /// Loads, renders and checks every Application of `snapshot`: all diagnostics of

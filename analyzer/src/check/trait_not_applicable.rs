@@ -1,7 +1,9 @@
-//! `trait-not-applicable` (error): a trait whose TraitDefinition's `appliesToWorkloads`
+//! `trait-not-applicable` (warning): a trait whose TraitDefinition's `appliesToWorkloads`
 //! does not include the component's workload.
 //!
-//! KubeVela's admission webhook rejects the Application. An entry matches when it is `*`,
+//! The trait was not written for this workload, so its patch may not land where it should.
+//! A warning, not an error: KubeVela's own examples attach `expose` (deployments and
+//! statefulsets) to a `daemon`, and KubeVela renders them. An entry matches when it is `*`,
 //! the component's type, the workload definition's name (`deployments.apps`), a group
 //! wildcard (`*.apps`), the workload's kind (`Deployment`) or `apiVersion.kind`
 //! (`apps/v1.Deployment`). The workload is read from the ComponentDefinition's
@@ -12,7 +14,7 @@
 //!   - name: nightly
 //!     type: cron-task           # renders a CronJob
 //!     traits:
-//!       - type: scaler          # error: applies to deployments.apps, statefulsets.apps, ...
+//!       - type: scaler          # warning: applies to deployments.apps, statefulsets.apps, ...
 //! ```
 
 use super::AppContext;
@@ -37,7 +39,7 @@ pub(crate) fn check(ctx: &AppContext<'_>, out: &mut Vec<Diagnostic>) {
                 continue;
             }
             out.push(
-                Diagnostic::error(
+                Diagnostic::warning(
                     "trait-not-applicable",
                     format!(
                         "trait `{}` does not apply to component `{}` (workload {}); it applies to: {}",

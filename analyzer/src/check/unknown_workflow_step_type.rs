@@ -20,6 +20,7 @@ use crate::model::{DefinitionKind, WorkflowStep};
 /// workflow engine's built-ins), known even without their templates.
 const KUBEVELA_STEP_TYPES: &[&str] = &[
     "apply-app",
+    "apply-application",
     "apply-component",
     "apply-deployment",
     "apply-object",
