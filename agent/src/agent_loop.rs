@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use analyzer::{AppRef, Definitions, RenderOptions, RenderOutput, Severity, SourceMap};
+use analyzer::{AnalysisOptions, AppRef, Definitions, RenderOutput, Severity, SourceMap};
 use tokio::sync::{Notify, watch};
 use tracing::Instrument;
 
@@ -435,7 +435,8 @@ impl SourceWorker {
             // A panic in the renderer must not take the agent down: it becomes this commit's
             // failure, with a request to report it.
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                analyzer::render_snapshot(&snapshot, &definitions, &RenderOptions::default())
+                // The analysis rules run with the render (issue 8): their errors block the app.
+                analyzer::analyze_snapshot(&snapshot, &definitions, &AnalysisOptions::default())
             }))
         })
         .await;
