@@ -34,7 +34,7 @@ pub fn render_repo(path: &Path) -> anyhow::Result<RenderedRepo> {
     progress.set_message("rendering");
     let definitions = Definitions::builtin();
     let (output, sources) =
-        analyzer::render_snapshot(&worktree.snapshot, &definitions, &RenderOptions::default());
+        analyzer::render_snapshot(&worktree.snapshot, &definitions, &offline_render_options());
     tracing::info!(apps = output.apps.len(), "rendered");
     Ok(RenderedRepo { output, sources })
 }
@@ -86,4 +86,14 @@ pub fn has_errors(output: &RenderOutput) -> bool {
         .iter()
         .any(|diagnostic| diagnostic.severity == analyzer::Severity::Error)
         || output.apps.iter().any(analyzer::RenderedApp::is_blocked)
+}
+
+/// Render options without a cluster: Kubernetes 1.34, the version the analysis (and so `plan`)
+/// renders for, so `render` and `plan` show the same API versions. KubeVela's offline dry run
+/// instead takes the templates' legacy branches (`ClusterVersion::vela_offline`).
+fn offline_render_options() -> RenderOptions {
+    RenderOptions {
+        cluster_version: analyzer::ClusterVersion::release(1, 34),
+        ..RenderOptions::default()
+    }
 }
