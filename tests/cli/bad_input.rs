@@ -63,7 +63,10 @@ fn invalid_properties_name_the_property() {
 #[test]
 fn a_cue_error_in_a_yaml_definition_points_into_the_yaml_file() {
     let repo = TempRepo::new();
-    repo.write("apps/web.yaml", &application("team-a", "web", "broken-service"));
+    repo.write(
+        "apps/web.yaml",
+        &application("team-a", "web", "broken-service"),
+    );
     repo.write(
         "definitions/broken-service.yaml",
         "apiVersion: core.oam.dev/v1beta1\nkind: ComponentDefinition\nmetadata:\n  name: broken-service\nspec:\n  workload:\n    definition:\n      apiVersion: apps/v1\n      kind: Deployment\n  schematic:\n    cue:\n      template: |\n        output: {\n          apiVersion: \"apps/v1\"\n          kind: \"Deployment\"\n          spec: replicas: 1 +\n        }\n        parameter: image: string\n",
@@ -71,6 +74,9 @@ fn a_cue_error_in_a_yaml_definition_points_into_the_yaml_file() {
     let run = repo.driftless(&["render", "."]);
     assert_eq!(run.code, 1, "{run:?}");
     // The parser stops at the `}` on line 17 of the YAML file (the template's fifth line).
-    assert!(run.stderr.contains("definitions/broken-service.yaml:17:9"), "{run:?}");
+    assert!(
+        run.stderr.contains("definitions/broken-service.yaml:17:9"),
+        "{run:?}"
+    );
     expect_file!["golden/cue-syntax-in-yaml-definition.stderr"].assert_eq(&run.stderr);
 }
