@@ -120,6 +120,101 @@ pub(crate) fn find_marked(comments: &[CommentBody], marker: &str) -> Option<Comm
         .min()
 }
 
+/// How a forge pages its lists: the query parameter and the page size. The only difference
+/// between Gitea's and GitHub's status, pull and comment endpoints.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Paging {
+    pub(crate) param: &'static str,
+    pub(crate) size: usize,
+}
+
+const GITEA_PAGING: Paging = Paging {
+    param: "limit",
+    size: PAGE_SIZE,
+};
+
+/// `POST /repos/{owner}/{repo}/statuses/{sha}`, the same on Gitea and GitHub.
+pub(crate) async fn set_status(
+    rest: &RestClient,
+    repo: &RepoSlug,
+    commit: &CommitId,
+    status: &CommitStatus,
+) -> Result<(), ForgeError> {
+    let path = format!(
+        "/repos/{}/{}/statuses/{}",
+        segment(&repo.owner),
+        segment(&repo.name),
+        commit
+    );
+    rest.send_raw("POST", &path, Some(&StatusBody::from_status(status)))
+        .await
+        .map(drop)
+}
+
+/// Every open pull request, page by page, sorted.
+pub(crate) async fn open_pulls(
+    rest: &RestClient,
+    paging: Paging,
+    repo: &RepoSlug,
+) -> Result<Vec<PullRequest>, ForgeError> {
+    let mut pulls = Vec::new();
+    for page in 1.. {
+        let path = format!(
+            "/repos/{}/{}/pulls?state=open&{}={}&page={page}",
+            segment(&repo.owner),
+            segment(&repo.name),
+            paging.param,
+            paging.size
+        );
+        let bodies: Vec<PullBody> = rest.send::<(), _>("GET", &path, None).await?;
+        let n_bodies = bodies.len();
+        pulls.extend(pulls_from(bodies, &path)?);
+        if n_bodies < paging.size {
+            break;
+        }
+    }
+    pulls.sort();
+    Ok(pulls)
+}
+
+/// Edits our marked comment on the pull request in place, or creates it.
+pub(crate) async fn upsert_comment(
+    rest: &RestClient,
+    paging: Paging,
+    repo: &RepoSlug,
+    pull: u64,
+    marker: &str,
+    body: &str,
+) -> Result<CommentId, ForgeError> {
+    let (owner, name) = (segment(&repo.owner), segment(&repo.name));
+    let mut comments = Vec::new();
+    for page in 1.. {
+        let path = format!(
+            "/repos/{owner}/{name}/issues/{pull}/comments?{}={}&page={page}",
+            paging.param, paging.size
+        );
+        let bodies: Vec<CommentBody> = rest.send::<(), _>("GET", &path, None).await?;
+        let n_bodies = bodies.len();
+        comments.extend(bodies);
+        if n_bodies < paging.size {
+            break;
+        }
+    }
+    let new_body = NewCommentBody { body };
+    match find_marked(&comments, marker) {
+        Some(CommentId(id)) => {
+            let path = format!("/repos/{owner}/{name}/issues/comments/{id}");
+            let _: CommentBody = rest.send("PATCH", &path, Some(&new_body)).await?;
+            Ok(CommentId(id))
+        }
+        None => {
+            let path = format!("/repos/{owner}/{name}/issues/{pull}/comments");
+            let created: CommentBody = rest.send("POST", &path, Some(&new_body)).await?;
+            Ok(CommentId(created.id))
+        }
+    }
+}
+
 impl Forge for GiteaForge {
     fn set_status<'a>(
         &'a self,
@@ -127,42 +222,14 @@ impl Forge for GiteaForge {
         commit: &'a CommitId,
         status: &'a CommitStatus,
     ) -> BoxFuture<'a, Result<(), ForgeError>> {
-        Box::pin(async move {
-            let path = format!(
-                "/repos/{}/{}/statuses/{}",
-                segment(&repo.owner),
-                segment(&repo.name),
-                commit
-            );
-            self.rest
-                .send_raw("POST", &path, Some(&StatusBody::from_status(status)))
-                .await
-                .map(drop)
-        })
+        Box::pin(set_status(&self.rest, repo, commit, status))
     }
 
     fn open_pulls<'a>(
         &'a self,
         repo: &'a RepoSlug,
     ) -> BoxFuture<'a, Result<Vec<PullRequest>, ForgeError>> {
-        Box::pin(async move {
-            let mut pulls = Vec::new();
-            for page in 1.. {
-                let path = format!(
-                    "/repos/{}/{}/pulls?state=open&limit={PAGE_SIZE}&page={page}",
-                    segment(&repo.owner),
-                    segment(&repo.name)
-                );
-                let bodies: Vec<PullBody> = self.rest.send::<(), _>("GET", &path, None).await?;
-                let n_bodies = bodies.len();
-                pulls.extend(pulls_from(bodies, &path)?);
-                if n_bodies < PAGE_SIZE {
-                    break;
-                }
-            }
-            pulls.sort();
-            Ok(pulls)
-        })
+        Box::pin(open_pulls(&self.rest, GITEA_PAGING, repo))
     }
 
     fn upsert_comment<'a>(
@@ -172,35 +239,14 @@ impl Forge for GiteaForge {
         marker: &'a str,
         body: &'a str,
     ) -> BoxFuture<'a, Result<CommentId, ForgeError>> {
-        Box::pin(async move {
-            let (owner, name) = (segment(&repo.owner), segment(&repo.name));
-            let mut comments = Vec::new();
-            for page in 1.. {
-                let path = format!(
-                    "/repos/{owner}/{name}/issues/{pull}/comments?limit={PAGE_SIZE}&page={page}"
-                );
-                let bodies: Vec<CommentBody> = self.rest.send::<(), _>("GET", &path, None).await?;
-                let n_bodies = bodies.len();
-                comments.extend(bodies);
-                if n_bodies < PAGE_SIZE {
-                    break;
-                }
-            }
-            let new_body = NewCommentBody { body };
-            match find_marked(&comments, marker) {
-                Some(CommentId(id)) => {
-                    let path = format!("/repos/{owner}/{name}/issues/comments/{id}");
-                    let _: CommentBody = self.rest.send("PATCH", &path, Some(&new_body)).await?;
-                    Ok(CommentId(id))
-                }
-                None => {
-                    let path = format!("/repos/{owner}/{name}/issues/{pull}/comments");
-                    let created: CommentBody =
-                        self.rest.send("POST", &path, Some(&new_body)).await?;
-                    Ok(CommentId(created.id))
-                }
-            }
-        })
+        Box::pin(upsert_comment(
+            &self.rest,
+            GITEA_PAGING,
+            repo,
+            pull,
+            marker,
+            body,
+        ))
     }
 
     fn comment_limit(&self) -> usize {

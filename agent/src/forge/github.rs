@@ -3,8 +3,8 @@
 
 use futures::future::BoxFuture;
 
-use super::gitea::{CommentBody, NewCommentBody, PullBody, StatusBody, find_marked, pulls_from};
-use super::rest::{RestClient, segment};
+use super::gitea::{self, Paging};
+use super::rest::RestClient;
 use super::{CommentId, CommitStatus, Forge, ForgeError, PullRequest};
 use crate::config::{RepoSlug, Secret};
 use crate::source::git::CommitId;
@@ -40,6 +40,11 @@ impl GitHubForge {
     }
 }
 
+const GITHUB_PAGING: Paging = Paging {
+    param: "per_page",
+    size: PAGE_SIZE,
+};
+
 impl Forge for GitHubForge {
     fn set_status<'a>(
         &'a self,
@@ -47,42 +52,14 @@ impl Forge for GitHubForge {
         commit: &'a CommitId,
         status: &'a CommitStatus,
     ) -> BoxFuture<'a, Result<(), ForgeError>> {
-        Box::pin(async move {
-            let path = format!(
-                "/repos/{}/{}/statuses/{}",
-                segment(&repo.owner),
-                segment(&repo.name),
-                commit
-            );
-            self.rest
-                .send_raw("POST", &path, Some(&StatusBody::from_status(status)))
-                .await
-                .map(drop)
-        })
+        Box::pin(gitea::set_status(&self.rest, repo, commit, status))
     }
 
     fn open_pulls<'a>(
         &'a self,
         repo: &'a RepoSlug,
     ) -> BoxFuture<'a, Result<Vec<PullRequest>, ForgeError>> {
-        Box::pin(async move {
-            let mut pulls = Vec::new();
-            for page in 1.. {
-                let path = format!(
-                    "/repos/{}/{}/pulls?state=open&per_page={PAGE_SIZE}&page={page}",
-                    segment(&repo.owner),
-                    segment(&repo.name)
-                );
-                let bodies: Vec<PullBody> = self.rest.send::<(), _>("GET", &path, None).await?;
-                let n_bodies = bodies.len();
-                pulls.extend(pulls_from(bodies, &path)?);
-                if n_bodies < PAGE_SIZE {
-                    break;
-                }
-            }
-            pulls.sort();
-            Ok(pulls)
-        })
+        Box::pin(gitea::open_pulls(&self.rest, GITHUB_PAGING, repo))
     }
 
     fn upsert_comment<'a>(
@@ -92,35 +69,14 @@ impl Forge for GitHubForge {
         marker: &'a str,
         body: &'a str,
     ) -> BoxFuture<'a, Result<CommentId, ForgeError>> {
-        Box::pin(async move {
-            let (owner, name) = (segment(&repo.owner), segment(&repo.name));
-            let mut comments = Vec::new();
-            for page in 1.. {
-                let path = format!(
-                    "/repos/{owner}/{name}/issues/{pull}/comments?per_page={PAGE_SIZE}&page={page}"
-                );
-                let bodies: Vec<CommentBody> = self.rest.send::<(), _>("GET", &path, None).await?;
-                let n_bodies = bodies.len();
-                comments.extend(bodies);
-                if n_bodies < PAGE_SIZE {
-                    break;
-                }
-            }
-            let new_body = NewCommentBody { body };
-            match find_marked(&comments, marker) {
-                Some(CommentId(id)) => {
-                    let path = format!("/repos/{owner}/{name}/issues/comments/{id}");
-                    let _: CommentBody = self.rest.send("PATCH", &path, Some(&new_body)).await?;
-                    Ok(CommentId(id))
-                }
-                None => {
-                    let path = format!("/repos/{owner}/{name}/issues/{pull}/comments");
-                    let created: CommentBody =
-                        self.rest.send("POST", &path, Some(&new_body)).await?;
-                    Ok(CommentId(created.id))
-                }
-            }
-        })
+        Box::pin(gitea::upsert_comment(
+            &self.rest,
+            GITHUB_PAGING,
+            repo,
+            pull,
+            marker,
+            body,
+        ))
     }
 
     fn comment_limit(&self) -> usize {
