@@ -16,6 +16,8 @@ STOP_TIMEOUT=20                               # seconds before SIGKILL
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=hack/lib.sh
+. "$HACK_DIR/lib.sh"
 CACHE=${DRIFTLESS_CACHE:-$HOME/.cache/driftless}
 USER_AGENT=driftless-cluster-sh # not curl/*: the apiserver then answers with compact JSON
 
@@ -29,27 +31,10 @@ usage() {
 
 # ---- process helpers --------------------------------------------------------------------------
 
-# alive PID: the process exists and is not a zombie.
-alive() {
-  local state
-  [[ -r /proc/$1/stat ]] || return 1
-  state=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [[ -n $state && $state != Z && $state != X ]]
-}
-
 pid_of() { cat "$CDIR/pids/$1.pid" 2>/dev/null || true; }
 
-# start_time PID: the process's start time in clock ticks since boot (/proc/PID/stat field 22).
-start_time() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
-
-# component_alive NAME: its recorded pid is alive and is still the process we started (same start
-# time, so a reused pid is never mistaken for it).
-component_alive() {
-  local pid
-  pid=$(pid_of "$1")
-  [[ -n $pid ]] && alive "$pid" || return 1
-  [[ $(start_time "$pid") == "$(cat "$CDIR/pids/$1.start" 2>/dev/null)" ]]
-}
+# component_alive NAME: its recorded pid is alive and is still the process we started.
+component_alive() { recorded_alive "$CDIR/pids/$1.pid" "$CDIR/pids/$1.start"; }
 
 log_tail() {
   local log=$CDIR/logs/$1.log
@@ -76,7 +61,7 @@ stop_all() {
     pid=$(pid_of "$c")
     [[ -n $pid ]] || continue
     if component_alive "$c"; then
-      kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+      signal_group TERM "$pid"
     fi
   done
   deadline=$((SECONDS + STOP_TIMEOUT))
@@ -89,8 +74,7 @@ stop_all() {
     if ((SECONDS >= deadline)); then
       say "still running after ${STOP_TIMEOUT}s, sending SIGKILL: ${pending[*]}"
       for c in "${pending[@]}"; do
-        pid=$(pid_of "$c")
-        kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+        signal_group KILL "$(pid_of "$c")"
       done
       sleep 1
       deadline=$((SECONDS + STOP_TIMEOUT))
@@ -103,30 +87,19 @@ stop_all() {
 
 # ---- ports ------------------------------------------------------------------------------------
 
-port_listening() { [[ -n $(ss -Hltn "sport = :$1" 2>/dev/null) ]]; }
-
 # Ports recorded by any cluster under this cache (running or starting), so concurrent `up`s of
 # different clusters never pick the same port.
 reserved_ports() { cat "$CACHE"/clusters/*/ports 2>/dev/null | sed -n 's/^[A-Z_]*=//p' || true; }
 
 pick_ports() {
-  local reserved picked=() p var
+  local reserved var
   exec 8>"$CACHE/clusters/.ports.lock"
   flock 8
-  reserved=" $(reserved_ports | tr '\n' ' ') "
-  # Stay below the kernel's ephemeral range, whose ports outgoing connections may hold.
-  local lo=20000 hi
-  hi=$(($(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768) - 1))
-  ((hi - lo >= 1000)) || { lo=10000; hi=19999; }
+  reserved=$(reserved_ports | tr '\n' ' ')
   for var in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT KWOK_PORT; do
-    while :; do
-      p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1)))
-      [[ $reserved == *" $p "* || " ${picked[*]} " == *" $p "* ]] && continue
-      port_listening "$p" && continue
-      break
-    done
-    picked+=("$p")
-    printf '%s=%s\n' "$var" "$p"
+    pick_port "$reserved"
+    reserved+=" $PICKED_PORT"
+    printf '%s=%s\n' "$var" "$PICKED_PORT"
   done >"$CDIR/ports.tmp"
   mv "$CDIR/ports.tmp" "$CDIR/ports"
   exec 8>&-
@@ -167,7 +140,7 @@ healthy() {
 # start NAME PORT... -- CMD...: check its ports are free, launch CMD in its own session and process
 # group (pgid = pid), with its output in logs/NAME.log, and record its pid.
 start() {
-  local name=$1 p
+  local name=$1
   shift
   while [[ $1 != -- ]]; do
     if port_listening "$1"; then
@@ -179,11 +152,7 @@ start() {
   done
   shift
   say "starting $name (log: $CDIR/logs/$name.log)"
-  # fd 9 (the cluster lock) must not leak into the long-running process.
-  setsid "$@" </dev/null >"$CDIR/logs/$name.log" 2>&1 9>&- &
-  p=$!
-  printf '%s\n' "$p" >"$CDIR/pids/$name.pid"
-  start_time "$p" >"$CDIR/pids/$name.start"
+  launch "$CDIR/logs/$name.log" "$CDIR/pids/$name.pid" "$CDIR/pids/$name.start" "$@"
 }
 
 # wait_for NAME WHAT CHECK...: poll CHECK until it succeeds; fail (with NAME's log) if NAME exits or
@@ -392,23 +361,9 @@ cmd_status() {
 
 # ---- main -------------------------------------------------------------------------------------
 
-(($# >= 1)) || usage
-CMD=$1
-shift
-NAME=dev
-while (($#)); do
-  case $1 in
-    --name) (($# >= 2)) || usage; NAME=$2; shift 2 ;;
-    --name=*) NAME=${1#--name=}; shift ;;
-    -h | --help) usage ;;
-    *) printf 'cluster.sh: unknown argument: %s\n' "$1" >&2; usage ;;
-  esac
-done
-[[ $NAME =~ ^[a-z0-9][a-z0-9-]{0,40}$ ]] || die "invalid --name '$NAME' (use lowercase letters, digits and '-')"
+parse_cli cluster.sh "$@"
 CDIR=$CACHE/clusters/$NAME
-for tool in curl openssl ss setsid flock; do
-  command -v "$tool" >/dev/null 2>&1 || die "'$tool' is required (run hack/install-prereqs.sh)"
-done
+require_tools curl openssl ss setsid flock
 
 case $CMD in
   up) cmd_up ;;

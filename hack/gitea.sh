@@ -17,6 +17,8 @@ ADMIN_USER=driftless
 ADMIN_EMAIL=driftless@example.invalid
 
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=hack/lib.sh
+. "$HACK_DIR/lib.sh"
 CACHE=${DRIFTLESS_CACHE:-$HOME/.cache/driftless}
 
 say() { printf '==> [gitea %s] %s\n' "$NAME" "$*" >&2; }
@@ -27,23 +29,8 @@ usage() {
   exit 2
 }
 
-alive() {
-  local state
-  [[ -r /proc/$1/stat ]] || return 1
-  state=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [[ -n $state && $state != Z && $state != X ]]
-}
-start_time() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
-
-# The recorded pid is alive and is still the process we started (same start time).
-gitea_alive() {
-  local pid
-  pid=$(cat "$GDIR/gitea.pid" 2>/dev/null || true)
-  [[ -n $pid ]] && alive "$pid" || return 1
-  [[ $(start_time "$pid") == "$(cat "$GDIR/gitea.start" 2>/dev/null)" ]]
-}
-
-port_listening() { [[ -n $(ss -Hltn "sport = :$1" 2>/dev/null) ]]; }
+# The recorded pid is alive and is still the process we started.
+gitea_alive() { recorded_alive "$GDIR/gitea.pid" "$GDIR/gitea.start"; }
 
 base_url() { printf 'http://127.0.0.1:%s' "$(cat "$GDIR/port")"; }
 
@@ -65,31 +52,26 @@ stop_gitea() {
   pid=$(cat "$GDIR/gitea.pid" 2>/dev/null || true)
   [[ -n $pid ]] || return 0
   if gitea_alive; then
-    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    signal_group TERM "$pid"
     deadline=$((SECONDS + STOP_TIMEOUT))
     while gitea_alive && ((SECONDS < deadline)); do sleep 0.2; done
     if gitea_alive; then
       say "still running after ${STOP_TIMEOUT}s, sending SIGKILL"
-      kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+      signal_group KILL "$pid"
       sleep 1
     fi
   fi
   rm -f "$GDIR/gitea.pid" "$GDIR/gitea.start"
 }
 
-pick_port() {
-  local p reserved
+reserve_port() {
+  local reserved
   exec 8>"$CACHE/gitea/.ports.lock"
   flock 8
   # Ports of other Gitea instances and clusters under this cache (some globs may match nothing).
-  reserved=" $({ cat "$CACHE"/gitea/*/port "$CACHE"/clusters/*/ports 2>/dev/null || true; } | sed 's/^[A-Z_]*=//' | tr '\n' ' ') "
-  while :; do
-    p=$((20000 + RANDOM % 30000))
-    [[ $reserved == *" $p "* ]] && continue
-    port_listening "$p" && continue
-    break
-  done
-  printf '%s\n' "$p" >"$GDIR/port"
+  reserved=$({ cat "$CACHE"/gitea/*/port "$CACHE"/clusters/*/ports 2>/dev/null || true; } | sed 's/^[A-Z_]*=//' | tr '\n' ' ')
+  pick_port "$reserved"
+  printf '%s\n' "$PICKED_PORT" >"$GDIR/port"
   exec 8>&-
 }
 
@@ -194,7 +176,7 @@ cmd_up() {
   trap 'rc=$?; if ((rc != 0)); then say "start-up failed; stopping"; stop_gitea; fi' EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
-  pick_port
+  reserve_port
   port=$(cat "$GDIR/port")
   write_ini "$port" "$static_root"
   local c=(--config "$GDIR/app.ini" --work-path "$GDIR/work")
@@ -219,10 +201,7 @@ cmd_up() {
     die "port 127.0.0.1:$port is already in use"
   fi
   say "starting gitea on 127.0.0.1:$port (log: $GDIR/logs/gitea.log)"
-  setsid "$BIN/gitea" "${c[@]}" web </dev/null >"$GDIR/logs/gitea.log" 2>&1 9>&- &
-  local pid=$!
-  printf '%s\n' "$pid" >"$GDIR/gitea.pid"
-  start_time "$pid" >"$GDIR/gitea.start"
+  launch "$GDIR/logs/gitea.log" "$GDIR/gitea.pid" "$GDIR/gitea.start" "$BIN/gitea" "${c[@]}" web
 
   local deadline=$((SECONDS + START_TIMEOUT))
   until curl -sS --fail --max-time 5 -o /dev/null "$(base_url)/api/healthz" 2>/dev/null; do
@@ -267,23 +246,9 @@ cmd_status() {
   fi
 }
 
-(($# >= 1)) || usage
-CMD=$1
-shift
-NAME=dev
-while (($#)); do
-  case $1 in
-    --name) (($# >= 2)) || usage; NAME=$2; shift 2 ;;
-    --name=*) NAME=${1#--name=}; shift ;;
-    -h | --help) usage ;;
-    *) printf 'gitea.sh: unknown argument: %s\n' "$1" >&2; usage ;;
-  esac
-done
-[[ $NAME =~ ^[a-z0-9][a-z0-9-]{0,40}$ ]] || die "invalid --name '$NAME' (use lowercase letters, digits and '-')"
+parse_cli gitea.sh "$@"
 GDIR=$CACHE/gitea/$NAME
-for tool in curl ss setsid flock od; do
-  command -v "$tool" >/dev/null 2>&1 || die "'$tool' is required (run hack/install-prereqs.sh)"
-done
+require_tools curl ss setsid flock od
 
 case $CMD in
   up) cmd_up ;;
