@@ -106,6 +106,8 @@ struct Group {
 #[derive(Debug, Clone)]
 struct Pattern<'a> {
     matcher: PatternMatch,
+    /// The pattern constraint's declaration, for its aliases.
+    field: &'a ast::Field,
     value: &'a Expr,
     env: EnvId,
     close: Close,
@@ -198,9 +200,26 @@ impl<'a> Vertex<'a> {
 
 #[derive(Debug, Clone)]
 enum EnvKind<'a> {
-    Struct { vertex: VId, decls: &'a [Decl] },
-    Bind { name: &'a str, vertex: VId },
-    File { imports: &'a [ast::Import] },
+    Struct {
+        vertex: VId,
+        decls: &'a [Decl],
+    },
+    Bind {
+        name: &'a str,
+        vertex: VId,
+    },
+    /// A value alias (`label: X=value`) or a pattern's field alias (`X=[expr]: value`): `X`
+    /// names the value the conjunct is evaluated into. That is the vertex of the struct
+    /// environment directly below this one (so a copy made by a reference, `b: a`, sees
+    /// itself, as in CUE); `vertex` is the field the alias was declared on, used when the
+    /// value is not a struct.
+    SelfAlias {
+        name: &'a str,
+        vertex: VId,
+    },
+    File {
+        imports: &'a [ast::Import],
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -227,6 +246,7 @@ pub enum R {
 /// What an identifier resolves to.
 enum Resolved {
     Vertex(VId),
+    Error(Error),
     Pkg(&'static str),
     Unsupported(String),
 }
@@ -467,14 +487,8 @@ impl<'a> Engine<'a> {
                 } else {
                     Close::Open
                 };
-                self.add_conj(
-                    arc,
-                    ConjKind::Expr(pattern.value),
-                    pattern.env,
-                    close,
-                    0,
-                    false,
-                );
+                let env = self.field_env(pattern.field, pattern.env, arc, sym);
+                self.add_conj(arc, ConjKind::Expr(pattern.value), env, close, 0, false);
             }
         }
         arc
@@ -866,6 +880,7 @@ impl<'a> Engine<'a> {
                 let matcher = self.pattern_matcher(expr, env);
                 let pattern = Pattern {
                     matcher,
+                    field,
                     value: &field.value,
                     env,
                     close: child,
@@ -881,6 +896,7 @@ impl<'a> Engine<'a> {
                 for (sym, arc) in arcs {
                     let label = self.sym(sym).to_owned();
                     if self.pattern_matches(&pattern.matcher, &label) {
+                        let env = self.field_env(field, env, arc, sym);
                         self.add_conj(arc, ConjKind::Expr(pattern.value), env, child, 0, false);
                     }
                 }
@@ -937,7 +953,48 @@ impl<'a> Engine<'a> {
         {
             group.labels.push(sym);
         }
+        let env = self.field_env(field, env, arc, sym);
         self.add_conj(arc, ConjKind::Expr(&field.value), env, close, 0, false);
+    }
+
+    /// The environment a field's value is evaluated in, given the field's arc `arc` (label
+    /// `sym`): `env` plus the aliases the field declares for its value. `[X=expr]: value` and
+    /// `(X=expr): value` bind `X` to the concrete label; `X=[expr]: value` and
+    /// `label: X=value` bind `X` to the value itself.
+    fn field_env(&mut self, field: &'a ast::Field, env: EnvId, arc: VId, sym: Sym) -> EnvId {
+        let mut env = env;
+        if let Some(alias) = &field.label_expr_alias {
+            let label = self.syms[sym as usize].clone();
+            let label_vertex = self.atom_vertex(Atom::Str(label), alias.span);
+            env = self.new_env(
+                Some(env),
+                EnvKind::Bind {
+                    name: &alias.name,
+                    vertex: label_vertex,
+                },
+            );
+        }
+        if let Label::Alias(alias, inner) = &field.label
+            && matches!(inner.as_ref(), Label::Pattern(..))
+        {
+            env = self.new_env(
+                Some(env),
+                EnvKind::SelfAlias {
+                    name: &alias.name,
+                    vertex: arc,
+                },
+            );
+        }
+        if let Some(alias) = &field.value_alias {
+            env = self.new_env(
+                Some(env),
+                EnvKind::SelfAlias {
+                    name: &alias.name,
+                    vertex: arc,
+                },
+            );
+        }
+        env
     }
 
     fn pattern_matcher(&mut self, expr: &'a Expr, env: EnvId) -> PatternMatch {
@@ -1994,14 +2051,24 @@ impl<'a> Engine<'a> {
 
     fn resolve_ident(&mut self, name: &str, env: EnvId, span: Span) -> Resolved {
         let mut cur = Some(env);
+        // The vertex of the innermost struct environment walked so far: what a `SelfAlias`
+        // directly above it names.
+        let mut below: Option<VId> = None;
         while let Some(e) = cur {
             let Env { parent, kind } = self.envs[e as usize].clone();
             match kind {
                 EnvKind::Struct { vertex, decls } => {
+                    below = Some(vertex);
                     for decl in decls {
                         match decl {
                             Decl::Field(field) => {
                                 let (alias, label) = match &field.label {
+                                    // `X=[expr]: value` binds `X` only within `value`.
+                                    Label::Alias(_, inner)
+                                        if matches!(inner.as_ref(), Label::Pattern(..)) =>
+                                    {
+                                        continue;
+                                    }
                                     Label::Alias(alias, inner) => {
                                         (Some(&alias.name), inner.as_ref())
                                     }
@@ -2010,16 +2077,36 @@ impl<'a> Engine<'a> {
                                 let matches_label =
                                     matches!(label, Label::Ident(id) if id.name == name);
                                 if alias.is_some_and(|a| a == name) || matches_label {
-                                    let label_name = match label {
-                                        Label::Ident(id) => id.name.as_str(),
-                                        Label::String(s, _) => s.as_str(),
+                                    let label_name: Rc<str> = match label {
+                                        Label::Ident(id) => Rc::from(id.name.as_str()),
+                                        Label::String(s, _) => Rc::from(s.as_str()),
+                                        Label::Dynamic(expr, _) => {
+                                            // `X=(expr): value`: the field the label
+                                            // evaluates to.
+                                            let r = self.eval_expr(expr, e);
+                                            match self.concrete(r, expr.span()) {
+                                                Ok(Atom::Str(s)) => s,
+                                                Ok(other) => {
+                                                    return Resolved::Error(Error::new(
+                                                        ErrorKind::Conflict,
+                                                        format!(
+                                                            "invalid label {}: label must be a \
+                                                             string",
+                                                            other.cue_text()
+                                                        ),
+                                                        expr.span(),
+                                                    ));
+                                                }
+                                                Err(error) => return Resolved::Error(error),
+                                            }
+                                        }
                                         _ => {
                                             return Resolved::Unsupported(
-                                                "alias of a dynamic field".to_owned(),
+                                                "nested label alias".to_owned(),
                                             );
                                         }
                                     };
-                                    let sym = self.intern(label_name);
+                                    let sym = self.intern(&label_name);
                                     let arc = self
                                         .find_arc(vertex, sym)
                                         .unwrap_or_else(|| self.arc(vertex, sym));
@@ -2061,6 +2148,14 @@ impl<'a> Engine<'a> {
                 } => {
                     if bound == name {
                         return Resolved::Vertex(vertex);
+                    }
+                }
+                EnvKind::SelfAlias {
+                    name: bound,
+                    vertex,
+                } => {
+                    if bound == name {
+                        return Resolved::Vertex(below.unwrap_or(vertex));
                     }
                 }
                 EnvKind::File { imports } => {
@@ -2210,6 +2305,7 @@ impl<'a> Engine<'a> {
     fn eval_ident(&mut self, ident: &'a ast::Ident, env: EnvId) -> R {
         match self.resolve_ident(&ident.name, env, ident.span) {
             Resolved::Vertex(v) => R::V(v),
+            Resolved::Error(error) => R::Err(error),
             Resolved::Pkg(pkg) => R::Pkg(pkg),
             Resolved::Unsupported(what) if !what.is_empty() => R::Err(Error::new(
                 ErrorKind::Unsupported,
