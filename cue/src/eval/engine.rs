@@ -2320,6 +2320,9 @@ impl<'a> Engine<'a> {
                 "bytes" => R::Kinds(KindSet::BYTES),
                 "bool" => R::Kinds(KindSet::BOOL),
                 "null" => R::Atom(Atom::Null),
+                name if predeclared_range(name).is_some() => {
+                    self.predeclared_type(name, ident.span)
+                }
                 "len" | "close" | "and" | "or" | "div" | "mod" | "quo" | "rem" => {
                     R::Func(super::builtins::predeclared(&ident.name))
                 }
@@ -2330,6 +2333,36 @@ impl<'a> Engine<'a> {
                 )),
             },
         }
+    }
+
+    /// A predeclared number type with a range (`uint8`, `int32`, `float64`, ...): its kind
+    /// and its bounds, as a fresh vertex.
+    fn predeclared_type(&mut self, name: &str, span: Span) -> R {
+        let Some((kinds, lo, hi)) = predeclared_range(name) else {
+            return R::Err(Error::new(
+                ErrorKind::Reference,
+                format!("reference \"{name}\" not found"),
+                span,
+            ));
+        };
+        let t = self.new_vertex(None, EMPTY_SYM);
+        self.vm(t).field = FieldKind::Regular;
+        self.add_conj(t, ConjKind::Kinds(kinds, span), 0, Close::Open, 0, false);
+        for (op, bound) in [(BoundOp::Ge, lo), (BoundOp::Le, hi)] {
+            if let Some(bound) = bound {
+                let validator = Validator::Bound(op, bound);
+                self.add_conj(
+                    t,
+                    ConjKind::Validator(validator, span),
+                    0,
+                    Close::Open,
+                    0,
+                    false,
+                );
+            }
+        }
+        self.eval_vertex(t);
+        R::V(t)
     }
 
     /// `x.label` or `x["label"]`.
@@ -3054,6 +3087,34 @@ impl<'a> Engine<'a> {
         }
         self.eval_vertex(t);
         R::V(t)
+    }
+}
+
+/// The kind and bounds of a predeclared number type (spec: "Predeclared identifiers").
+///
+/// Integers are 64-bit here, so `uint64`, `int64`, `int128` and `uint128` keep only the bounds
+/// an `i64` can violate: every integer the evaluator can hold is within the others (larger
+/// literals are rejected as unsupported when parsed).
+fn predeclared_range(name: &str) -> Option<(KindSet, Option<Atom>, Option<Atom>)> {
+    let int =
+        |lo: i64, hi: Option<i64>| Some((KindSet::INT, Some(Atom::Int(lo)), hi.map(Atom::Int)));
+    match name {
+        "uint" | "uint64" | "uint128" => int(0, None),
+        "uint8" => int(0, Some(255)),
+        "uint16" => int(0, Some(65_535)),
+        "uint32" => int(0, Some(4_294_967_295)),
+        "rune" => int(0, Some(0x10_FFFF)),
+        "int8" => int(-128, Some(127)),
+        "int16" => int(-32_768, Some(32_767)),
+        "int32" => int(-2_147_483_648, Some(2_147_483_647)),
+        "int64" | "int128" => Some((KindSet::INT, None, None)),
+        "float32" => Some((
+            KindSet::NUMBER,
+            Some(Atom::Float(-3.402_823_466_385_288_6e38)),
+            Some(Atom::Float(3.402_823_466_385_288_6e38)),
+        )),
+        "float64" => Some((KindSet::NUMBER, None, None)),
+        _ => None,
     }
 }
 
