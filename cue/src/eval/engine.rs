@@ -246,6 +246,8 @@ pub enum R {
 /// What an identifier resolves to.
 enum Resolved {
     Vertex(VId),
+    /// A field of an enclosing struct (rather than a let, alias or comprehension binding).
+    Field(VId),
     Error(Error),
     Pkg(&'static str),
     Unsupported(String),
@@ -2110,7 +2112,7 @@ impl<'a> Engine<'a> {
                                     let arc = self
                                         .find_arc(vertex, sym)
                                         .unwrap_or_else(|| self.arc(vertex, sym));
-                                    return Resolved::Vertex(arc);
+                                    return Resolved::Field(arc);
                                 }
                             }
                             Decl::Let(lc) if lc.name.name == name => {
@@ -2138,7 +2140,7 @@ impl<'a> Engine<'a> {
                     if vertex == ROOT {
                         let sym = self.intern(name);
                         if let Some(arc) = self.find_arc(ROOT, sym) {
-                            return Resolved::Vertex(arc);
+                            return Resolved::Field(arc);
                         }
                     }
                 }
@@ -2305,6 +2307,23 @@ impl<'a> Engine<'a> {
     fn eval_ident(&mut self, ident: &'a ast::Ident, env: EnvId) -> R {
         match self.resolve_ident(&ident.name, env, ident.span) {
             Resolved::Vertex(v) => R::V(v),
+            Resolved::Field(v) => {
+                // Only once the struct is complete is an optional field known to stay one
+                // (a later conjunct may still make it regular).
+                let parent_done = self
+                    .v(v)
+                    .parent
+                    .is_some_and(|p| self.v(p).state == State::Done);
+                if parent_done && self.v(v).field == FieldKind::Optional {
+                    R::Err(Error::new(
+                        ErrorKind::Incomplete,
+                        format!("cannot reference optional field: {}", ident.name),
+                        ident.span,
+                    ))
+                } else {
+                    R::V(v)
+                }
+            }
             Resolved::Error(error) => R::Err(error),
             Resolved::Pkg(pkg) => R::Pkg(pkg),
             Resolved::Unsupported(what) if !what.is_empty() => R::Err(Error::new(
@@ -2878,6 +2897,13 @@ impl<'a> Engine<'a> {
     fn probe(&mut self, expr: &'a Expr, env: EnvId) -> Option<R> {
         let (base, label, span) = match expr {
             Expr::Paren(inner, _) => return self.probe(inner, env),
+            // An optional field without a regular declaration does not exist (yet).
+            Expr::Ident(ident) => {
+                return match self.resolve_ident(&ident.name, env, ident.span) {
+                    Resolved::Field(v) if self.v(v).field == FieldKind::Optional => None,
+                    _ => Some(self.eval_expr(expr, env)),
+                };
+            }
             Expr::Selector {
                 base, label, span, ..
             } => (base, label.as_str(), *span),
