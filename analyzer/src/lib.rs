@@ -56,6 +56,7 @@ mod load;
 pub mod model;
 mod render;
 pub mod rules;
+pub mod schema;
 mod snapshot;
 
 pub use check::{

@@ -120,6 +120,11 @@ pub const RULES: &[Rule] = &[
         "a rendered object uses an API version the target Kubernetes release no longer serves",
     ),
     rule(
+        "schema-violation",
+        Severity::Error,
+        "a rendered object does not match its kind's OpenAPI schema (Kubernetes 1.34 or a CRD in the repository)",
+    ),
+    rule(
         "trait-conflict",
         Severity::Error,
         "two traits of a component conflict (`conflictsWith`)",

@@ -26,6 +26,7 @@ mod missing_resources;
 mod pod_spec;
 mod privileged_container;
 mod removed_api_version;
+mod schema_violation;
 mod trait_conflict;
 mod trait_not_applicable;
 mod undocumented_parameter;
@@ -90,6 +91,7 @@ pub fn analyze_snapshot(
     let evaluator = cue::Evaluator::new();
     let parameter_schemas =
         unknown_property::ParameterSchemas::new(&loaded.definitions, &loaded.apps, &evaluator);
+    let crd_schemas = crate::schema::SchemaSet::from_crds(&loaded.crds);
     let analyzed: Vec<(RenderedApp, Vec<Arc<Definition>>)> = loaded
         .apps
         .par_iter()
@@ -107,6 +109,7 @@ pub fn analyze_snapshot(
                 definitions: &loaded.definitions,
                 config: &options.config,
                 parameter_schemas: &parameter_schemas,
+                crd_schemas: &crd_schemas,
             };
             let found = check_app(&ctx);
             rendered.diagnostics.extend(found);
@@ -150,6 +153,8 @@ pub(crate) struct AppContext<'a> {
     pub(crate) definitions: &'a Definitions,
     pub(crate) config: &'a AnalysisConfig,
     pub(crate) parameter_schemas: &'a unknown_property::ParameterSchemas,
+    /// The schemas of the repository's CustomResourceDefinitions.
+    pub(crate) crd_schemas: &'a crate::schema::SchemaSet,
 }
 
 impl AppContext<'_> {
@@ -220,6 +225,7 @@ fn check_app(ctx: &AppContext<'_>) -> Vec<Diagnostic> {
     for object in ctx.objects {
         removed_api_version::check(ctx, object, &mut out);
         deprecated_api_version::check(ctx, object, &mut out);
+        schema_violation::check(ctx, object, &mut out);
         if let Some(pod) = pod_spec::PodTemplate::of(&object.object) {
             image_tag::check(ctx, object, &pod, &mut out);
             missing_resources::check(ctx, object, &pod, &mut out);

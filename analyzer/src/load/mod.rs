@@ -42,6 +42,8 @@ pub(crate) struct Loaded {
     pub(crate) diagnostics: Vec<Diagnostic>,
     pub(crate) sources: SourceMap,
     pub(crate) standalone: Standalone,
+    /// `CustomResourceDefinition` documents, for validating the custom resources apps render.
+    pub(crate) crds: Vec<serde_json::Value>,
 }
 
 /// Files the agent itself reads; never treated as manifests.
@@ -61,6 +63,7 @@ pub(crate) fn load_snapshot(
     files.sort_by(|a, b| a.path.cmp(&b.path));
     let mut repo_definitions = Vec::new();
     let mut standalone = Standalone::default();
+    let mut crds = Vec::new();
     for source in files {
         let path = source.path.trim_start_matches("./");
         if is_ignored(path) {
@@ -77,6 +80,7 @@ pub(crate) fn load_snapshot(
                 &mut apps,
                 &mut repo_definitions,
                 &mut standalone,
+                &mut crds,
                 &mut diagnostics,
             );
         } else if path.ends_with(".cue") && is_under_definitions(path) {
@@ -101,6 +105,7 @@ pub(crate) fn load_snapshot(
         diagnostics,
         sources,
         standalone,
+        crds,
     }
 }
 
@@ -161,6 +166,7 @@ fn load_yaml_file(
     apps: &mut Vec<LoadedApp>,
     definitions: &mut Vec<crate::model::Definition>,
     standalone: &mut Standalone,
+    crds: &mut Vec<serde_json::Value>,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     let file_digest = definition_yaml::digest(text);
@@ -217,6 +223,8 @@ fn load_yaml_file(
             }
         } else if is_oam && (kind == "Workflow" || kind == "Policy") {
             load_standalone(kind, &document, namespaces, standalone, diagnostics);
+        } else if kind == "CustomResourceDefinition" && api_group == Some("apiextensions.k8s.io") {
+            crds.push(document.value);
         } else if path.starts_with("apps/") || path.contains("/apps/") {
             diagnostics.push(Diagnostic::warning(
                 "unknown-kind",

@@ -247,9 +247,18 @@ impl<'de> Deserialize<'de> for Node {
     }
 }
 
+/// Stack kept free before descending one YAML level, and the size of each new segment.
+/// serde-saphyr caps nesting at 64 levels, but in a debug build one level through its
+/// deserializer and this visitor takes tens of KB, so a 64-deep document overflowed a 2 MiB
+/// thread stack (test threads, tokio workers) before the cap was reached.
+const STACK_RED_ZONE: usize = 256 * 1024;
+const STACK_SEGMENT: usize = 2 * 1024 * 1024;
+
 impl<'de> Deserialize<'de> for NodeValue {
     fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(NodeVisitor)
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
+            deserializer.deserialize_any(NodeVisitor)
+        })
     }
 }
 

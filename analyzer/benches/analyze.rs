@@ -1,0 +1,113 @@
+//! Analysis throughput (issue #8): OpenAPI validation of the 50,000 objects rendered from
+//! 10,000 apps, and the whole analysis (load, render, every rule) of 1,000 apps.
+//!
+//! The 10,000 apps are rendered once, outside the measurement: rendering has its own bench
+//! (`render.rs`) and owner. Run with `cargo bench -p analyzer --bench analyze`; figures go to
+//! BENCHMARKS.md.
+
+// Bench code: a failed unwrap is a failed bench.
+#![allow(clippy::unwrap_used)]
+
+use analyzer::{AnalysisOptions, Definitions, RenderOptions, Snapshot, SourceFile};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+/// One app rendering five objects: a webservice's Deployment and Service, the gateway
+/// trait's Ingress, and a ConfigMap and a Secret from a `k8s-objects` component, the shapes of
+/// KubeVela's load-test templates (`hack/load-test/app-templates/`) plus what platform repos add.
+fn app(index: usize) -> SourceFile {
+    let shard = index % 10;
+    let contents = format!(
+        r#"apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: app-{index}
+  namespace: team-{shard}
+spec:
+  components:
+    - name: web-{index}
+      type: webservice
+      properties:
+        image: registry.example.com/shop/web:1.{shard}.0
+        ports:
+          - port: 8080
+            expose: true
+        env:
+          - name: APP_ID
+            value: "{index}"
+        cpu: "250m"
+        memory: "256Mi"
+      traits:
+        - type: scaler
+          properties:
+            replicas: {replicas}
+        - type: gateway
+          properties:
+            domain: app-{index}.example.com
+            http:
+              "/": 8080
+        - type: labels
+          properties:
+            tier: frontend
+    - name: config-{index}
+      type: k8s-objects
+      properties:
+        objects:
+          - apiVersion: v1
+            kind: ConfigMap
+            metadata: {{name: app-{index}-config}}
+            data: {{LOG_LEVEL: info, SHARD: "{shard}"}}
+          - apiVersion: v1
+            kind: Secret
+            metadata: {{name: app-{index}-token}}
+            type: Opaque
+            stringData: {{token: "t-{index}"}}
+"#,
+        replicas = 1 + index % 3
+    );
+    SourceFile {
+        path: format!("apps/team-{shard}/app-{index}.yaml"),
+        contents,
+    }
+}
+
+fn snapshot(n_apps: usize) -> Snapshot {
+    Snapshot {
+        commit: None,
+        files: (0..n_apps).map(app).collect(),
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let builtins = Definitions::builtin();
+    let options = AnalysisOptions::default();
+    let render_options = RenderOptions {
+        cluster_version: options.render.cluster_version.clone(),
+        ..RenderOptions::default()
+    };
+    let (rendered, _) = analyzer::render_snapshot(&snapshot(10_000), &builtins, &render_options);
+    let objects: Vec<serde_json::Value> = rendered
+        .apps
+        .iter()
+        .flat_map(|app| app.objects.iter().map(|object| object.object.clone()))
+        .collect();
+    eprintln!("schema bench: {} objects from 10,000 apps", objects.len());
+    // The bench measures valid objects: a violation in generated apps would be a bug in the
+    // generator or the templates.
+    assert_eq!(analyzer::schema::count_violations(&objects), 0);
+
+    let mut group = c.benchmark_group("analyze");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(objects.len() as u64));
+    group.bench_function("schema_validation_10000_apps", |b| {
+        b.iter(|| analyzer::schema::count_violations(&objects))
+    });
+    let small = snapshot(1_000);
+    group.throughput(Throughput::Elements(1_000));
+    group.bench_function("analyze_1000_apps", |b| {
+        b.iter(|| analyzer::analyze_snapshot(&small, &builtins, &options))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,583 @@
+//! OpenAPI validation of rendered objects: the Kubernetes 1.34 schema (generated from
+//! upstream, embedded at build time) and the CustomResourceDefinitions of the repository,
+//! compiled once into a flat node table and walked against each object.
+//!
+//! Validation is cheap by construction: the embedded artefact is compiled once per process
+//! ([`kubernetes`]), field lookup is a binary search over sorted names, and walking an object
+//! allocates nothing until a violation is found (the path is a stack of borrowed segments).
+//!
+//! What is checked, as the API server's strict decoding would: unknown fields (in an object
+//! with declared properties and no `additionalProperties`), JSON types, required fields and
+//! `enum` values. `null` is accepted anywhere (the API server treats it as unset). Two types
+//! are wider than their OpenAPI text, because the API server's decoder accepts more:
+//! `IntOrString` (integer or string) and `Quantity` (string or number).
+
+pub(crate) mod crd;
+pub mod generate;
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// The generated Kubernetes schema (see [`generate`]).
+pub(crate) const KUBERNETES_SCHEMA: &str = include_str!("../../schemas/k8s-v1.34.json");
+
+/// The definition the API server decodes with its own, wider rules (string or number).
+const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
+
+/// Stop after this many violations in one object: one mistake in a template can repeat in
+/// every element of a list.
+const MAX_VIOLATIONS: usize = 20;
+
+type NodeId = u32;
+
+#[derive(Debug, Clone)]
+enum Node {
+    Any,
+    Object {
+        /// Sorted by name, for binary search.
+        fields: Box<[(Box<str>, NodeId)]>,
+        required: Box<[Box<str>]>,
+        rest: Rest,
+    },
+    Array(NodeId),
+    String,
+    Integer,
+    Number,
+    Boolean,
+    IntOrString,
+    Quantity,
+    /// `enum`: the value must equal one of these, and match `inner`.
+    Enum {
+        inner: NodeId,
+        allowed: Box<[Value]>,
+    },
+    /// A definition whose whole body is a reference.
+    Ref(NodeId),
+}
+
+/// What an object allows besides its declared fields.
+#[derive(Debug, Clone, Copy)]
+enum Rest {
+    Closed,
+    Any,
+    Schema(NodeId),
+}
+
+/// Compiled schemas with their GVK table.
+#[derive(Debug, Default)]
+pub(crate) struct SchemaSet {
+    nodes: Vec<Node>,
+    /// apiVersion → kind → root node.
+    kinds: HashMap<Box<str>, HashMap<Box<str>, NodeId>>,
+}
+
+/// One problem found in an object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Violation {
+    /// Where, as a dotted path with list indexes (`spec.template.spec.containers[0].image`).
+    pub(crate) path: String,
+    /// The last field name on the path (the unknown or missing field, or the field with the
+    /// wrong value), to find the source line that produced it.
+    pub(crate) field: Option<String>,
+    pub(crate) problem: Problem,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Problem {
+    UnknownField,
+    WrongType {
+        expected: &'static str,
+        found: &'static str,
+    },
+    MissingRequired,
+    NotAllowed {
+        allowed: String,
+    },
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.problem {
+            Problem::UnknownField => write!(f, "unknown field `{}`", self.path),
+            Problem::WrongType { expected, found } => {
+                write!(f, "`{}` must be {expected}, found {found}", self.path)
+            }
+            Problem::MissingRequired => write!(f, "missing required field `{}`", self.path),
+            Problem::NotAllowed { allowed } => {
+                write!(f, "`{}` must be one of {allowed}", self.path)
+            }
+        }
+    }
+}
+
+/// The Kubernetes 1.34 schema, compiled on first use.
+pub(crate) fn kubernetes() -> &'static SchemaSet {
+    static SET: OnceLock<SchemaSet> = OnceLock::new();
+    SET.get_or_init(|| {
+        // The artefact is generated and checked in; `check_schema.rs` tests that it parses
+        // and covers the core kinds, so failing here is a build defect, not bad input.
+        let artefact: Value =
+            serde_json::from_str(KUBERNETES_SCHEMA).expect("the embedded schema is valid JSON");
+        SchemaSet::from_artefact(&artefact)
+    })
+}
+
+impl SchemaSet {
+    /// Compiles the generated artefact (`{"kinds": {...}, "definitions": {...}}`).
+    pub(crate) fn from_artefact(artefact: &Value) -> SchemaSet {
+        let empty = serde_json::Map::new();
+        let definitions = artefact
+            .get("definitions")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let mut compiler = Compiler {
+            nodes: Vec::with_capacity(definitions.len() * 4),
+            names: HashMap::with_capacity(definitions.len()),
+            empty_object_is_open: true,
+        };
+        for name in definitions.keys() {
+            let id = compiler.push(Node::Any);
+            compiler.names.insert(name.as_str(), id);
+        }
+        for (index, (name, schema)) in definitions.iter().enumerate() {
+            let node = if name == QUANTITY {
+                Node::Quantity
+            } else {
+                compiler.node(schema)
+            };
+            compiler.nodes[index] = node;
+        }
+        let mut set = SchemaSet {
+            nodes: compiler.nodes,
+            kinds: HashMap::new(),
+        };
+        let names = compiler.names;
+        for (key, name) in artefact
+            .get("kinds")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty)
+        {
+            let (Some((api_version, kind)), Some(&id)) = (
+                key.split_once(' '),
+                name.as_str().and_then(|name| names.get(name)),
+            ) else {
+                continue;
+            };
+            set.insert_kind(api_version, kind, id);
+        }
+        set
+    }
+
+    fn insert_kind(&mut self, api_version: &str, kind: &str, id: NodeId) {
+        self.kinds
+            .entry(api_version.into())
+            .or_default()
+            .insert(kind.into(), id);
+    }
+
+    /// True when this set has a schema for `apiVersion`/`kind`.
+    #[cfg(test)]
+    pub(crate) fn knows(&self, api_version: &str, kind: &str) -> bool {
+        self.root(api_version, kind).is_some()
+    }
+
+    fn root(&self, api_version: &str, kind: &str) -> Option<NodeId> {
+        self.kinds.get(api_version)?.get(kind).copied()
+    }
+
+    /// Validates `object` against the schema of its `apiVersion` and `kind`; `None` when the
+    /// set has no schema for them.
+    pub(crate) fn validate(&self, object: &Value) -> Option<Vec<Violation>> {
+        let api_version = object.get("apiVersion")?.as_str()?;
+        let kind = object.get("kind")?.as_str()?;
+        let root = self.root(api_version, kind)?;
+        let mut walk = Walk {
+            set: self,
+            path: Vec::new(),
+            out: Vec::new(),
+        };
+        walk.value(root, object);
+        Some(walk.out)
+    }
+}
+
+/// Validates `objects` against the Kubernetes 1.34 schema, in parallel, and counts the
+/// violations (objects of unknown kinds count none). For benches and tools; the analysis
+/// reports violations as `schema-violation` diagnostics.
+pub fn count_violations(objects: &[Value]) -> usize {
+    use rayon::prelude::*;
+    let set = kubernetes();
+    objects
+        .par_iter()
+        .map(|object| set.validate(object).map_or(0, |found| found.len()))
+        .sum()
+}
+
+struct Compiler<'a> {
+    nodes: Vec<Node>,
+    names: HashMap<&'a str, NodeId>,
+    /// `type: object` with neither properties nor `additionalProperties`: any object in
+    /// Kubernetes' own schema (`RawExtension`, `FieldsV1`), an empty closed struct in a CRD's
+    /// structural schema unless `x-kubernetes-preserve-unknown-fields`.
+    empty_object_is_open: bool,
+}
+
+impl<'a> Compiler<'a> {
+    fn push(&mut self, node: Node) -> NodeId {
+        let id = NodeId::try_from(self.nodes.len()).unwrap_or(NodeId::MAX);
+        self.nodes.push(node);
+        id
+    }
+
+    /// The node of `schema`, reusing a definition for a bare `$ref`.
+    fn id(&mut self, schema: &'a Value) -> NodeId {
+        if let Some(target) = self.reference(schema) {
+            return target;
+        }
+        let node = self.node(schema);
+        self.push(node)
+    }
+
+    fn reference(&self, schema: &Value) -> Option<NodeId> {
+        let name = schema.get("$ref")?.as_str()?;
+        // Kubernetes' v3 documents and CRDs spell references in full.
+        let name = name
+            .trim_start_matches("#/definitions/")
+            .trim_start_matches("#/components/schemas/");
+        self.names.get(name).copied()
+    }
+
+    fn node(&mut self, schema: &'a Value) -> Node {
+        let Some(object) = schema.as_object() else {
+            return Node::Any;
+        };
+        if let Some(target) = self.reference(schema) {
+            return Node::Ref(target);
+        }
+        let flag = |key: &str| object.get(key).and_then(Value::as_bool) == Some(true);
+        let format = object.get("format").and_then(Value::as_str);
+        let preserve = flag("x-kubernetes-preserve-unknown-fields");
+        let base = if flag("x-kubernetes-int-or-string") || format == Some("int-or-string") {
+            Node::IntOrString
+        } else {
+            match object.get("type").and_then(Value::as_str) {
+                Some("object") => self.object(object, preserve),
+                None if object.contains_key("properties") => self.object(object, preserve),
+                Some("array") => match object.get("items") {
+                    Some(items) => Node::Array(self.id(items)),
+                    None => {
+                        let any = self.push(Node::Any);
+                        Node::Array(any)
+                    }
+                },
+                Some("string") => Node::String,
+                Some("integer") => Node::Integer,
+                Some("number") => Node::Number,
+                Some("boolean") => Node::Boolean,
+                _ => Node::Any,
+            }
+        };
+        let base = if flag("x-kubernetes-embedded-resource") {
+            self.with_object_fields(base)
+        } else {
+            base
+        };
+        match object.get("enum").and_then(Value::as_array) {
+            Some(allowed) if !allowed.is_empty() => {
+                let inner = self.push(base);
+                Node::Enum {
+                    inner,
+                    allowed: allowed.clone().into_boxed_slice(),
+                }
+            }
+            _ => base,
+        }
+    }
+
+    fn object(&mut self, object: &'a serde_json::Map<String, Value>, preserve: bool) -> Node {
+        let mut fields: Vec<(Box<str>, NodeId)> = object
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(name, property)| (name.as_str().into(), self.id(property)))
+            .collect();
+        fields.sort_by(|a, b| a.0.cmp(&b.0));
+        let required = object
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(Box::from)
+            .collect();
+        let rest = match object.get("additionalProperties") {
+            _ if preserve => Rest::Any,
+            Some(Value::Bool(true)) => Rest::Any,
+            Some(Value::Bool(false)) => Rest::Closed,
+            Some(schema @ Value::Object(_)) => Rest::Schema(self.id(schema)),
+            _ if fields.is_empty() && self.empty_object_is_open => Rest::Any,
+            _ => Rest::Closed,
+        };
+        Node::Object {
+            fields: fields.into_boxed_slice(),
+            required,
+            rest,
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Segment<'v> {
+    Key(&'v str),
+    Index(usize),
+}
+
+struct Walk<'a> {
+    set: &'a SchemaSet,
+    path: Vec<Segment<'a>>,
+    out: Vec<Violation>,
+}
+
+impl<'a> Walk<'a> {
+    fn report(&mut self, problem: Problem) {
+        if self.out.len() >= MAX_VIOLATIONS {
+            return;
+        }
+        let mut path = String::new();
+        let mut field = None;
+        for segment in &self.path {
+            match segment {
+                Segment::Key(key) => {
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(key);
+                    field = Some(*key);
+                }
+                Segment::Index(index) => path.push_str(&format!("[{index}]")),
+            }
+        }
+        self.out.push(Violation {
+            path,
+            field: field.map(str::to_owned),
+            problem,
+        });
+    }
+
+    fn value(&mut self, id: NodeId, value: &'a Value) {
+        if value.is_null() || self.out.len() >= MAX_VIOLATIONS {
+            return;
+        }
+        let Some(node) = self.set.nodes.get(id as usize) else {
+            return;
+        };
+        let expected = match node {
+            Node::Any => return,
+            Node::Ref(target) => return self.value(*target, value),
+            Node::Enum { inner, allowed } => {
+                if !allowed.contains(value) {
+                    let allowed = allowed
+                        .iter()
+                        .map(Value::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    self.report(Problem::NotAllowed { allowed });
+                    return;
+                }
+                return self.value(*inner, value);
+            }
+            Node::Object {
+                fields,
+                required,
+                rest,
+            } => {
+                let Some(map) = value.as_object() else {
+                    return self.wrong_type("an object", value);
+                };
+                for (key, field_value) in map {
+                    let target = match fields.binary_search_by(|(name, _)| (**name).cmp(key)) {
+                        Ok(index) => Some(fields[index].1),
+                        Err(_) => match rest {
+                            Rest::Any => None,
+                            Rest::Schema(id) => Some(*id),
+                            Rest::Closed => {
+                                self.path.push(Segment::Key(key));
+                                self.report(Problem::UnknownField);
+                                self.path.pop();
+                                continue;
+                            }
+                        },
+                    };
+                    if let Some(target) = target {
+                        self.path.push(Segment::Key(key));
+                        self.value(target, field_value);
+                        self.path.pop();
+                    }
+                }
+                for name in required.iter() {
+                    if !map.contains_key(&**name) {
+                        self.path.push(Segment::Key(name));
+                        self.report(Problem::MissingRequired);
+                        self.path.pop();
+                    }
+                }
+                return;
+            }
+            Node::Array(items) => {
+                let Some(list) = value.as_array() else {
+                    return self.wrong_type("a list", value);
+                };
+                for (index, item) in list.iter().enumerate() {
+                    self.path.push(Segment::Index(index));
+                    self.value(*items, item);
+                    self.path.pop();
+                }
+                return;
+            }
+            Node::String if value.is_string() => return,
+            Node::String => "a string",
+            Node::Integer if is_integer(value) => return,
+            Node::Integer => "an integer",
+            Node::Number if value.is_number() => return,
+            Node::Number => "a number",
+            Node::Boolean if value.is_boolean() => return,
+            Node::Boolean => "a boolean",
+            Node::IntOrString if value.is_string() || is_integer(value) => return,
+            Node::IntOrString => "an integer or a string",
+            Node::Quantity if value.is_string() || value.is_number() => return,
+            Node::Quantity => "a quantity (string or number)",
+        };
+        self.wrong_type(expected, value);
+    }
+
+    fn wrong_type(&mut self, expected: &'static str, value: &Value) {
+        let found = match value {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) if is_integer(value) => "an integer",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "a list",
+            Value::Object(_) => "an object",
+        };
+        self.report(Problem::WrongType { expected, found });
+    }
+}
+
+/// An integer, or a float without a fraction (`2.0` decodes into an `int32` field).
+fn is_integer(value: &Value) -> bool {
+    value.is_i64()
+        || value.is_u64()
+        || value
+            .as_f64()
+            .is_some_and(|float| float.fract() == 0.0 && float.is_finite())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn messages(set: &SchemaSet, object: Value) -> Vec<String> {
+        set.validate(&object)
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn the_embedded_schema_accepts_a_well_formed_deployment_and_finds_each_kind_of_mistake() {
+        let set = kubernetes();
+        let good = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"app": "web"}, "annotations": null},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "web"}},
+                "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{
+                        "name": "web", "image": "nginx:1.27",
+                        "ports": [{"containerPort": 80}],
+                        "resources": {"limits": {"cpu": 0.5, "memory": "128Mi"}}
+                    }]}
+                }
+            }
+        });
+        assert_eq!(messages(set, good), Vec::<String>::new());
+        let bad = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"tier": 1}},
+            "spec": {
+                "replicas": "2",
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {"spec": {"containers": [{"image": "nginx", "prots": [],
+                    "ports": [{"containerPort": 80.5}]}]}}
+            }
+        });
+        assert_eq!(
+            messages(set, bad),
+            [
+                "`metadata.labels.tier` must be a string, found an integer",
+                "`spec.replicas` must be an integer, found a string",
+                "unknown field `spec.template.spec.containers[0].prots`",
+                "`spec.template.spec.containers[0].ports[0].containerPort` must be an integer, found a number",
+                "missing required field `spec.template.spec.containers[0].name`",
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_kinds_are_not_validated() {
+        let object = json!({"apiVersion": "example.com/v1", "kind": "Widget", "spec": 1});
+        assert_eq!(kubernetes().validate(&object), None);
+        assert!(kubernetes().knows("v1", "ConfigMap"));
+    }
+
+    #[test]
+    fn violations_stop_at_the_limit() {
+        let containers: Vec<Value> = (0..50).map(|_| json!({"image": "x"})).collect();
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": containers}});
+        assert_eq!(kubernetes().validate(&pod).unwrap().len(), MAX_VIOLATIONS);
+    }
+
+    #[test]
+    fn crd_schemas_are_structural() {
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "spec": {"group": "example.com", "names": {"kind": "Widget"}, "versions": [{
+                "name": "v1",
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "port": {"x-kubernetes-int-or-string": true},
+                        "empty": {"type": "object"},
+                        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                        "template": {"type": "object", "x-kubernetes-embedded-resource": true,
+                            "properties": {"spec": {"type": "object"}}}
+                    }}
+                }}}
+            }]}
+        });
+        let set = SchemaSet::from_crds([&crd]);
+        let object = json!({
+            "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+            "spec": {
+                "port": "http", "empty": {"x": 1}, "free": {"y": [1]},
+                "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {}, "spec": {}}
+            }
+        });
+        assert_eq!(messages(&set, object), ["unknown field `spec.empty.x`"]);
+        let wrong =
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "spec": {"port": true}});
+        assert_eq!(
+            messages(&set, wrong),
+            ["`spec.port` must be an integer or a string, found a boolean"]
+        );
+        assert!(!set.knows("example.com/v2", "Widget"));
+    }
+}
