@@ -127,6 +127,27 @@ enum Pending<'a> {
     Dynamic(&'a ast::Field, &'a Expr, EnvId, Close, u32, usize),
 }
 
+impl<'a> Pending<'a> {
+    /// Where the item's fields go in the arc order.
+    fn pos(&self) -> usize {
+        match self {
+            Pending::Comprehension(.., pos) | Pending::Dynamic(.., pos) => *pos,
+        }
+    }
+
+    /// The same item, inserting its fields at `pos`.
+    fn at(self, pos: usize) -> Pending<'a> {
+        match self {
+            Pending::Comprehension(comp, env, close, grp, _) => {
+                Pending::Comprehension(comp, env, close, grp, pos)
+            }
+            Pending::Dynamic(field, expr, env, close, grp, _) => {
+                Pending::Dynamic(field, expr, env, close, grp, pos)
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct ListState<'a> {
     pub elems: Vec<VId>,
@@ -603,10 +624,21 @@ impl<'a> Engine<'a> {
                 break;
             }
 
-            // In reverse, so that inserting one comprehension's fields does not move the
-            // insertion point of an earlier one.
-            for item in pending.into_iter().rev() {
-                self.process_pending(v, item);
+            // In source order, as a later comprehension may test what an earlier one adds
+            // (`if x.a != _|_ {...}` after `if c {x: a: 1}`). The fields an item inserts move
+            // the insertion point of every later item at or after its own.
+            let mut inserted: Vec<(usize, usize)> = Vec::new();
+            for item in pending {
+                let pos = item.pos();
+                let shift: usize = inserted
+                    .iter()
+                    .filter(|(at, _)| *at <= pos)
+                    .map(|(_, n)| n)
+                    .sum();
+                let before = self.v(v).arcs.len();
+                self.process_pending(v, item.at(pos.saturating_add(shift)));
+                let added = self.v(v).arcs.len().saturating_sub(before);
+                inserted.push((pos, added));
             }
         }
         self.finish(v);
