@@ -4,6 +4,8 @@
 //! `<name>.err` (our own rendering: `path: message @line:col`, one per line; regenerate with
 //! `UPDATE_EXPECT=1`).
 
+mod support;
+
 use std::path::Path;
 
 fn render_errors(source: &str, errors: &[cue::Error]) -> String {
@@ -46,7 +48,7 @@ fn run(path: &Path) -> datatest_stable::Result<()> {
         let expected: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&json_path)?)?;
         match actual {
-            Ok(json) if json == expected => Ok(()),
+            Ok(json) if support::json_equal(&json, &expected) => Ok(()),
             Ok(json) => Err(format!(
                 "{}: output differs\nexpected: {}\nactual:   {}",
                 path.display(),

@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use base64::Engine as _;
 
+use crate::ast::BinaryOp;
 use crate::span::Span;
 use crate::{Error, ErrorKind};
 
@@ -854,12 +855,18 @@ fn list(a: &mut Args<'_, '_>) -> Result<R, Error> {
                 R::Atom(Atom::Int(value.ok_or_else(|| a.fail("integer overflow"))?))
             } else {
                 let fs: Vec<f64> = atoms.iter().filter_map(Atom::as_f64).collect();
+                let sum = || super::decimal::fold(BinaryOp::Add, &atoms, 0);
                 let value = match name {
-                    "list.Sum" => fs.iter().sum(),
-                    "list.Product" => fs.iter().product(),
+                    "list.Sum" => sum(),
+                    "list.Product" => super::decimal::fold(BinaryOp::Mul, &atoms, 1),
                     "list.Max" => fs.iter().copied().fold(f64::MIN, f64::max),
                     "list.Min" => fs.iter().copied().fold(f64::MAX, f64::min),
-                    _ => fs.iter().sum::<f64>() / fs.len() as f64,
+                    _ => {
+                        let n = i64::try_from(atoms.len()).unwrap_or(i64::MAX);
+                        let total = Atom::Float(sum());
+                        super::decimal::arith(BinaryOp::Div, &total, &Atom::Int(n))
+                            .unwrap_or(sum() / atoms.len() as f64)
+                    }
                 };
                 R::Atom(Atom::Float(value))
             }

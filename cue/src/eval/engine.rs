@@ -3365,14 +3365,18 @@ pub fn binary_atoms(op: BinaryOp, a: &Atom, b: &Atom, span: Span) -> Result<Atom
                 Ok(Atom::Bytes(Rc::from([&x[..], &y[..]].concat().as_slice())))
             }
             _ => match (a.as_f64(), b.as_f64()) {
-                (Some(x), Some(y)) => Ok(Atom::Float(x + y)),
+                (Some(x), Some(y)) => Ok(Atom::Float(
+                    super::decimal::arith(op, a, b).unwrap_or(x + y),
+                )),
                 _ => Err(mismatch()),
             },
         },
         BinaryOp::Sub => match (a, b) {
             (Atom::Int(x), Atom::Int(y)) => x.checked_sub(*y).map(Atom::Int).ok_or_else(ovf),
             _ => match (a.as_f64(), b.as_f64()) {
-                (Some(x), Some(y)) => Ok(Atom::Float(x - y)),
+                (Some(x), Some(y)) => Ok(Atom::Float(
+                    super::decimal::arith(op, a, b).unwrap_or(x - y),
+                )),
                 _ => Err(mismatch()),
             },
         },
@@ -3390,7 +3394,9 @@ pub fn binary_atoms(op: BinaryOp, a: &Atom, b: &Atom, span: Span) -> Result<Atom
                 Ok(Atom::Str(Rc::from(s.repeat(n).as_str())))
             }
             _ => match (a.as_f64(), b.as_f64()) {
-                (Some(x), Some(y)) => Ok(Atom::Float(x * y)),
+                (Some(x), Some(y)) => Ok(Atom::Float(
+                    super::decimal::arith(op, a, b).unwrap_or(x * y),
+                )),
                 _ => Err(mismatch()),
             },
         },
@@ -3400,7 +3406,9 @@ pub fn binary_atoms(op: BinaryOp, a: &Atom, b: &Atom, span: Span) -> Result<Atom
                 "failed arithmetic: division by zero",
                 span,
             )),
-            (Some(x), Some(y)) => Ok(Atom::Float(x / y)),
+            (Some(x), Some(y)) => Ok(Atom::Float(
+                super::decimal::arith(op, a, b).unwrap_or(x / y),
+            )),
             _ => Err(mismatch()),
         },
         BinaryOp::And | BinaryOp::Or | BinaryOp::Unify | BinaryOp::Disjunction => Err(mismatch()),

@@ -2,10 +2,12 @@
 //!
 //! - `engine.rs`: vertices, conjuncts, environments, unification, disjunctions, closedness.
 //! - `val.rs`: scalars, kinds, bounds and validators.
+//! - `decimal.rs`: float arithmetic done in decimal, as CUE does.
 //! - `builtins.rs`: predeclared functions and the standard packages.
 //! - `node.rs`: the owned result tree a [`Value`] wraps, with JSON and syntax-like export.
 
 mod builtins;
+mod decimal;
 mod engine;
 mod node;
 mod val;

@@ -66,3 +66,29 @@ pub fn parse_txtar(text: &str) -> Vec<TxtarFile> {
     }
     files
 }
+
+/// JSON equality where numbers compare by value (`1.0 == 1`), as CUE exports floats with a
+/// fraction and integers without.
+///
+/// Floats may also differ in the last bit: CUE prints up to 34 significant digits
+/// (`1 / 3` is `0.3333333333333333333333333333333333`), and serde_json (without its
+/// `float_roundtrip` feature) does not always round such long texts to the nearest `f64`.
+pub fn json_equal(left: &serde_json::Value, right: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (left, right) {
+        (Value::Number(a), Value::Number(b)) => {
+            a == b
+                || matches!((a.as_f64(), b.as_f64()), (Some(x), Some(y))
+                    if x == y || (x - y).abs() <= 2.0 * f64::EPSILON * x.abs().max(y.abs()))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| json_equal(x, y))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(key, x)| b.get(key).is_some_and(|y| json_equal(x, y)))
+        }
+        _ => left == right,
+    }
+}
