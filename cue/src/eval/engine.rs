@@ -413,6 +413,9 @@ impl<'a> Engine<'a> {
     /// Adds the files and injections to the root vertex.
     pub fn load(&mut self, files: &[&'a ast::File], injections: &[super::Injection<'a>]) {
         for file in files {
+            for error in super::imports::unused(file) {
+                self.add_error(ROOT, error);
+            }
             let env = self.new_env(
                 None,
                 EnvKind::File {
