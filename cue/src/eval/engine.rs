@@ -708,6 +708,101 @@ impl<'a> Engine<'a> {
         if let Err(conflict) = self.v(v).shape.check() {
             self.conflict(v, conflict);
         }
+        self.check_composite_validators(v);
+    }
+
+    /// Runs the validators that apply to a list or struct (`list.MaxItems(3)`,
+    /// `struct.MinFields(1)`): [`Shape::check`] only sees scalars.
+    fn check_composite_validators(&mut self, v: VId) {
+        let validators: Vec<(Validator, Span)> = self
+            .v(v)
+            .shape
+            .validators
+            .iter()
+            .filter(|(validator, _)| {
+                matches!(validator, Validator::Builtin(name, _)
+                    if name.starts_with("list.") || name.starts_with("struct."))
+            })
+            .cloned()
+            .collect();
+        for (validator, span) in validators {
+            let Validator::Builtin(name, args) = &validator else {
+                continue;
+            };
+            let bound = match args.first() {
+                Some(Atom::Int(n)) => Some(*n),
+                _ => None,
+            };
+            let failure = match (*name, bound) {
+                ("list.MinItems" | "list.MaxItems", Some(n)) => {
+                    let Some(list) = &self.v(v).list else {
+                        continue;
+                    };
+                    let len = i64::try_from(list.elems.len()).unwrap_or(i64::MAX);
+                    if *name == "list.MinItems" && len < n {
+                        Some(format!("len(list) < MinItems({n}) ({len} < {n})"))
+                    } else if *name == "list.MaxItems" && len > n {
+                        Some(format!("len(list) > MaxItems({n}) ({len} > {n})"))
+                    } else {
+                        None
+                    }
+                }
+                ("list.UniqueItems", None) => {
+                    let Some(list) = &self.v(v).list else {
+                        continue;
+                    };
+                    let elems = list.elems.clone();
+                    let mut duplicate = None;
+                    'outer: for (i, a) in elems.iter().enumerate() {
+                        for (j, b) in elems.iter().enumerate().skip(i + 1) {
+                            if self.same_value(*a, *b, 0) {
+                                duplicate = Some((i, j));
+                                break 'outer;
+                            }
+                        }
+                    }
+                    duplicate.map(|(i, j)| format!("equal values at position {i} and {j}"))
+                }
+                ("struct.MinFields" | "struct.MaxFields", Some(n)) => {
+                    if !self.v(v).is_struct {
+                        continue;
+                    }
+                    let count = self
+                        .v(v)
+                        .arcs
+                        .iter()
+                        .filter(|(sym, arc)| {
+                            let label = self.sym(*sym);
+                            self.v(*arc).field != FieldKind::Optional
+                                && !is_hidden(label)
+                                && !is_definition(label)
+                        })
+                        .count();
+                    let count = i64::try_from(count).unwrap_or(i64::MAX);
+                    if *name == "struct.MinFields" && count < n {
+                        Some(format!("len(fields) < MinFields({n}) ({count} < {n})"))
+                    } else if *name == "struct.MaxFields" && count > n {
+                        Some(format!("len(fields) > MaxFields({n}) ({count} > {n})"))
+                    } else {
+                        None
+                    }
+                }
+                _ => {
+                    let message = format!("unsupported: validator {}", validator.text());
+                    let error = self.err(v, ErrorKind::Unsupported, message, vec![span]);
+                    self.add_error(v, error);
+                    continue;
+                }
+            };
+            if let Some(reason) = failure {
+                let message = format!(
+                    "invalid value (does not satisfy {}): {reason}",
+                    validator.text()
+                );
+                let error = self.err(v, ErrorKind::Conflict, message, vec![span]);
+                self.add_error(v, error);
+            }
+        }
     }
 
     fn process_conj(&mut self, v: VId, conj: Conj<'a>) {
