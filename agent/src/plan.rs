@@ -124,6 +124,9 @@ pub struct AppPlan {
     /// in apply order.
     pub changes: Vec<Change>,
     pub diagnostics: Vec<Diagnostic>,
+    /// The health of the app's live objects when the plan was made (live plans only; `None`
+    /// offline, for apps being deleted, and when nothing rates the app's objects).
+    pub health: Option<crate::health::AppHealth>,
 }
 
 /// One object's planned action.

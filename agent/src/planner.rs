@@ -35,6 +35,8 @@ pub struct DesiredObject {
     pub component_type: Option<String>,
     /// `None` for the workload (see `RenderedObject::trait_type`).
     pub trait_type: Option<String>,
+    /// The `outputs` key of an auxiliary object (what health CUE sees in `context.outputs`).
+    pub output_name: Option<String>,
     /// The rendered object with our ownership marks, as it will be applied.
     pub object: Value,
     /// SHA-256 of `object` as JSON (hex).
@@ -178,6 +180,7 @@ impl DesiredApp {
                     component: rendered_object.component.clone(),
                     component_type,
                     trait_type: rendered_object.trait_type.clone(),
+                    output_name: rendered_object.output_name.clone(),
                     object,
                 });
             }
@@ -293,6 +296,7 @@ pub fn plan_app(
         revision: desired.revision.clone(),
         changes: Vec::new(),
         diagnostics: desired.diagnostics.clone(),
+        health: None,
     };
     if desired.is_blocked() {
         return plan;
@@ -437,6 +441,7 @@ pub fn plan_app_deletion(
         revision: None,
         changes,
         diagnostics,
+        health: None,
     }
 }
 

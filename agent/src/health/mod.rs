@@ -3,13 +3,14 @@
 //! k8s-openapi types; kinds without a health rule have no health (`None`) and do not count
 //! towards an app's health.
 //!
-//! Definitions' `healthPolicy` / `customStatus` CUE is evaluated elsewhere (it needs the
-//! evaluator); this module knows only Kubernetes' own kinds.
+//! Definitions' `healthPolicy` / `customStatus` CUE is evaluated against the same live objects
+//! in `status`; [`of_app`] combines both per component and per app.
 
 mod apps;
 mod batch;
 mod core;
 mod other;
+pub mod status;
 
 pub use other::crd_established;
 
@@ -17,6 +18,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::plan::ObjectRef;
+use crate::planner::{DesiredApp, LiveObjects, Observed};
+use status::{ComponentHealth, ComponentStatus, LiveOutput};
 
 /// How healthy an object is, best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -118,6 +121,95 @@ pub fn aggregate<'a>(
     worst.map(|status| Health {
         status,
         message: messages.join("; "),
+    })
+}
+
+/// One app's health: the worst of its components', with each component's own health and
+/// custom status message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppHealth {
+    pub health: Health,
+    /// In render order; components nothing rates are absent.
+    pub components: Vec<ComponentHealth>,
+}
+
+/// The health of an app's rendered objects as observed in `live`, with the status CUE of its
+/// components (`statuses`, from [`status::from_application`]; components missing there are
+/// rated by their objects' kinds only). `None` when nothing rates any component.
+pub fn of_app(
+    desired: &DesiredApp,
+    live: &LiveObjects,
+    statuses: &[ComponentStatus],
+) -> Option<AppHealth> {
+    let evaluator = cue::Evaluator::new();
+    let mut components: Vec<&str> = Vec::new();
+    for object in &desired.objects {
+        if !components.contains(&object.component.as_str()) {
+            components.push(&object.component);
+        }
+    }
+    let mut rated = Vec::new();
+    let mut failed = Vec::new();
+    for component in components {
+        let mut outputs = Vec::new();
+        for object in desired
+            .objects
+            .iter()
+            .filter(|object| object.component == component)
+        {
+            let live_object = match live.objects.get(&object.object_ref) {
+                Some(Observed::Present { live, .. }) => Some(live),
+                Some(Observed::Absent) | None => None,
+                Some(Observed::Failed(message)) => {
+                    failed.push((&object.object_ref, Health::unknown(message.clone())));
+                    continue;
+                }
+            };
+            outputs.push(LiveOutput {
+                object: &object.object_ref,
+                component,
+                trait_type: object.trait_type.as_deref(),
+                output_name: object.output_name.as_deref(),
+                live: live_object,
+            });
+        }
+        let unrated = ComponentStatus {
+            name: component.to_owned(),
+            component_type: String::new(),
+            parameter: serde_json::Value::Object(serde_json::Map::new()),
+            rules: status::StatusRules::default(),
+            traits: Vec::new(),
+        };
+        let component_status = statuses
+            .iter()
+            .find(|status| status.name == component)
+            .unwrap_or(&unrated);
+        if let Some(health) =
+            status::component_health(&evaluator, &desired.app, component_status, &outputs)
+        {
+            rated.push(health);
+        }
+    }
+    let mut worst: Option<HealthStatus> = None;
+    let mut messages = Vec::new();
+    for component in &rated {
+        worst = Some(worst.map_or(component.health.status, |worst| {
+            worst.max(component.health.status)
+        }));
+        if component.health.status != HealthStatus::Healthy {
+            messages.push(component.health.message.clone());
+        }
+    }
+    for (object, health) in &failed {
+        worst = Some(worst.map_or(health.status, |worst| worst.max(health.status)));
+        messages.push(format!("{object}: {}", health.message));
+    }
+    worst.map(|status| AppHealth {
+        health: Health {
+            status,
+            message: messages.join("; "),
+        },
+        components: rated,
     })
 }
 

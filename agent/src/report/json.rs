@@ -6,12 +6,15 @@
 //!  "apps": [{"name", "namespace", "revision", "blocked",
 //!            "changes": [{"action", "cluster", "apiVersion", "kind", "namespace", "name",
 //!                         "diff", "changedFields", "reason"}],
-//!            "diagnostics": [...]}],
+//!            "diagnostics": [...],
+//!            "health": {"status", "message",
+//!                       "components": [{"name", "status", "message", "customStatus"}]} | null}],
 //!  "diagnostics": [...],
 //!  "summary": {"create", "update", "delete", "conflict", "unchanged"}}
 //! ```
 //! `target`, `blocked`, the top-level `diagnostics` (problems not tied to one app),
-//! `changedFields` and `reason` are additions to the DESIGN.md contract; nothing there was
+//! `changedFields`, `reason` and `health` (live plans only: `healthy|progressing|unknown|degraded`
+//! per app and per component, with the definition's `customStatus` message) are additions to the DESIGN.md contract; nothing there was
 //! renamed or removed.
 //!
 //! Diagnostic: `{"rule", "severity": "error|warning", "message", "file", "line", "column",
@@ -53,6 +56,29 @@ pub struct JsonAppPlan {
     pub blocked: bool,
     pub changes: Vec<JsonChange>,
     pub diagnostics: Vec<JsonDiagnostic>,
+    /// The app's live health when the plan was made; `null` offline or when nothing rates it.
+    pub health: Option<JsonHealth>,
+}
+
+/// An app's health.
+#[derive(Debug, Serialize)]
+pub struct JsonHealth {
+    /// `healthy`, `progressing`, `unknown` or `degraded`.
+    pub status: &'static str,
+    /// Why it is not healthy (empty when healthy).
+    pub message: String,
+    pub components: Vec<JsonComponentHealth>,
+}
+
+/// One component's health.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JsonComponentHealth {
+    pub name: String,
+    pub status: &'static str,
+    pub message: String,
+    /// The definition's `customStatus` message.
+    pub custom_status: Option<String>,
 }
 
 /// One object's planned change.
@@ -184,6 +210,20 @@ fn app_json(app: &AppPlan, sources: &SourceMap) -> JsonAppPlan {
             .any(|diagnostic| diagnostic.severity == Severity::Error),
         changes: app.changes.iter().map(change_json).collect(),
         diagnostics: diagnostics_json(&app.diagnostics, sources),
+        health: app.health.as_ref().map(|health| JsonHealth {
+            status: health.health.status.as_str(),
+            message: health.health.message.clone(),
+            components: health
+                .components
+                .iter()
+                .map(|component| JsonComponentHealth {
+                    name: component.component.clone(),
+                    status: component.health.status.as_str(),
+                    message: component.health.message.clone(),
+                    custom_status: component.message.clone(),
+                })
+                .collect(),
+        }),
     }
 }
 

@@ -16,6 +16,9 @@
 //!   - delete   ConfigMap team-a/old
 //!   ! conflict ConfigMap team-a/shared: owned by app team-b/api
 //!   team-a/web: 1 to create, 1 to update, 1 to delete, 1 conflict, 4 unchanged
+//!   health: progressing
+//!     component web: healthy; status: Ready:2/2
+//!     component worker: progressing (Deployment team-a/worker: 1 of 2 updated replicas are available)
 //!
 //! Changes by kind:
 //!   ...
@@ -141,6 +144,30 @@ fn write_app(out: &mut String, app: &AppPlan) {
             summary.unchanged
         );
     }
+    if let Some(health) = &app.health {
+        write_health(out, health);
+    }
+}
+
+/// The app's health as observed when planning, then one line per component: its health, why it
+/// is not healthy, and its definition's custom status message.
+fn write_health(out: &mut String, health: &crate::health::AppHealth) {
+    let _ = writeln!(out, "  health: {}", health.health.status.as_str());
+    for component in &health.components {
+        let _ = write!(
+            out,
+            "    component {}: {}",
+            component.component,
+            component.health.status.as_str()
+        );
+        if !component.health.message.is_empty() {
+            let _ = write!(out, " ({})", component.health.message);
+        }
+        if let Some(message) = &component.message {
+            let _ = write!(out, "; status: {message}");
+        }
+        out.push('\n');
+    }
 }
 
 fn write_change(out: &mut String, change: &Change) {
@@ -239,6 +266,7 @@ pub(crate) mod tests {
                     revision: Some("1a2b3c4".into()),
                     changes: Vec::new(),
                     diagnostics: vec![Diagnostic::error("yaml-syntax", "bad", None)],
+                    health: None,
                 },
                 AppPlan {
                     app: app("web"),
@@ -261,9 +289,30 @@ pub(crate) mod tests {
                         change(Action::Unchanged, "Service", "web", ""),
                     ],
                     diagnostics: Vec::new(),
+                    health: Some(sample_health()),
                 },
             ],
             diagnostics: Vec::new(),
+        }
+    }
+
+    fn sample_health() -> crate::health::AppHealth {
+        use crate::health::status::ComponentHealth;
+        use crate::health::{AppHealth, Health};
+        AppHealth {
+            health: Health::progressing("Deployment team-a/worker: 1 of 3 updated"),
+            components: vec![
+                ComponentHealth {
+                    component: "web".into(),
+                    health: Health::healthy(),
+                    message: Some("Ready:2/2".into()),
+                },
+                ComponentHealth {
+                    component: "worker".into(),
+                    health: Health::progressing("Deployment team-a/worker: 1 of 3 updated"),
+                    message: None,
+                },
+            ],
         }
     }
 
@@ -293,6 +342,9 @@ pub(crate) mod tests {
                   +replicas: 3
               ! conflict ConfigMap team-a/shared: owned by app team-b/api
               team-a/web: 1 to create, 1 to update, 1 to delete, 1 conflict, 1 unchanged
+              health: progressing
+                component web: healthy; status: Ready:2/2
+                component worker: progressing (Deployment team-a/worker: 1 of 3 updated)
 
             Changes by kind:
               kind        create  update  delete  conflict  unchanged
