@@ -15,6 +15,12 @@
 //! Safety: a revision with no Applications at all is never applied, because applying it would
 //! prune every app of the source; it is reported as a failure instead.
 //!
+//! Concurrency: the config's `concurrency` is the number of permits of one agent-wide
+//! semaphore. Applying an app holds a permit, and so does planning a revision (the live planner
+//! observes its apps one at a time), so at most `concurrency` apps are planned or applied at
+//! once across all sources. Apps of one revision are applied side by side under that bound;
+//! their statuses still go out in app order.
+//!
 //! Shutdown: when the shutdown future resolves, each source task finishes the step in flight
 //! (a deploy is never cut in the middle of an apply), then the outbox gets a last chance to
 //! deliver, then the HTTP server stops.
@@ -25,10 +31,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use analyzer::{AnalysisOptions, AppRef, Definitions, RenderOutput, Severity, SourceMap};
-use tokio::sync::{Notify, watch};
+use futures::future::BoxFuture;
+use tokio::sync::{Notify, Semaphore, watch};
 use tracing::Instrument;
 
-use crate::apply::ApplyOutcome;
+use crate::apply::{AppApplyReport, ApplyOutcome};
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::config::{Config, DriftMode, RepoSlug, SourceConfig};
 use crate::forge::outbox::{ForgeOp, Outbox, RetryPolicy};
@@ -130,6 +137,7 @@ pub async fn run(
         polled_sources: AtomicUsize::new(0),
         n_sources: config.sources.len(),
         ready: Arc::new(AtomicBool::new(false)),
+        work_permits: Semaphore::new(config.concurrency.max(1)),
     });
 
     let mut workers = Vec::new();
@@ -261,6 +269,8 @@ struct Shared {
     polled_sources: AtomicUsize,
     n_sources: usize,
     ready: Arc<AtomicBool>,
+    /// `concurrency` permits: one per app being planned or applied, agent-wide.
+    work_permits: Semaphore,
 }
 
 /// The revision a source last deployed, kept for drift checks.
@@ -462,6 +472,8 @@ impl SourceWorker {
         let started = Instant::now();
         let cluster = &self.shared.cluster;
         let policies = live::policies_from_sources(&rendered.output, &rendered.sources);
+        // The live planner observes one app at a time: one permit covers it.
+        let _permit = self.shared.work_permits.acquire().await.ok();
         let live_plan = live::plan_live(
             cluster,
             &rendered.output,
@@ -474,6 +486,28 @@ impl SourceWorker {
             .metrics
             .observe_plan(&self.config.name, started.elapsed());
         live_plan
+    }
+
+    /// Applies each app of the plan on its own, at most `concurrency` at once agent-wide; the
+    /// reports come back in the plan's app order.
+    fn apply<'a>(
+        &'a self,
+        cluster: &'a Cluster,
+        live_plan: &'a LivePlan,
+    ) -> BoxFuture<'a, Vec<AppApplyReport>> {
+        // Boxed as `Send` here, with concrete lifetimes: as a plain `async fn` the compiler
+        // cannot prove the source task's future `Send` for all lifetimes (rust-lang/rust#110338).
+        Box::pin(async move {
+            let options = self.live_options(cluster);
+            let per_app = split_per_app(live_plan);
+            let mut tasks: Vec<BoxFuture<'_, Vec<AppApplyReport>>> =
+                Vec::with_capacity(per_app.len());
+            for single in &per_app {
+                tasks.push(Box::pin(live::apply_live(cluster, single, &options)));
+            }
+            let reports = run_bounded(tasks, &self.shared.work_permits).await;
+            reports.into_iter().flatten().collect()
+        })
     }
 
     fn live_options(&self, cluster: &Cluster) -> LiveOptions {
@@ -510,7 +544,7 @@ impl SourceWorker {
             }
             let plan = self.plan(&rendered, &commit).await;
             let cluster = self.shared.cluster.clone();
-            let reports = live::apply_live(&cluster, &plan, &self.live_options(&cluster)).await;
+            let reports = self.apply(&cluster, &plan).await;
             let results = app_results_from_apply(&plan.plan, &reports);
             let mut failed = Vec::new();
             for (app, (state, description)) in &results {
@@ -693,8 +727,7 @@ impl SourceWorker {
                     );
                 }
                 DriftMode::Correct => {
-                    let reports =
-                        live::apply_live(&cluster, &live_plan, &self.live_options(&cluster)).await;
+                    let reports = self.apply(&cluster, &live_plan).await;
                     let results = app_results_from_apply(&live_plan.plan, &reports);
                     let still_failing: Vec<String> = results
                         .iter()
@@ -744,6 +777,54 @@ impl SourceWorker {
             body: body.to_owned(),
         });
     }
+}
+
+/// One live plan per app of `live_plan`, each with that app's observation or orphan, so apps
+/// can be applied independently.
+fn split_per_app(live_plan: &LivePlan) -> Vec<LivePlan> {
+    live_plan
+        .plan
+        .apps
+        .iter()
+        .map(|app_plan| LivePlan {
+            plan: Plan {
+                target: live_plan.plan.target.clone(),
+                apps: vec![app_plan.clone()],
+                diagnostics: Vec::new(),
+            },
+            observations: live_plan
+                .observations
+                .iter()
+                .filter(|observation| observation.desired.app == app_plan.app)
+                .cloned()
+                .collect(),
+            orphans: live_plan
+                .orphans
+                .iter()
+                .filter(|orphan| orphan.app == app_plan.app)
+                .cloned()
+                .collect(),
+            health: BTreeMap::new(),
+        })
+        .collect()
+}
+
+/// Runs every task, each holding one of `permits` while it runs, and returns the results in
+/// task order. (Boxed tasks and a plain loop, not a closure: a closure returning a borrowing
+/// future makes the source task's future fail `Send` for all lifetimes.)
+fn run_bounded<'a, R: Send + 'a>(
+    tasks: Vec<BoxFuture<'a, R>>,
+    permits: &'a Semaphore,
+) -> BoxFuture<'a, Vec<R>> {
+    let mut guarded: Vec<BoxFuture<'a, R>> = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        guarded.push(Box::pin(async move {
+            // The semaphore is never closed; `ok()` only avoids an unwrap.
+            let _permit = permits.acquire().await.ok();
+            task.await
+        }));
+    }
+    Box::pin(futures::future::join_all(guarded))
 }
 
 /// `driftless/<namespace>/<app>`.
@@ -936,5 +1017,39 @@ mod tests {
             text,
             "2 create, 1 update, 0 delete, 0 conflict, 1 unchanged"
         );
+    }
+
+    /// The most tasks seen running at once under `n_permits`, and the results' order.
+    async fn max_in_flight(n_permits: usize, n_items: usize) -> (usize, Vec<usize>) {
+        let permits = Semaphore::new(n_permits);
+        let in_flight = AtomicUsize::new(0);
+        let max_seen = AtomicUsize::new(0);
+        let mut tasks: Vec<BoxFuture<'_, usize>> = Vec::new();
+        for item in 0..n_items {
+            let (in_flight, max_seen) = (&in_flight, &max_seen);
+            tasks.push(Box::pin(async move {
+                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                max_seen.fetch_max(now, Ordering::SeqCst);
+                // Yield a few times so the other tasks get to start if they are allowed to.
+                for _ in 0..5 {
+                    tokio::task::yield_now().await;
+                }
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                item * 10
+            }));
+        }
+        let results = run_bounded(tasks, &permits).await;
+        (max_seen.load(Ordering::SeqCst), results)
+    }
+
+    #[tokio::test]
+    async fn concurrency_bounds_the_tasks_in_flight() {
+        let (max, results) = max_in_flight(2, 7).await;
+        assert_eq!(max, 2);
+        assert_eq!(results, vec![0, 10, 20, 30, 40, 50, 60]);
+        let (max, _) = max_in_flight(1, 4).await;
+        assert_eq!(max, 1);
+        let (max, _) = max_in_flight(8, 3).await;
+        assert_eq!(max, 3);
     }
 }

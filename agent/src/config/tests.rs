@@ -265,19 +265,21 @@ fn url_with_embedded_password_is_refused() {
 }
 
 #[test]
-fn gitea_needs_a_base_url_and_gitlab_is_refused() {
-    let problems = problems(
-        "sources: [{name: a, url: 'file:///x'}]\nforge: { kind: gitea, token: { env: FORGE_TOKEN } }\n",
-    );
-    assert_eq!(problems[0].field, "forge.baseUrl");
-    let problems = problems_of_gitlab();
-    assert_eq!(problems[0].field, "forge.kind");
-}
-
-fn problems_of_gitlab() -> Vec<FieldProblem> {
-    problems(
-        "sources: [{name: a, url: 'file:///x'}]\nforge: { kind: gitlab, baseUrl: 'https://g', token: { env: FORGE_TOKEN } }\n",
+fn gitea_and_gitlab_need_a_base_url() {
+    for kind in ["gitea", "gitlab"] {
+        let problems = problems(&format!(
+            "sources: [{{name: a, url: 'file:///x'}}]\nforge: {{ kind: {kind}, token: {{ env: FORGE_TOKEN }} }}\n"
+        ));
+        assert_eq!(problems[0].field, "forge.baseUrl");
+        assert!(problems[0].message.contains(kind), "{}", problems[0]);
+    }
+    let config = parse(
+        "sources: [{name: a, url: 'file:///x'}]\nforge: { kind: gitlab, baseUrl: 'https://gitlab.example.com/', token: { env: FORGE_TOKEN } }\n",
     )
+    .unwrap();
+    let forge = config.forge.unwrap();
+    assert_eq!(forge.kind, ForgeKind::Gitlab);
+    assert_eq!(forge.base_url, "https://gitlab.example.com");
 }
 
 #[test]

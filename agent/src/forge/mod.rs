@@ -1,7 +1,8 @@
-//! Forges: commit statuses and pull-request comments on Gitea and GitHub.
+//! Forges: commit statuses and pull-request comments on Gitea, GitHub and GitLab.
 //!
-//! [`Forge`] is the small trait both speak; [`gitea::GiteaForge`] and [`github::GitHubForge`]
-//! implement it over the same REST shapes ([`rest`]). The agent never calls a forge inline: it
+//! [`Forge`] is the small trait they all speak; [`gitea::GiteaForge`] and [`github::GitHubForge`]
+//! implement it over the same REST shapes ([`rest`]), [`gitlab::GitLabForge`] over GitLab's
+//! own (project ids, merge requests, notes). The agent never calls a forge inline: it
 //! hands operations to the [`outbox::Outbox`], which retries with backoff while the forge is
 //! down, so a forge outage never blocks deployment and no status is lost.
 //!
@@ -10,6 +11,7 @@
 
 pub mod gitea;
 pub mod github;
+pub mod gitlab;
 pub mod outbox;
 mod rest;
 
@@ -173,12 +175,10 @@ pub fn connect(config: &ForgeConfig) -> Result<Box<dyn Forge>, ForgeError> {
             &config.base_url,
             config.token.clone(),
         )?)),
-        // The config check refuses gitlab; this arm only keeps the match total.
-        ForgeKind::Gitlab => Err(ForgeError::Unreachable {
-            method: "GET",
-            path: config.base_url.clone(),
-            message: "gitlab is not supported yet".to_owned(),
-        }),
+        ForgeKind::Gitlab => Ok(Box::new(gitlab::GitLabForge::new(
+            &config.base_url,
+            config.token.clone(),
+        )?)),
     }
 }
 

@@ -13,7 +13,8 @@
 //! so a change under `definitions/` reaches exactly the apps using the changed definitions.
 //!
 //! Branches are fetched with `+refs/heads/*:refs/driftless/heads/*` and pull requests with
-//! `+refs/pull/*/head:refs/driftless/pull/*` (GitHub and Gitea both publish those), with pruning,
+//! `+refs/pull/*/head:refs/driftless/pull/*` (GitHub and Gitea both publish those; GitLab's
+//! `refs/merge-requests/*/head` go to `refs/driftless/merge-requests/*`), with pruning,
 //! so a deleted branch disappears locally and a force-push simply moves the ref.
 
 use std::collections::BTreeSet;
@@ -210,6 +211,8 @@ impl GitRepo {
                 &[
                     "+refs/heads/*:refs/driftless/heads/*",
                     "+refs/pull/*/head:refs/driftless/pull/*",
+                    // GitLab publishes merge request heads here instead.
+                    "+refs/merge-requests/*/head:refs/driftless/merge-requests/*",
                 ],
                 Some(&mut options),
                 None,

@@ -1,0 +1,373 @@
+//! Git sources: `sources[]` as written ([`SourceFile`]) and checked ([`SourceConfig`]): URL,
+//! branch, include/exclude globs ([`PathFilter`]), poll interval and credentials.
+
+use std::time::Duration;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use super::{Checker, RepoSlug, Secret, SecretRef, is_dns_label};
+
+const DEFAULT_BRANCH: &str = "main";
+const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(60);
+
+/// One git source as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SourceFile {
+    pub name: Spanned<String>,
+    pub url: Spanned<String>,
+    #[serde(default)]
+    pub branch: Option<Spanned<String>>,
+    #[serde(default)]
+    pub paths: Option<PathsFile>,
+    pub poll_interval: Option<Spanned<String>>,
+    pub credentials: Option<Spanned<CredentialsFile>>,
+    /// `owner/name` on the forge, when it cannot be read off the URL.
+    pub forge_repo: Option<Spanned<String>>,
+}
+
+/// Include and exclude globs, relative to the repository root.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PathsFile {
+    #[serde(default)]
+    pub include: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub exclude: Vec<Spanned<String>>,
+}
+
+/// Git credentials: a token (HTTP basic auth) or an SSH private key.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CredentialsFile {
+    pub username: Option<String>,
+    pub token: Option<SecretRef>,
+    pub ssh_key: Option<SecretRef>,
+    pub ssh_key_passphrase: Option<SecretRef>,
+}
+
+/// A checked git source.
+#[derive(Debug, Clone)]
+pub struct SourceConfig {
+    pub name: String,
+    pub url: String,
+    pub branch: String,
+    pub paths: PathFilter,
+    pub poll_interval: Duration,
+    pub credentials: Option<GitCredentials>,
+    /// The repository on the forge (`owner`, `name`), when it could be worked out.
+    pub forge_repo: Option<RepoSlug>,
+}
+
+/// Include and exclude globs over repository paths.
+#[derive(Debug, Clone)]
+pub struct PathFilter {
+    include: Option<GlobSet>,
+    exclude: GlobSet,
+}
+
+/// Whether a path is part of a source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathMatch {
+    Included,
+    /// Matched no include glob.
+    NotIncluded,
+    /// Matched an exclude glob.
+    Excluded,
+}
+
+impl PathFilter {
+    /// A filter that keeps every path.
+    pub fn everything() -> PathFilter {
+        PathFilter {
+            include: None,
+            exclude: GlobSet::empty(),
+        }
+    }
+
+    /// Builds a filter from glob patterns. An empty include list includes every path.
+    ///
+    /// # Errors
+    ///
+    /// The index and message of the first pattern that is not a valid glob, with `true` when it
+    /// is an include pattern.
+    pub fn new(include: &[&str], exclude: &[&str]) -> Result<PathFilter, (bool, usize, String)> {
+        let build = |patterns: &[&str], is_include: bool| {
+            let mut builder = GlobSetBuilder::new();
+            for (idx, pattern) in patterns.iter().enumerate() {
+                let glob = Glob::new(pattern)
+                    .map_err(|error| (is_include, idx, error.kind().to_string()))?;
+                builder.add(glob);
+            }
+            builder
+                .build()
+                .map_err(|error| (is_include, 0, error.to_string()))
+        };
+        Ok(PathFilter {
+            include: if include.is_empty() {
+                None
+            } else {
+                Some(build(include, true)?)
+            },
+            exclude: build(exclude, false)?,
+        })
+    }
+
+    /// Whether `path` (relative, `/`-separated) belongs to the source.
+    pub fn check(&self, path: &str) -> PathMatch {
+        if self.exclude.is_match(path) {
+            PathMatch::Excluded
+        } else if self.include.as_ref().is_some_and(|set| !set.is_match(path)) {
+            PathMatch::NotIncluded
+        } else {
+            PathMatch::Included
+        }
+    }
+}
+
+/// Credentials for a git remote.
+#[derive(Debug, Clone)]
+pub enum GitCredentials {
+    /// HTTP(S) basic auth with a token as the password.
+    Token { username: String, token: Secret },
+    /// An SSH private key (PEM or OpenSSH format), held in memory.
+    SshKey {
+        username: String,
+        private_key: Secret,
+        passphrase: Option<Secret>,
+    },
+}
+
+pub(super) fn check_source(
+    checker: &mut Checker<'_>,
+    field: &str,
+    source: SourceFile,
+) -> Option<SourceConfig> {
+    let n_problems = checker.problems.len();
+    if !is_dns_label(&source.name.value) {
+        checker.problem(
+            format!("{field}.name"),
+            &source.name,
+            "must be lowercase letters, digits and '-', at most 63 characters",
+        );
+    }
+    let url = source.url.value.trim().to_owned();
+    let scheme_ok = ["https://", "http://", "ssh://", "file://"]
+        .iter()
+        .any(|scheme| url.starts_with(scheme))
+        || is_scp_like(&url);
+    if !scheme_ok {
+        checker.problem(
+            format!("{field}.url"),
+            &source.url,
+            "must be an https://, http://, ssh://, file:// or user@host:path URL",
+        );
+    }
+    if url_has_password(&url) {
+        checker.problem(
+            format!("{field}.url"),
+            &source.url,
+            "must not embed a password or token; use `credentials`",
+        );
+    }
+    let branch = match source.branch {
+        Some(branch) if git2::Branch::name_is_valid(&branch.value).unwrap_or(false) => branch.value,
+        Some(branch) => {
+            checker.problem(
+                format!("{field}.branch"),
+                &branch,
+                "is not a valid branch name",
+            );
+            String::new()
+        }
+        None => DEFAULT_BRANCH.to_owned(),
+    };
+    let paths = match source.paths {
+        None => PathFilter::everything(),
+        Some(paths) => {
+            let include: Vec<&str> = paths.include.iter().map(|p| p.value.as_str()).collect();
+            let exclude: Vec<&str> = paths.exclude.iter().map(|p| p.value.as_str()).collect();
+            match PathFilter::new(&include, &exclude) {
+                Ok(filter) => filter,
+                Err((is_include, idx, message)) => {
+                    let (list, globs) = if is_include {
+                        ("include", &paths.include)
+                    } else {
+                        ("exclude", &paths.exclude)
+                    };
+                    let field = format!("{field}.paths.{list}[{idx}]");
+                    match globs.get(idx) {
+                        Some(glob) => {
+                            checker.problem(field, glob, format!("invalid glob: {message}"))
+                        }
+                        None => checker.problem_unplaced(field, format!("invalid glob: {message}")),
+                    }
+                    PathFilter::everything()
+                }
+            }
+        }
+    };
+    let poll_interval = match source.poll_interval {
+        None => DEFAULT_POLL_INTERVAL,
+        Some(interval) => match parse_duration(&interval.value) {
+            Some(duration) if duration >= Duration::from_secs(1) => duration,
+            Some(_) => {
+                checker.problem(
+                    format!("{field}.pollInterval"),
+                    &interval,
+                    "must be at least 1s",
+                );
+                DEFAULT_POLL_INTERVAL
+            }
+            None => {
+                checker.problem(
+                    format!("{field}.pollInterval"),
+                    &interval,
+                    format!(
+                        "invalid duration {:?} (use a number with a unit: 500ms, 30s, 5m, 1h)",
+                        interval.value
+                    ),
+                );
+                DEFAULT_POLL_INTERVAL
+            }
+        },
+    };
+    let credentials = source.credentials.and_then(|credentials| {
+        check_credentials(checker, &format!("{field}.credentials"), &credentials, &url)
+    });
+    let forge_repo = match source.forge_repo {
+        Some(repo) => match RepoSlug::parse(&repo.value) {
+            Some(slug) => Some(slug),
+            None => {
+                checker.problem(format!("{field}.forgeRepo"), &repo, "must be `owner/name`");
+                None
+            }
+        },
+        None => RepoSlug::from_url(&url),
+    };
+    (checker.problems.len() == n_problems).then(|| SourceConfig {
+        name: source.name.value,
+        url,
+        branch,
+        paths,
+        poll_interval,
+        credentials,
+        forge_repo,
+    })
+}
+
+fn check_credentials(
+    checker: &mut Checker<'_>,
+    field: &str,
+    credentials: &Spanned<CredentialsFile>,
+    url: &str,
+) -> Option<GitCredentials> {
+    let (line, column) = (
+        credentials.referenced.line(),
+        credentials.referenced.column(),
+    );
+    let value = &credentials.value;
+    match (&value.token, &value.ssh_key) {
+        (Some(token), None) => {
+            let token = checker.secret(&format!("{field}.token"), token, line, column)?;
+            Some(GitCredentials::Token {
+                // Gitea, GitHub and GitLab all accept any user name with a token as password.
+                username: value
+                    .username
+                    .clone()
+                    .unwrap_or_else(|| "driftless".to_owned()),
+                token: Secret::new(token.expose().trim()),
+            })
+        }
+        (None, Some(key)) => {
+            let private_key = checker.secret(&format!("{field}.sshKey"), key, line, column)?;
+            let passphrase = match &value.ssh_key_passphrase {
+                Some(passphrase) => Some(checker.secret(
+                    &format!("{field}.sshKeyPassphrase"),
+                    passphrase,
+                    line,
+                    column,
+                )?),
+                None => None,
+            };
+            if url.starts_with("http") {
+                checker.problem(
+                    format!("{field}.sshKey"),
+                    credentials,
+                    "an SSH key needs an ssh:// or user@host:path URL",
+                );
+                return None;
+            }
+            Some(GitCredentials::SshKey {
+                username: value.username.clone().unwrap_or_else(|| "git".to_owned()),
+                private_key,
+                passphrase,
+            })
+        }
+        (Some(_), Some(_)) => {
+            checker.problem(
+                field,
+                credentials,
+                "give either `token` or `sshKey`, not both",
+            );
+            None
+        }
+        (None, None) => {
+            checker.problem(field, credentials, "give `token` or `sshKey`");
+            None
+        }
+    }
+}
+
+/// Parses `500ms`, `30s`, `5m`, `1h`, `1h30m`.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits_end = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits_end == 0 {
+            return None;
+        }
+        let number: u64 = rest[..digits_end].parse().ok()?;
+        rest = &rest[digits_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let part = match &rest[..unit_end] {
+            "ms" => Duration::from_millis(number),
+            "s" => Duration::from_secs(number),
+            "m" => Duration::from_secs(number.checked_mul(60)?),
+            "h" => Duration::from_secs(number.checked_mul(3600)?),
+            _ => return None,
+        };
+        total = total.checked_add(part)?;
+        rest = &rest[unit_end..];
+    }
+    Some(total)
+}
+
+fn is_scp_like(url: &str) -> bool {
+    // `user@host:path`, with no scheme.
+    !url.contains("://")
+        && url
+            .split_once(':')
+            .is_some_and(|(host, path)| !host.is_empty() && !host.contains('/') && !path.is_empty())
+}
+
+pub(super) fn url_has_password(url: &str) -> bool {
+    let Some((_, rest)) = url.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split('/').next().unwrap_or("");
+    authority
+        .rsplit_once('@')
+        .is_some_and(|(userinfo, _)| userinfo.contains(':'))
+}

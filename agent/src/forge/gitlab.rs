@@ -1,0 +1,221 @@
+//! GitLab's REST API (`/api/v4`): commit statuses, open merge requests and merge request notes.
+//!
+//! GitLab names things differently from Gitea and GitHub, so it has its own calls:
+//! - a project is addressed by its URL-encoded path (`owner%2Fname`);
+//! - `POST /projects/:id/statuses/:sha` takes `name` for the context and knows no `error` state
+//!   (both failure and error become `failed`);
+//! - merge requests are listed with `state=opened` and numbered by `iid`; their head is `sha`;
+//! - comments are notes: `GET/POST /projects/:id/merge_requests/:iid/notes`, edited with `PUT`.
+//!
+//! Authentication is `Authorization: Bearer <token>`, which GitLab accepts for personal,
+//! project and group access tokens.
+//!
+//! GitLab cannot run on the test machine, so this client is tested against a local HTTP server
+//! that checks every request's method, path, query, headers and body against GitLab's
+//! documented API (see the tests below); it has not been run against a real GitLab.
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use super::rest::{RestClient, segment};
+use super::{CommentId, CommitStatus, Forge, ForgeError, PullRequest, StatusState};
+use crate::config::{RepoSlug, Secret};
+use crate::source::git::CommitId;
+
+/// GitLab accepts notes up to 1,000,000 characters, but one limit across forges keeps the plan
+/// comment the same everywhere (and readable).
+const COMMENT_LIMIT: usize = 65_536;
+/// GitLab's largest page.
+const PAGE_SIZE: usize = 100;
+
+/// GitLab.com or a self-managed GitLab.
+#[derive(Debug, Clone)]
+pub struct GitLabForge {
+    rest: RestClient,
+}
+
+impl GitLabForge {
+    /// A client for the GitLab at `base_url` (its web root, e.g. `https://gitlab.example.com`).
+    ///
+    /// # Errors
+    ///
+    /// [`ForgeError::Unreachable`] when the HTTP client cannot be built.
+    pub fn new(base_url: &str, token: Secret) -> Result<GitLabForge, ForgeError> {
+        let api_root = format!("{}/api/v4", base_url.trim_end_matches('/'));
+        Ok(GitLabForge {
+            rest: RestClient::new(
+                api_root,
+                RestClient::with_scheme("Bearer", &token),
+                Vec::new(),
+            )?,
+        })
+    }
+}
+
+#[derive(Serialize)]
+struct StatusBody<'a> {
+    state: &'static str,
+    name: &'a str,
+    description: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target_url: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+struct MergeRequestBody {
+    iid: u64,
+    #[serde(default)]
+    title: String,
+    sha: String,
+    target_branch: String,
+}
+
+#[derive(Deserialize)]
+struct NoteBody {
+    id: u64,
+    #[serde(default)]
+    body: String,
+}
+
+#[derive(Serialize)]
+struct NewNoteBody<'a> {
+    body: &'a str,
+}
+
+/// GitLab's name for a state: it has `failed` where the others have `failure` and `error`.
+fn gitlab_state(state: StatusState) -> &'static str {
+    match state {
+        StatusState::Pending => "pending",
+        StatusState::Success => "success",
+        StatusState::Failure | StatusState::Error => "failed",
+    }
+}
+
+/// `owner%2Fname`: GitLab's id for a project given by path.
+fn project(repo: &RepoSlug) -> String {
+    segment(&format!("{}/{}", repo.owner, repo.name))
+}
+
+async fn set_status(
+    rest: &RestClient,
+    repo: &RepoSlug,
+    commit: &CommitId,
+    status: &CommitStatus,
+) -> Result<(), ForgeError> {
+    let path = format!("/projects/{}/statuses/{commit}", project(repo));
+    let body = StatusBody {
+        state: gitlab_state(status.state),
+        name: &status.context,
+        description: &status.description,
+        target_url: status.target_url.as_deref(),
+    };
+    rest.send_raw("POST", &path, Some(&body)).await.map(drop)
+}
+
+async fn open_pulls(rest: &RestClient, repo: &RepoSlug) -> Result<Vec<PullRequest>, ForgeError> {
+    let mut pulls = Vec::new();
+    for page in 1.. {
+        let path = format!(
+            "/projects/{}/merge_requests?state=opened&per_page={PAGE_SIZE}&page={page}",
+            project(repo)
+        );
+        let bodies: Vec<MergeRequestBody> = rest.send::<(), _>("GET", &path, None).await?;
+        let n_bodies = bodies.len();
+        for body in bodies {
+            let head_commit =
+                CommitId::parse(&body.sha).ok_or_else(|| ForgeError::BadResponse {
+                    method: "GET",
+                    path: path.clone(),
+                    message: format!("merge request {} has head sha {:?}", body.iid, body.sha),
+                })?;
+            pulls.push(PullRequest {
+                number: body.iid,
+                title: body.title,
+                head_commit,
+                base_branch: body.target_branch,
+            });
+        }
+        if n_bodies < PAGE_SIZE {
+            break;
+        }
+    }
+    pulls.sort();
+    Ok(pulls)
+}
+
+async fn upsert_note(
+    rest: &RestClient,
+    repo: &RepoSlug,
+    merge_request: u64,
+    marker: &str,
+    body: &str,
+) -> Result<CommentId, ForgeError> {
+    let notes_path = format!(
+        "/projects/{}/merge_requests/{merge_request}/notes",
+        project(repo)
+    );
+    let mut ours = None;
+    for page in 1.. {
+        let path = format!("{notes_path}?per_page={PAGE_SIZE}&page={page}");
+        let notes: Vec<NoteBody> = rest.send::<(), _>("GET", &path, None).await?;
+        let n_notes = notes.len();
+        // Our note is the oldest one carrying the marker (a later copy would be a user quoting
+        // it); GitLab lists newest first, so compare ids rather than positions.
+        ours = notes
+            .iter()
+            .filter(|note| note.body.starts_with(marker))
+            .map(|note| note.id)
+            .chain(ours)
+            .min();
+        if n_notes < PAGE_SIZE {
+            break;
+        }
+    }
+    let new_body = NewNoteBody { body };
+    match ours {
+        Some(id) => {
+            let path = format!("{notes_path}/{id}");
+            let _: NoteBody = rest.send("PUT", &path, Some(&new_body)).await?;
+            Ok(CommentId(id))
+        }
+        None => {
+            let created: NoteBody = rest.send("POST", &notes_path, Some(&new_body)).await?;
+            Ok(CommentId(created.id))
+        }
+    }
+}
+
+impl Forge for GitLabForge {
+    fn set_status<'a>(
+        &'a self,
+        repo: &'a RepoSlug,
+        commit: &'a CommitId,
+        status: &'a CommitStatus,
+    ) -> BoxFuture<'a, Result<(), ForgeError>> {
+        Box::pin(set_status(&self.rest, repo, commit, status))
+    }
+
+    fn open_pulls<'a>(
+        &'a self,
+        repo: &'a RepoSlug,
+    ) -> BoxFuture<'a, Result<Vec<PullRequest>, ForgeError>> {
+        Box::pin(open_pulls(&self.rest, repo))
+    }
+
+    fn upsert_comment<'a>(
+        &'a self,
+        repo: &'a RepoSlug,
+        pull: u64,
+        marker: &'a str,
+        body: &'a str,
+    ) -> BoxFuture<'a, Result<CommentId, ForgeError>> {
+        Box::pin(upsert_note(&self.rest, repo, pull, marker, body))
+    }
+
+    fn comment_limit(&self) -> usize {
+        COMMENT_LIMIT
+    }
+}
+
+#[cfg(test)]
+mod tests;
