@@ -99,6 +99,11 @@ enum State {
 struct Group {
     closed: bool,
     ellipsis: bool,
+    /// Made for a definition referenced from within a definition (its conjunct was already
+    /// closed deeply before naming the definition). The definition's own literal structs (the
+    /// vertex's deep group) then allow its fields too: a definition is closed over everything
+    /// its conjuncts declare.
+    in_definition: bool,
     labels: Vec<Sym>,
     patterns: Vec<usize>,
 }
@@ -286,6 +291,9 @@ pub struct Engine<'a> {
     depth: u32,
     /// Where new arcs of a vertex go while a comprehension body is processed.
     insert_at: Option<(VId, usize)>,
+    /// Set while merging a reference whose conjunct was deeply closed before it named a
+    /// definition; see [`Group::in_definition`].
+    ref_in_definition: bool,
 }
 
 pub const ROOT: VId = 0;
@@ -353,6 +361,7 @@ impl<'a> Engine<'a> {
             regexes: HashMap::new(),
             depth: 0,
             insert_at: None,
+            ref_in_definition: false,
         };
         let root_label = engine.intern("");
         let mut root = Vertex::new(None, root_label, 0);
@@ -683,18 +692,32 @@ impl<'a> Engine<'a> {
         // Closedness.
         if self.v(v).groups.iter().any(|g| g.closed && !g.ellipsis) {
             let groups = self.v(v).groups.clone();
+            let deep_group = self.v(v).deep_group as usize;
             let arcs = self.v(v).arcs.clone();
             for (sym, arc) in arcs {
                 let label = self.sym(sym).to_owned();
                 if is_hidden(&label) || is_definition(&label) {
                     continue;
                 }
-                for group in groups.iter().filter(|g| g.closed && !g.ellipsis) {
-                    let allowed = group.labels.contains(&sym)
+                let allows = |engine: &Self, group: &Group| {
+                    group.labels.contains(&sym)
                         || group.patterns.iter().any(|p| {
-                            let matcher = self.v(v).patterns.get(*p).map(|p| p.matcher.clone());
-                            matcher.is_some_and(|m| self.pattern_matches(&m, &label))
-                        });
+                            let matcher = engine.v(v).patterns.get(*p).map(|p| p.matcher.clone());
+                            matcher.is_some_and(|m| engine.pattern_matches(&m, &label))
+                        })
+                };
+                for (index, group) in groups.iter().enumerate() {
+                    if !group.closed || group.ellipsis {
+                        continue;
+                    }
+                    let allowed = allows(self, group)
+                        || (index + 1 == deep_group
+                            && groups.iter().any(|other| {
+                                other.in_definition
+                                    && other.closed
+                                    && !other.ellipsis
+                                    && allows(self, other)
+                            }));
                     if !allowed {
                         let span = self.v(arc).decl_span.unwrap_or(self.v(arc).span);
                         let error =
@@ -888,6 +911,12 @@ impl<'a> Engine<'a> {
             Close::Deep
         } else {
             Close::Open
+        }
+    }
+
+    fn mark_in_definition(&mut self, v: VId, g: u32, in_definition: bool) {
+        if let Some(group) = self.vm(v).groups.get_mut((g as usize).wrapping_sub(1)) {
+            group.in_definition = in_definition;
         }
     }
 
@@ -1331,8 +1360,11 @@ impl<'a> Engine<'a> {
                     _ => false,
                 };
                 let r = self.eval_expr(expr, env);
+                let saved = self.ref_in_definition;
+                self.ref_in_definition = is_def && close == Close::Deep;
                 let close = if is_def { Close::Deep } else { close };
                 self.merge_r(v, r, expr.span(), env, close, grp);
+                self.ref_in_definition = saved;
             }
             Expr::Call { func, args, span } if is_ident(func, "close") => {
                 if let [arg] = args.as_slice() {
@@ -1422,6 +1454,7 @@ impl<'a> Engine<'a> {
         if target == v {
             return;
         }
+        let in_definition = std::mem::take(&mut self.ref_in_definition);
         // A reference to an ancestor makes the value contain itself.
         let mut ancestor = self.v(v).parent;
         while let Some(a) = ancestor {
@@ -1487,7 +1520,9 @@ impl<'a> Engine<'a> {
         }
         let mut remap: Vec<(u32, u32)> = Vec::new();
         let shared = if close != Close::Open && grp == 0 {
-            self.new_group(v, true)
+            let g = self.new_group(v, true);
+            self.mark_in_definition(v, g, in_definition);
+            g
         } else {
             grp
         };
@@ -1511,6 +1546,7 @@ impl<'a> Engine<'a> {
                             .get(conj.grp as usize - 1)
                             .is_some_and(|g| g.closed);
                     let g = self.new_group(v, closed);
+                    self.mark_in_definition(v, g, in_definition);
                     remap.push((key, g));
                     g
                 }
