@@ -165,6 +165,61 @@ pub fn render_snapshot(
     (RenderOutput { apps, diagnostics }, loaded.sources)
 }
 
+/// Renders every Application of `snapshot` once per placement, like `vela dry-run`: one render
+/// per topology policy of each deploy step, with that step's override policies applied (an app
+/// without deploy step renders once, without its overrides). [`render_snapshot`] renders one
+/// placement per app (the local cluster's); this shows what each cluster would get.
+///
+/// Never fails, like [`render_snapshot`]: problems are diagnostics of each placement's render.
+pub fn render_placements(
+    snapshot: &Snapshot,
+    definitions: &Definitions,
+    options: &RenderOptions,
+) -> (Vec<AppPlacements>, SourceMap) {
+    use rayon::prelude::*;
+    let namespaces = load::application::NamespaceRules {
+        forced: options.forced_namespace.as_deref(),
+        default: &options.default_namespace,
+    };
+    let loaded = load::load_snapshot(snapshot, definitions, &namespaces);
+    let evaluator = cue::Evaluator::new();
+    let apps = loaded
+        .apps
+        .par_iter()
+        .map(|app| AppPlacements {
+            app: app.app_ref.clone(),
+            placements: render::render_app_placements(
+                app,
+                &loaded.definitions,
+                &loaded.standalone,
+                &evaluator,
+                &options.cluster_version,
+            )
+            .into_iter()
+            .map(|(topology, rendered)| Placement { topology, rendered })
+            .collect(),
+        })
+        .collect();
+    (apps, loaded.sources)
+}
+
+/// The placements of one app (see [`render_placements`]).
+#[derive(Debug, Clone)]
+pub struct AppPlacements {
+    pub app: AppRef,
+    /// In `vela dry-run`'s order; never empty.
+    pub placements: Vec<Placement>,
+}
+
+/// One placement's render of an app.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    /// The topology policy that makes this placement; `None` for a deploy step without a
+    /// topology, or for an app without deploy step.
+    pub topology: Option<String>,
+    pub rendered: RenderedApp,
+}
+
 /// An app's identity: `(namespace, name)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AppRef {

@@ -9,7 +9,9 @@ use sha2::Digest;
 use super::component::{ComponentDefinitions, render_component};
 use super::custom_policy::render_custom_policies;
 use super::patch::ConstraintCheck;
-use super::policies::{EffectiveComponent, effective_components};
+use super::policies::{
+    EffectiveComponent, PlacementComponents, effective_components, placement_components,
+};
 use crate::definitions::Definitions;
 use crate::load::Standalone;
 use crate::load::application::LoadedApp;
@@ -24,9 +26,65 @@ pub(crate) fn render_app(
     evaluator: &Evaluator,
     cluster_version: &ClusterVersion,
 ) -> (RenderedApp, Vec<Arc<Definition>>) {
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        render_app_inner(loaded, definitions, standalone, evaluator, cluster_version)
-    }));
+    guarded(loaded, || {
+        let effective = effective_components(loaded, standalone);
+        render_app_inner(loaded, definitions, evaluator, effective, cluster_version)
+    })
+}
+
+/// Renders every placement of one app separately (kubevela-render-semantics.md §4.2): one
+/// render per topology of each deploy step, with that step's override policies, in `vela
+/// dry-run`'s order; a single render with no topology when the app has no deploy step.
+pub(crate) fn render_app_placements(
+    loaded: &LoadedApp,
+    definitions: &Definitions,
+    standalone: &Standalone,
+    evaluator: &Evaluator,
+    cluster_version: &ClusterVersion,
+) -> Vec<(Option<String>, RenderedApp)> {
+    let placements = match placement_components(loaded, standalone) {
+        Ok(placements) => placements,
+        Err(problems) => {
+            let (rendered, _) = guarded(loaded, || {
+                render_app_inner(
+                    loaded,
+                    definitions,
+                    evaluator,
+                    Err(problems),
+                    cluster_version,
+                )
+            });
+            return vec![(None, rendered)];
+        }
+    };
+    placements
+        .into_iter()
+        .map(
+            |PlacementComponents {
+                 topology,
+                 components,
+             }| {
+                let (rendered, _) = guarded(loaded, || {
+                    render_app_inner(
+                        loaded,
+                        definitions,
+                        evaluator,
+                        Ok((components, Vec::new())),
+                        cluster_version,
+                    )
+                });
+                (topology, rendered)
+            },
+        )
+        .collect()
+}
+
+/// Runs one render; a panic inside becomes an `internal-error` diagnostic for this app only.
+fn guarded(
+    loaded: &LoadedApp,
+    render: impl FnOnce() -> (RenderedApp, Vec<Arc<Definition>>),
+) -> (RenderedApp, Vec<Arc<Definition>>) {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(render));
     match result {
         Ok(result) => result,
         Err(payload) => {
@@ -63,14 +121,14 @@ pub(crate) fn render_app(
 fn render_app_inner(
     loaded: &LoadedApp,
     definitions: &Definitions,
-    standalone: &Standalone,
     evaluator: &Evaluator,
+    effective: Result<(Vec<EffectiveComponent>, Vec<Diagnostic>), Vec<Diagnostic>>,
     cluster_version: &ClusterVersion,
 ) -> (RenderedApp, Vec<Arc<Definition>>) {
     let mut diagnostics = loaded.diagnostics.clone();
     let positions = &loaded.document.positions;
     let mut used: Vec<Arc<Definition>> = Vec::new();
-    let effective = match effective_components(loaded, standalone) {
+    let effective = match effective {
         Ok((effective, warnings)) => {
             diagnostics.extend(warnings);
             effective

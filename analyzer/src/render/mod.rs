@@ -17,4 +17,4 @@ mod labels;
 pub(crate) mod patch;
 mod policies;
 
-pub(crate) use app::render_app;
+pub(crate) use app::{render_app, render_app_placements};

@@ -29,6 +29,26 @@ pub(crate) struct EffectiveComponent {
     pub(crate) pointer: String,
 }
 
+/// The components of one placement (a topology of a deploy step, or a deploy step without
+/// topology), after its override policies.
+#[derive(Debug, Clone)]
+pub(crate) struct PlacementComponents {
+    /// The topology policy's name; `None` for a deploy step without topology, or an app with
+    /// no deploy step.
+    pub(crate) topology: Option<String>,
+    pub(crate) components: Vec<EffectiveComponent>,
+}
+
+/// An app's placements before any override is applied.
+struct PlacementPlan<'a> {
+    components: Vec<EffectiveComponent>,
+    all_policies: Vec<&'a Policy>,
+    /// (topology policy index, override policy indexes) per placement, in `vela dry-run`'s
+    /// order: one per topology of each deploy step, or one per deploy step without topology.
+    /// `None` when the app has no deploy step (overrides are then not applied at all).
+    variants: Option<Vec<(Option<usize>, Vec<usize>)>>,
+}
+
 /// The components to render, after the override policies that the app's deploy steps apply.
 ///
 /// # Errors
@@ -37,10 +57,84 @@ pub(crate) fn effective_components(
     loaded: &LoadedApp,
     standalone: &Standalone,
 ) -> Result<(Vec<EffectiveComponent>, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let PlacementPlan {
+        components,
+        all_policies,
+        variants,
+    } = placement_plan(loaded, standalone)?;
+    let Some(variants) = variants else {
+        return Ok((components, Vec::new()));
+    };
+    let (chosen, warnings) = choose_placement(loaded, &all_policies, &variants)?;
+    let components = apply_overrides(loaded, &all_policies, components, &chosen)?;
+    Ok((components, warnings))
+}
+
+/// Every placement of the app with its components, in `vela dry-run`'s order (one entry with
+/// no topology when the app has no deploy step).
+///
+/// # Errors
+/// A deploy step naming a policy that does not exist, or an invalid override policy.
+pub(crate) fn placement_components(
+    loaded: &LoadedApp,
+    standalone: &Standalone,
+) -> Result<Vec<PlacementComponents>, Vec<Diagnostic>> {
+    let PlacementPlan {
+        components,
+        all_policies,
+        variants,
+    } = placement_plan(loaded, standalone)?;
+    let Some(variants) = variants else {
+        return Ok(vec![PlacementComponents {
+            topology: None,
+            components,
+        }]);
+    };
+    variants
+        .iter()
+        .map(|(topology, overrides)| {
+            Ok(PlacementComponents {
+                topology: topology.map(|index| all_policies[index].name.clone()),
+                components: apply_overrides(loaded, &all_policies, components.clone(), overrides)?,
+            })
+        })
+        .collect()
+}
+
+/// Applies the override policies `overrides` (indexes into `all_policies`) in order.
+fn apply_overrides(
+    loaded: &LoadedApp,
+    all_policies: &[&Policy],
+    mut components: Vec<EffectiveComponent>,
+    overrides: &[usize],
+) -> Result<Vec<EffectiveComponent>, Vec<Diagnostic>> {
+    let positions = &loaded.document.positions;
+    for policy in overrides {
+        let pointer = format!("/spec/policies/{policy}/properties");
+        let properties = all_policies[*policy].properties.clone().unwrap_or_default();
+        components = apply_override(components, &properties, &pointer).map_err(|message| {
+            vec![Diagnostic::error(
+                "invalid-properties",
+                format!(
+                    "override policy `{}`: {message}",
+                    all_policies[*policy].name
+                ),
+                Some(positions.value_span(&pointer)),
+            )]
+        })?;
+    }
+    Ok(components)
+}
+
+/// Reads the app's deploy steps and policies into a [`PlacementPlan`].
+fn placement_plan<'a>(
+    loaded: &'a LoadedApp,
+    standalone: &'a Standalone,
+) -> Result<PlacementPlan<'a>, Vec<Diagnostic>> {
     let spec = &loaded.app.spec;
     let namespace = &loaded.app_ref.namespace;
     let positions = &loaded.document.positions;
-    let mut components: Vec<EffectiveComponent> = spec
+    let components: Vec<EffectiveComponent> = spec
         .components
         .iter()
         .enumerate()
@@ -149,7 +243,11 @@ pub(crate) fn effective_components(
         }
     }
     if deploy_steps.is_empty() {
-        return Ok((components, Vec::new()));
+        return Ok(PlacementPlan {
+            components,
+            all_policies,
+            variants: None,
+        });
     }
 
     let mut errors = Vec::new();
@@ -183,23 +281,11 @@ pub(crate) fn effective_components(
     if !errors.is_empty() {
         return Err(errors);
     }
-    let (chosen, warnings) = choose_placement(loaded, &all_policies, &variants)?;
-    let variants = [chosen];
-    for policy in variants.first().into_iter().flatten() {
-        let pointer = format!("/spec/policies/{policy}/properties");
-        let properties = all_policies[*policy].properties.clone().unwrap_or_default();
-        components = apply_override(components, &properties, &pointer).map_err(|message| {
-            vec![Diagnostic::error(
-                "invalid-properties",
-                format!(
-                    "override policy `{}`: {message}",
-                    all_policies[*policy].name
-                ),
-                Some(positions.value_span(&pointer)),
-            )]
-        })?;
-    }
-    Ok((components, warnings))
+    Ok(PlacementPlan {
+        components,
+        all_policies,
+        variants: Some(variants),
+    })
 }
 
 /// Picks the placement to render. Every placement with the same overrides renders the same
