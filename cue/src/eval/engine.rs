@@ -2332,9 +2332,7 @@ impl<'a> Engine<'a> {
                             .alias
                             .as_ref()
                             .map(|a| a.name.as_str())
-                            .unwrap_or_else(|| {
-                                import.path.rsplit('/').next().unwrap_or(&import.path)
-                            });
+                            .unwrap_or_else(|| super::imports::default_name(&import.path));
                         if local == name {
                             return match super::builtins::package(&import.path) {
                                 Some(pkg) => Resolved::Pkg(pkg),

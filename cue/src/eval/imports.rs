@@ -17,11 +17,10 @@ pub fn unused(file: &ast::File) -> Vec<Error> {
     file.imports
         .iter()
         .filter_map(|import| {
-            let default_name = import.path.rsplit('/').next().unwrap_or(&import.path);
             let local = import
                 .alias
                 .as_ref()
-                .map_or(default_name, |a| a.name.as_str());
+                .map_or_else(|| default_name(&import.path), |a| a.name.as_str());
             if used.contains(&local) {
                 return None;
             }
@@ -35,6 +34,17 @@ pub fn unused(file: &ast::File) -> Vec<Error> {
             Some(Error::new(ErrorKind::Reference, message, import.span))
         })
         .collect()
+}
+
+/// The name an import binds without an explicit one: the qualifier after `:`
+/// (`"example.com/x:y"` binds `y`), else the last path element without its major version
+/// (`"example.com/pkg@v0"` binds `pkg`).
+pub fn default_name(path: &str) -> &str {
+    if let Some((_, qualifier)) = path.rsplit_once(':') {
+        return qualifier;
+    }
+    let last = path.rsplit('/').next().unwrap_or(path);
+    last.split_once('@').map_or(last, |(name, _)| name)
 }
 
 /// Collects the names of the identifiers used in expressions (not labels) under `decl`.
