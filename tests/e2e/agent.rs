@@ -6,7 +6,11 @@
 //! - a pull request gets one plan comment and a status on its head commit, nothing changes in
 //!   the cluster, and a second push edits the same comment in place;
 //! - a webhook with a bad signature is rejected, and Gitea's own signed webhooks make the agent
-//!   poll at once (the poll interval is an hour, so nothing else could).
+//!   poll at once (the poll interval is an hour, so nothing else could);
+//! - drift made by hand is reported (status + metric) in `report` mode and restored in `correct`
+//!   mode;
+//! - while the forge is unreachable the agent still deploys, and once it is back every queued
+//!   status lands, in order.
 //!
 //! If Gitea cannot be started the test fails and says why; it never skips. Waiting is bounded
 //! polling of Gitea's API and the cluster, never fixed sleeps.
@@ -653,18 +657,47 @@ cacheDir: {cache}
     Ok(())
 }
 
-/// Drift: a live object changed by hand is reported by the scheduled drift check, as a
-/// `driftless/drift` failure status on the deployed commit and as the `driftless_app_drifted`
-/// metric.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn drift_is_reported_as_status_and_metric() -> Result<()> {
-    let gitea = Gitea::shared()?;
-    let cluster = TestCluster::shared().await?;
-    let namespace = TestNamespace::new(&cluster, "drift").await?;
-    let ns = namespace.name.as_str();
+/// The agent config of the drift and outage tests: one source, one cluster, a Gitea forge at
+/// `forge_url`, and a drift schedule every 2 seconds in `drift_mode` (none when `None`).
+fn single_source_config(
+    source: &str,
+    clone_url: &str,
+    cluster: &TestCluster,
+    forge_url: &str,
+    drift_mode: Option<&str>,
+    port: u16,
+    work: &Path,
+) -> String {
+    let drift = drift_mode
+        .map(|mode| format!("drift: {{ schedule: '*/2 * * * * *', mode: {mode} }}\n"))
+        .unwrap_or_default();
+    format!(
+        "sources:
+  - name: {source}
+    url: {clone_url}
+    pollInterval: 1h
+clusters:
+  - name: local
+    kubeconfig: {kubeconfig}
+forge: {{ kind: gitea, baseUrl: '{forge_url}', token: {{ env: E2E_FORGE_TOKEN }} }}
+{drift}server: {{ listen: '127.0.0.1:{port}' }}
+cacheDir: {cache}
+",
+        kubeconfig = cluster.kubeconfig.display(),
+        cache = work.join("cache").display(),
+    )
+}
+
+/// A fresh Gitea repository holding one ConfigMap app in `ns`; returns the repo name, the
+/// source name and the pushed commit.
+async fn repo_with_one_app(
+    gitea: &Gitea,
+    prefix: &str,
+    ns: &str,
+) -> Result<(String, String, String)> {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
-    let repo = format!("drift-{}-{nanos:x}", std::process::id());
-    let source = format!("drift-{:x}", nanos & 0xffff_ffff);
+    let repo = format!("{prefix}-{}-{nanos:x}", std::process::id());
+    let source = format!("{prefix}-{:x}", nanos & 0xffff_ffff);
     gitea
         .api(
             reqwest::Method::POST,
@@ -675,62 +708,70 @@ async fn drift_is_reported_as_status_and_metric() -> Result<()> {
     let tree = WorkTree::new(gitea.push_url(&repo))?;
     tree.write("apps/app.yaml", &config_map_app("app", ns, "blue"))?;
     let commit = tree.commit_and_push("one app", "main")?;
+    Ok((repo, source, commit))
+}
 
-    let port = free_port()?;
+fn color(config_map: &ConfigMap) -> Option<&str> {
+    config_map
+        .data
+        .as_ref()
+        .and_then(|data| data.get("color"))
+        .map(String::as_str)
+}
+
+/// Drift: a live object changed by hand is reported by the scheduled drift check, as a
+/// `driftless/drift` failure status on the deployed commit and as the `driftless_app_drifted`
+/// metric; an agent in `correct` mode then restores it and says so in the same context.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_is_reported_then_corrected() -> Result<()> {
+    let gitea = Gitea::shared()?;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "drift").await?;
+    let ns = namespace.name.as_str();
+    let (repo, source, commit) = repo_with_one_app(&gitea, "drift", ns).await?;
     let work = tempfile::tempdir()?;
-    let config = work.path().join("driftless.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "sources:
-  - name: {source}
-    url: {clone_url}
-    pollInterval: 1h
-clusters:
-  - name: local
-    kubeconfig: {kubeconfig}
-forge: {{ kind: gitea, baseUrl: '{gitea_url}', token: {{ env: E2E_FORGE_TOKEN }} }}
-drift: {{ schedule: '*/2 * * * * *', mode: report }}
-server: {{ listen: '127.0.0.1:{port}' }}
-cacheDir: {cache}
-",
-            clone_url = gitea.clone_url(&repo),
-            kubeconfig = cluster.kubeconfig.display(),
-            gitea_url = gitea.url,
-            cache = work.path().join("cache").display(),
-        ),
-    )?;
-    let agent = AgentProcess::start(&config, &[("E2E_FORGE_TOKEN", &gitea.token)], port)?;
+    let start_agent = |mode: &str| -> Result<AgentProcess> {
+        let port = free_port()?;
+        let config = work.path().join(format!("driftless-{mode}.yaml"));
+        std::fs::write(
+            &config,
+            single_source_config(
+                &source,
+                &gitea.clone_url(&repo),
+                &cluster,
+                &gitea.url,
+                Some(mode),
+                port,
+                work.path(),
+            ),
+        )?;
+        AgentProcess::start(&config, &[("E2E_FORGE_TOKEN", &gitea.token)], port)
+    };
+    let drift_status = |wanted: &'static str| {
+        let (gitea, repo, commit) = (&gitea, &repo, &commit);
+        move || async move {
+            let latest = gitea.latest_statuses(repo, commit).await?;
+            Ok(latest
+                .get("driftless/drift")
+                .filter(|(state, _)| state == wanted)
+                .cloned())
+        }
+    };
+
+    let agent = start_agent("report")?;
     let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
     wait_for("the app to be deployed", || async {
         Ok(config_maps.get_opt("app-settings").await?.map(drop))
     })
     .await?;
-    wait_for("a no-drift status", || async {
-        let latest = gitea.latest_statuses(&repo, &commit).await?;
-        Ok(latest
-            .get("driftless/drift")
-            .filter(|(state, _)| state == "success")
-            .cloned())
-    })
-    .await?;
+    wait_for("a no-drift status", drift_status("success")).await?;
 
-    let patch = json!({"data": {"color": "hacked"}});
-    config_maps
-        .patch(
-            "app-settings",
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(&patch),
-        )
-        .await?;
-    let (_, description) = wait_for("a drift status", || async {
-        let latest = gitea.latest_statuses(&repo, &commit).await?;
-        Ok(latest
-            .get("driftless/drift")
-            .filter(|(state, _)| state == "failure")
-            .cloned())
-    })
-    .await?;
+    let hack = json!({"data": {"color": "hacked"}});
+    let patch_params = kube::api::PatchParams::default();
+    let hack_patch = kube::api::Patch::Merge(&hack);
+    let patch_by_hand = || config_maps.patch("app-settings", &patch_params, &hack_patch);
+    patch_by_hand().await?;
+    let (_, description) = wait_for("a drift status", drift_status("failure")).await?;
     assert!(description.contains(&format!("{ns}/app")), "{description}");
     let metric =
         format!("driftless_app_drifted{{source=\"{source}\",namespace=\"{ns}\",app=\"app\"}} 1");
@@ -742,10 +783,471 @@ cacheDir: {cache}
         Ok(text.contains(&metric).then_some(()))
     })
     .await?;
+    // Report mode never touches the cluster.
+    let live = config_maps.get("app-settings").await?;
+    assert_eq!(color(&live), Some("hacked"));
     let status = agent.stop()?;
     ensure!(
         status.success(),
         "the agent exited with {status} after SIGTERM"
     );
+
+    // Correct mode. Its first deploy restores the object; wait for a clean drift check, then
+    // drift it again: only the drift check can restore it now (the poll interval is an hour).
+    let agent = start_agent("correct")?;
+    wait_for("a no-drift status in correct mode", drift_status("success")).await?;
+    patch_by_hand().await?;
+    wait_for("the drift check to restore the object", || async {
+        let live = config_maps.get("app-settings").await?;
+        Ok((color(&live) == Some("blue")).then_some(()))
+    })
+    .await?;
+    let (_, description) = wait_for("a corrected-drift status", || async {
+        let latest = gitea.latest_statuses(&repo, &commit).await?;
+        Ok(latest
+            .get("driftless/drift")
+            .filter(|(state, description)| {
+                state == "success" && description.starts_with("corrected drift")
+            })
+            .cloned())
+    })
+    .await?;
+    assert!(description.contains(&format!("{ns}/app")), "{description}");
+    let status = agent.stop()?;
+    ensure!(
+        status.success(),
+        "the agent exited with {status} after SIGTERM"
+    );
+    Ok(())
+}
+
+/// A TCP relay to Gitea on a fixed loopback port, which the test can switch off (connections
+/// refused, like a forge that is down) and on again.
+struct ForgeRelay {
+    port: u16,
+    target: String,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl ForgeRelay {
+    fn new(target_url: &str) -> Result<ForgeRelay> {
+        Ok(ForgeRelay {
+            port: free_port()?,
+            target: target_url.trim_start_matches("http://").to_owned(),
+            task: None,
+        })
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    async fn up(&mut self) -> Result<()> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", self.port))
+            .await
+            .with_context(|| format!("binding the relay port {}", self.port))?;
+        let target = self.target.clone();
+        self.task = Some(tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let target = target.clone();
+                tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+            }
+        }));
+        Ok(())
+    }
+}
+
+impl Drop for ForgeRelay {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// The forge is down while a commit is pushed: the agent deploys it anyway, counts the failed
+/// forge calls, and once the forge is back every status it queued lands, pending before
+/// success, on the right commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forge_outage_delays_statuses_but_not_deploys() -> Result<()> {
+    let gitea = Gitea::shared()?;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "outage").await?;
+    let ns = namespace.name.as_str();
+    let (repo, source, commit) = repo_with_one_app(&gitea, "outage", ns).await?;
+    // The relay is not listening yet: every forge call is refused.
+    let mut relay = ForgeRelay::new(&gitea.url)?;
+    let work = tempfile::tempdir()?;
+    let port = free_port()?;
+    let config = work.path().join("driftless.yaml");
+    std::fs::write(
+        &config,
+        single_source_config(
+            &source,
+            &gitea.clone_url(&repo),
+            &cluster,
+            &relay.url(),
+            None,
+            port,
+            work.path(),
+        ),
+    )?;
+    let agent = AgentProcess::start(&config, &[("E2E_FORGE_TOKEN", &gitea.token)], port)?;
+
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    let deployed = wait_for("the app to be deployed while the forge is down", || async {
+        Ok(config_maps.get_opt("app-settings").await?)
+    })
+    .await?;
+    assert_eq!(color(&deployed), Some("blue"));
+    wait_for("failed forge calls to be counted", || async {
+        let text = reqwest::get(format!("{}/metrics", agent.base))
+            .await?
+            .text()
+            .await?;
+        Ok(text
+            .lines()
+            .any(|line| {
+                line.starts_with("driftless_api_calls_total{target=\"Forge\",outcome=\"Error\"}")
+            })
+            .then_some(()))
+    })
+    .await?;
+    assert!(
+        gitea.statuses(&repo, &commit).await?.is_empty(),
+        "no status can have reached the forge while it was down"
+    );
+
+    relay.up().await?;
+    let app_context = format!("driftless/{ns}/app");
+    let latest = wait_for("the queued statuses to land", || async {
+        let latest = gitea.latest_statuses(&repo, &commit).await?;
+        let done = |context: &str| {
+            latest
+                .get(context)
+                .is_some_and(|(state, _)| state != "pending")
+        };
+        Ok((done("driftless") && done(&app_context)).then_some(latest))
+    })
+    .await?;
+    assert_eq!(latest["driftless"].0, "success", "{latest:?}");
+    assert_eq!(latest[&app_context].0, "success", "{latest:?}");
+    let history = gitea.statuses(&repo, &commit).await?;
+    let states = |wanted: &str| -> Vec<String> {
+        history
+            .iter()
+            .filter(|(context, _, _)| context == wanted)
+            .map(|(_, state, _)| state.clone())
+            .collect()
+    };
+    assert_eq!(states("driftless"), ["pending", "success"], "{history:?}");
+    assert_eq!(states(&app_context), ["pending", "success"], "{history:?}");
+
+    let status = agent.stop()?;
+    let log = std::fs::read_to_string(config.with_extension("log"))?;
+    assert!(
+        status.success(),
+        "the agent exited with {status} after SIGTERM; log:\n{log}"
+    );
+    assert!(
+        !log.contains(&gitea.token),
+        "the agent's log leaked the token"
+    );
+    Ok(())
+}
+
+/// Server-side applies every object of a `deploy/` manifest file as the test's admin.
+async fn apply_manifest_file(cluster: &TestCluster, file: &str) -> Result<()> {
+    use kube::api::{DynamicObject, Patch, PatchParams};
+    use kube::discovery::{ApiResource, Scope};
+
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {file}"))?;
+    let documents: Vec<Value> =
+        serde_saphyr::from_multiple(&text).with_context(|| format!("parsing {file}"))?;
+    let discovery = kube::Discovery::new(cluster.client.clone()).run().await?;
+    for document in documents {
+        let object: DynamicObject = serde_json::from_value(document)?;
+        let types = object
+            .types
+            .clone()
+            .context("an object without apiVersion/kind")?;
+        let (group, version) = types
+            .api_version
+            .split_once('/')
+            .unwrap_or(("", types.api_version.as_str()));
+        let gvk = kube::api::GroupVersionKind::gvk(group, version, &types.kind);
+        let (resource, capabilities): (ApiResource, _) = discovery
+            .resolve_gvk(&gvk)
+            .with_context(|| format!("{} is not served", types.kind))?;
+        let api: Api<DynamicObject> = match (capabilities.scope, &object.metadata.namespace) {
+            (Scope::Namespaced, Some(ns)) => {
+                Api::namespaced_with(cluster.client.clone(), ns, &resource)
+            }
+            _ => Api::all_with(cluster.client.clone(), &resource),
+        };
+        let name = object
+            .metadata
+            .name
+            .clone()
+            .context("an object without a name")?;
+        api.patch(
+            &name,
+            &PatchParams::apply("driftless-e2e").force(),
+            &Patch::Apply(&object),
+        )
+        .await
+        .with_context(|| format!("applying {} {name} from {file}", types.kind))?;
+    }
+    Ok(())
+}
+
+/// The in-cluster manifests are right: with `deploy/namespace.yaml` and `deploy/rbac.yaml`
+/// applied, an agent acting as the `driftless` ServiceAccount (impersonated by the admin
+/// kubeconfig) deploys a webservice app and a ConfigMap app from a `file://` source, including
+/// its resource trackers, so the least-privilege role is still enough.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deploy_manifests_rbac_is_enough_to_deploy() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    apply_manifest_file(&cluster, "deploy/namespace.yaml").await?;
+    apply_manifest_file(&cluster, "deploy/rbac.yaml").await?;
+    let namespace = TestNamespace::new(&cluster, "rbac").await?;
+    let ns = namespace.name.as_str();
+    let work = tempfile::tempdir()?;
+
+    // The admin kubeconfig, acting as the ServiceAccount (`as:` makes kube send
+    // Impersonate-User; the apiserver adds the ServiceAccount groups itself).
+    let admin = std::fs::read_to_string(&cluster.kubeconfig)?;
+    let mut impersonating = String::new();
+    for line in admin.lines() {
+        impersonating.push_str(line);
+        impersonating.push('\n');
+        if line.trim_start().starts_with("client-key") {
+            let indent = &line[..line.len() - line.trim_start().len()];
+            impersonating.push_str(&format!(
+                "{indent}as: system:serviceaccount:driftless-system:driftless\n"
+            ));
+        }
+    }
+    ensure!(
+        impersonating.contains("as: system:serviceaccount"),
+        "the admin kubeconfig has no client-key line to attach `as:` to:\n{admin}"
+    );
+    let kubeconfig = work.path().join("agent-kubeconfig");
+    std::fs::write(&kubeconfig, impersonating)?;
+
+    // A local repository: nothing to push, so no push URL.
+    let repo = WorkTree::new("file-source".to_owned())?;
+    repo.write(
+        "apps/settings.yaml",
+        &config_map_app("settings", ns, "blue"),
+    )?;
+    repo.write(
+        "apps/web.yaml",
+        &format!(
+            "apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: web
+  namespace: {ns}
+spec:
+  components:
+    - name: web
+      type: webservice
+      properties:
+        image: nginx:1.27
+        port: 80
+"
+        ),
+    )?;
+    repo.git(&["add", "-A"])?;
+    repo.git(&["commit", "-q", "-m", "two apps"])?;
+    let commit = repo.git(&["rev-parse", "HEAD"])?;
+
+    let port = free_port()?;
+    let config = work.path().join("driftless.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "sources:
+  - name: rbac-{nanos:x}
+    url: file://{repo}
+    pollInterval: 1h
+clusters:
+  - name: local
+    kubeconfig: {kubeconfig}
+server: {{ listen: '127.0.0.1:{port}' }}
+cacheDir: {cache}
+",
+            nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos() & 0xffff_ffff,
+            repo = repo.dir.path().display(),
+            kubeconfig = kubeconfig.display(),
+            cache = work.path().join("cache").display(),
+        ),
+    )?;
+    let agent = AgentProcess::start(&config, &[], port)?;
+    // The plan page of the commit appears once its deploy has finished, failed apps included.
+    let html = wait_for("the deploy to finish", || async {
+        let response = reqwest::get(format!("{}/plans/{commit}", agent.base)).await?;
+        Ok(if response.status() == 200 {
+            Some(response.text().await?)
+        } else {
+            None
+        })
+    })
+    .await?;
+    let log_path = config.with_extension("log");
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    ensure!(
+        !html.contains("class=\"failure\"") && !html.contains("class=\"error\""),
+        "the ServiceAccount lacks a permission:\n{html}\nlog:\n{}",
+        log()
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    let settings = config_maps
+        .get("settings-settings")
+        .await
+        .with_context(|| format!("the ConfigMap app was not deployed; page:\n{html}"))?;
+    assert_eq!(color(&settings), Some("blue"));
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(cluster.client.clone(), ns);
+    deployments
+        .get("web")
+        .await
+        .with_context(|| format!("the webservice app was not deployed; page:\n{html}"))?;
+    let status = agent.stop()?;
+    ensure!(
+        status.success(),
+        "the agent exited with {status}; log:\n{}",
+        log()
+    );
+    Ok(())
+}
+
+/// Broken sources fail alone: next to a good source (token read from a file), a source with a
+/// rejected token, one whose remote refuses connections and one with no Applications are each
+/// reported (log, error metric, a refused-deploy plan page) while the good one deploys, and the
+/// token appears nowhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_sources_are_reported_without_blocking_the_others() -> Result<()> {
+    let gitea = Gitea::shared()?;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "sources").await?;
+    let ns = namespace.name.as_str();
+    let (repo, good, commit) = repo_with_one_app(&gitea, "good", ns).await?;
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos() & 0xffff_ffff;
+    let private = format!("private-{}-{nanos:x}", std::process::id());
+    gitea
+        .api(
+            reqwest::Method::POST,
+            "/user/repos",
+            Some(json!({"name": private, "private": true, "auto_init": true, "default_branch": "main"})),
+        )
+        .await?;
+    let work = tempfile::tempdir()?;
+    let token_file = work.path().join("git-token");
+    std::fs::write(&token_file, format!("{}\n", gitea.token))?;
+    let empty = WorkTree::new("file-source".to_owned())?;
+    empty.write("README.md", "no Applications here\n")?;
+    empty.git(&["add", "-A"])?;
+    empty.git(&["commit", "-q", "-m", "docs only"])?;
+    let empty_commit = empty.git(&["rev-parse", "HEAD"])?;
+    let closed_port = free_port()?;
+    let port = free_port()?;
+    let config = work.path().join("driftless.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "sources:
+  - name: {good}
+    url: {good_url}
+    pollInterval: 1h
+    credentials: {{ token: {{ file: {token_file} }} }}
+  - name: bad-token-{nanos:x}
+    url: {private_url}
+    pollInterval: 1h
+    credentials: {{ token: {{ env: E2E_WRONG_TOKEN }} }}
+  - name: unreachable-{nanos:x}
+    url: http://127.0.0.1:{closed_port}/nobody/nothing.git
+    pollInterval: 1h
+  - name: empty-{nanos:x}
+    url: file://{empty_dir}
+    pollInterval: 1h
+clusters:
+  - name: local
+    kubeconfig: {kubeconfig}
+forge: {{ kind: gitea, baseUrl: '{gitea_url}', token: {{ env: E2E_FORGE_TOKEN }} }}
+server: {{ listen: '127.0.0.1:{port}' }}
+cacheDir: {cache}
+",
+            good_url = gitea.clone_url(&repo),
+            token_file = token_file.display(),
+            private_url = gitea.clone_url(&private),
+            empty_dir = empty.dir.path().display(),
+            kubeconfig = cluster.kubeconfig.display(),
+            gitea_url = gitea.url,
+            cache = work.path().join("cache").display(),
+        ),
+    )?;
+    let agent = AgentProcess::start(
+        &config,
+        &[
+            ("E2E_FORGE_TOKEN", &gitea.token),
+            ("E2E_WRONG_TOKEN", "not-the-token"),
+        ],
+        port,
+    )?;
+
+    let latest = wait_for("the good source's deploy", || async {
+        let latest = gitea.latest_statuses(&repo, &commit).await?;
+        Ok(latest
+            .get("driftless")
+            .filter(|(state, _)| state != "pending")
+            .cloned())
+    })
+    .await?;
+    assert_eq!(latest.0, "success", "{latest:?}");
+    let page = wait_for("the refused deploy of the source with no apps", || async {
+        let response = reqwest::get(format!("{}/plans/{empty_commit}", agent.base)).await?;
+        Ok(if response.status() == 200 {
+            Some(response.text().await?)
+        } else {
+            None
+        })
+    })
+    .await?;
+    assert!(page.contains("no Applications found"), "{page}");
+    let log_path = config.with_extension("log");
+    let log = wait_for("both failing fetches in the log", || async {
+        let log = std::fs::read_to_string(&log_path)?;
+        Ok((log.contains(&format!("bad-token-{nanos:x}"))
+            && log.contains(&format!("unreachable-{nanos:x}"))
+            && log.contains("authenticating to"))
+        .then_some(log))
+    })
+    .await?;
+    let metrics = reqwest::get(format!("{}/metrics", agent.base))
+        .await?
+        .text()
+        .await?;
+    let fetch_errors: f64 = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("driftless_errors_total{kind=\"Fetch\"} "))
+        .context("no fetch error metric")?
+        .trim()
+        .parse()?;
+    assert!(fetch_errors >= 2.0, "{metrics}");
+    assert!(!log.contains(&gitea.token), "the log leaked the token");
+    assert!(
+        !log.contains("not-the-token"),
+        "the log leaked the wrong token"
+    );
+    assert!(!page.contains(&gitea.token) && !metrics.contains(&gitea.token));
+    let status = agent.stop()?;
+    ensure!(status.success(), "the agent exited with {status}");
     Ok(())
 }
