@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use analyzer::model::Policy;
+use analyzer::model::{Application, Policy};
 use analyzer::{AppRef, RenderOutput, SourceMap};
 use serde_json::Value;
 
@@ -15,6 +15,10 @@ use crate::observe::{self, AppObservation, OrphanObservation};
 use crate::plan::{Plan, PlanTarget};
 use crate::planner::{self, LiveObjects, Observed, PlanOptions};
 use crate::tracker_store::TrackerStore;
+use crate::workflow::{
+    DriverOptions, Issue, WorkflowContext, WorkflowReport, WorkflowSpec, build_workflow,
+    run_workflow,
+};
 
 /// Knobs of a live plan and apply.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,6 +122,21 @@ pub async fn plan_live(
     }
 }
 
+/// [`apply_live`] for every app but those in `skip` (the apps whose workflow applies them, see
+/// [`run_workflows`]).
+pub async fn apply_live_except(
+    cluster: &Cluster,
+    live_plan: &LivePlan,
+    options: &LiveOptions,
+    skip: &BTreeSet<AppRef>,
+) -> Vec<AppApplyReport> {
+    let mut rest = live_plan.clone();
+    rest.plan
+        .apps
+        .retain(|app_plan| !skip.contains(&app_plan.app));
+    apply_live(cluster, &rest, options).await
+}
+
 /// Applies a live plan app by app. Each app stops at its first error; the others go on.
 pub async fn apply_live(
     cluster: &Cluster,
@@ -174,6 +193,134 @@ pub async fn read_health(cluster: &Cluster, live_plan: &LivePlan) -> BTreeMap<Ap
         }
     }
     healths
+}
+
+/// The Application manifests of every rendered app, parsed from the sources (the render output
+/// carries only objects). Apps whose manifest does not parse here are absent: the render has
+/// reported them already.
+pub fn applications_from_sources(
+    output: &RenderOutput,
+    sources: &SourceMap,
+) -> BTreeMap<AppRef, Application> {
+    let mut apps = BTreeMap::new();
+    for app in &output.apps {
+        let text = sources.text(app.file);
+        let documents: Vec<Value> = serde_saphyr::from_multiple(text).unwrap_or_default();
+        for document in documents {
+            let is_app = document.get("kind").and_then(Value::as_str) == Some("Application")
+                && document.pointer("/metadata/name").and_then(Value::as_str)
+                    == Some(app.app.name.as_str());
+            if !is_app {
+                continue;
+            }
+            if let Ok(parsed) = serde_json::from_value::<Application>(document) {
+                apps.insert(app.app.clone(), parsed);
+            }
+        }
+    }
+    apps
+}
+
+/// Whether an app is deployed through its workflow rather than applied as a whole: it
+/// declares workflow steps, or topology or override policies (whose generated workflow is one
+/// deploy per topology). Apps with neither get KubeVela's default workflow, one
+/// apply-component per component in order, which is what a whole apply does already.
+pub fn uses_workflow(app: &Application) -> bool {
+    let declared = app
+        .spec
+        .workflow
+        .as_ref()
+        .is_some_and(|workflow| !workflow.steps.is_empty());
+    declared
+        || app
+            .spec
+            .policies
+            .iter()
+            .any(|policy| matches!(policy.policy_type.as_str(), "topology" | "override"))
+}
+
+/// One app's workflow outcome: checked and run, or refused before anything was applied.
+#[derive(Debug, Clone)]
+pub enum WorkflowResult {
+    Ran(WorkflowReport),
+    /// The workflow is not valid (unknown step types, cycles, unknown names, bad `if`):
+    /// nothing of the app was applied.
+    Invalid {
+        app: AppRef,
+        issues: Vec<Issue>,
+    },
+    /// The workflow state could not be read or written.
+    Failed {
+        app: AppRef,
+        message: String,
+    },
+}
+
+/// Checks every workflow first, then runs each valid one (one pass each, see
+/// [`run_workflow`]). `clusters` is the cluster registry's names, for the topology check.
+pub async fn run_workflows(
+    cluster: &Cluster,
+    live_plan: &LivePlan,
+    output: &RenderOutput,
+    apps: &BTreeMap<AppRef, Application>,
+    clusters: Option<BTreeSet<String>>,
+    options: &DriverOptions,
+) -> Vec<WorkflowResult> {
+    let mut checked = Vec::new();
+    for (app_ref, app) in apps {
+        let Some(observation) = live_plan
+            .observations
+            .iter()
+            .find(|observation| &observation.desired.app == app_ref)
+        else {
+            continue;
+        };
+        let ctx = WorkflowContext {
+            policies: app.spec.policies.iter().collect(),
+            clusters: clusters.clone(),
+        };
+        // A blocked app (render errors) is never applied; its workflow's own problems are
+        // still reported.
+        match build_workflow(app, &ctx) {
+            (_, issues) if !issues.is_empty() => {
+                checked.push(Checked::Invalid(app_ref.clone(), issues));
+            }
+            (Some(spec), _) if !observation.desired.is_blocked() => {
+                checked.push(Checked::Valid(observation, spec));
+            }
+            _ => {}
+        }
+    }
+    let mut results: Vec<WorkflowResult> = Vec::new();
+    for entry in checked {
+        let (observation, spec) = match entry {
+            Checked::Valid(observation, spec) => (observation, spec),
+            Checked::Invalid(app, issues) => {
+                results.push(WorkflowResult::Invalid { app, issues });
+                continue;
+            }
+        };
+        let revision = output
+            .apps
+            .iter()
+            .find(|rendered| rendered.app == observation.desired.app)
+            .map(|rendered| rendered.input_hash.clone())
+            .unwrap_or_default();
+        match run_workflow(cluster, &observation.desired, &spec, &revision, options).await {
+            Ok(report) => results.push(WorkflowResult::Ran(report)),
+            Err(error) => results.push(WorkflowResult::Failed {
+                app: observation.desired.app.clone(),
+                message: error.to_string(),
+            }),
+        }
+    }
+    results
+}
+
+/// A workflow after the checks, before it runs.
+enum Checked<'a> {
+    Valid(&'a AppObservation, WorkflowSpec),
+    Invalid(AppRef, Vec<Issue>),
 }
 
 /// The resource policies of every rendered app, read from the Application manifests in the

@@ -1,5 +1,8 @@
-//! Reading and writing resource trackers in a cluster (the storage decided in `tracker`): one
-//! ConfigMap per app in the tracker namespace, written with optimistic concurrency.
+//! Reading and writing small JSON records in ConfigMaps, with optimistic concurrency: the one
+//! store behind both the resource trackers (the storage decided in `tracker`) and the workflow
+//! states (`workflow::store`). Each record is one ConfigMap in the tracker namespace, its JSON
+//! under one data key, and every write is conditioned on the resourceVersion it was read at,
+//! so two agents driving the same app cannot silently overwrite each other.
 
 use std::collections::BTreeMap;
 
@@ -10,32 +13,45 @@ use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, P
 use crate::cluster::{Cluster, describe_error, has_status};
 use crate::tracker::{DATA_KEY, LABEL_TRACKER, TrackerRecord, tracker_name};
 
-/// A tracker could not be read or written.
-#[derive(Debug, thiserror::Error)]
-pub enum TrackerError {
-    #[error("reading resource tracker {name}: {message}")]
-    TrackerReadFailed { name: String, message: String },
-    #[error("writing resource tracker {name}: {message}")]
-    TrackerWriteFailed { name: String, message: String },
-    #[error(
-        "resource tracker {name} was changed by someone else meanwhile (another agent applying the same app?)"
-    )]
-    TrackerConflict { name: String },
-    #[error("resource tracker {name} is not valid: {message}")]
-    TrackerInvalid { name: String, message: String },
+/// Why a ConfigMap record could not be read or written (the callers add what the record is).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordError {
+    /// The API call failed; the message says why.
+    Failed(String),
+    /// The record changed since it was read (409).
+    Conflict,
 }
 
-/// The trackers of one cluster.
-pub struct TrackerStore<'a> {
+/// One stored record: its JSON text and the resourceVersion it was read at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    pub name: String,
+    pub text: String,
+    pub resource_version: Option<String>,
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// The JSON-in-ConfigMap records of one kind (one label, one data key) in one namespace.
+pub struct ConfigMapStore<'a> {
     cluster: &'a Cluster,
     namespace: String,
+    /// The label (value `"true"`) every record of this kind carries, for listing them.
+    label: &'static str,
+    data_key: &'static str,
 }
 
-impl<'a> TrackerStore<'a> {
-    pub fn new(cluster: &'a Cluster, namespace: &str) -> TrackerStore<'a> {
-        TrackerStore {
+impl<'a> ConfigMapStore<'a> {
+    pub fn new(
+        cluster: &'a Cluster,
+        namespace: &str,
+        label: &'static str,
+        data_key: &'static str,
+    ) -> ConfigMapStore<'a> {
+        ConfigMapStore {
             cluster,
             namespace: namespace.to_owned(),
+            label,
+            data_key,
         }
     }
 
@@ -43,99 +59,90 @@ impl<'a> TrackerStore<'a> {
         Api::namespaced(self.cluster.client().clone(), &self.namespace)
     }
 
-    /// The tracker of an app; `None` when it has none yet.
+    /// The record `name`; `None` when it does not exist (nor its namespace). A ConfigMap
+    /// without the data key comes back with an empty text, which the caller's parse reports.
     ///
     /// # Errors
-    ///
-    /// The read failed, or the stored record does not parse.
-    pub async fn read(&self, app: &AppRef) -> Result<Option<TrackerRecord>, TrackerError> {
-        let name = tracker_name(app);
+    /// The read failed.
+    pub async fn read(&self, name: &str) -> Result<Option<StoredRecord>, String> {
         self.cluster.throttle().await;
-        let config_map = match self.api().get_opt(&name).await {
-            Ok(config_map) => config_map,
-            // The namespace itself not existing yet means no tracker either.
-            Err(error) if has_status(&error, 404) => None,
-            Err(error) => {
-                return Err(TrackerError::TrackerReadFailed {
-                    name,
-                    message: describe_error(&error),
-                });
-            }
-        };
-        config_map
-            .map(|config_map| parse(&name, &config_map))
-            .transpose()
-    }
-
-    /// Every tracker in the namespace, by app.
-    ///
-    /// # Errors
-    ///
-    /// The list failed, or a stored record does not parse.
-    pub async fn list(&self) -> Result<BTreeMap<AppRef, TrackerRecord>, TrackerError> {
-        self.cluster.throttle().await;
-        let params = ListParams::default().labels(&format!("{LABEL_TRACKER}=true"));
-        let list = match self.api().list(&params).await {
-            Ok(list) => list,
-            Err(error) if has_status(&error, 404) => return Ok(BTreeMap::new()),
-            Err(error) => {
-                return Err(TrackerError::TrackerReadFailed {
-                    name: format!("{}/*", self.namespace),
-                    message: describe_error(&error),
-                });
-            }
-        };
-        let mut trackers = BTreeMap::new();
-        for config_map in list.items {
-            let name = config_map.metadata.name.clone().unwrap_or_default();
-            let record = parse(&name, &config_map)?;
-            if let Some(app) = record.app.clone() {
-                trackers.insert(app, record);
-            }
+        match self.api().get_opt(name).await {
+            Ok(config_map) => Ok(config_map.map(|config_map| self.record(config_map))),
+            // The namespace itself not existing yet means no record either.
+            Err(error) if has_status(&error, 404) => Ok(None),
+            Err(error) => Err(describe_error(&error)),
         }
-        Ok(trackers)
     }
 
-    /// Stores the record: a create when it has no resourceVersion, otherwise a replace
-    /// conditioned on it. On success the record carries the new resourceVersion.
+    /// Every record of this kind in the namespace, in name order.
     ///
     /// # Errors
+    /// The list failed.
+    pub async fn list(&self) -> Result<Vec<StoredRecord>, String> {
+        self.cluster.throttle().await;
+        let params = ListParams::default().labels(&format!("{}=true", self.label));
+        match self.api().list(&params).await {
+            Ok(list) => {
+                let mut records: Vec<StoredRecord> = list
+                    .items
+                    .into_iter()
+                    .map(|config_map| self.record(config_map))
+                    .collect();
+                records.sort_by(|a, b| a.name.cmp(&b.name));
+                Ok(records)
+            }
+            Err(error) if has_status(&error, 404) => Ok(Vec::new()),
+            Err(error) => Err(describe_error(&error)),
+        }
+    }
+
+    fn record(&self, config_map: ConfigMap) -> StoredRecord {
+        StoredRecord {
+            name: config_map.metadata.name.clone().unwrap_or_default(),
+            text: config_map
+                .data
+                .as_ref()
+                .and_then(|data| data.get(self.data_key))
+                .cloned()
+                .unwrap_or_default(),
+            resource_version: config_map.metadata.resource_version,
+            annotations: config_map.metadata.annotations.unwrap_or_default(),
+        }
+    }
+
+    /// Stores `text` as record `name`: a create when `resource_version` is `None`, else a
+    /// replace conditioned on it. Returns the new resourceVersion.
     ///
-    /// [`TrackerError::TrackerConflict`] when the tracker changed since it was read (409);
-    /// [`TrackerError::TrackerWriteFailed`] for any other failure.
+    /// # Errors
+    /// [`RecordError::Conflict`] when it changed since it was read, else
+    /// [`RecordError::Failed`].
     pub async fn write(
         &self,
-        app: &AppRef,
-        record: &mut TrackerRecord,
-    ) -> Result<(), TrackerError> {
-        let name = tracker_name(app);
+        name: &str,
+        text: String,
+        annotations: BTreeMap<String, String>,
+        resource_version: Option<&str>,
+    ) -> Result<Option<String>, RecordError> {
         let config_map = ConfigMap {
             metadata: ObjectMeta {
-                name: Some(name.clone()),
+                name: Some(name.to_owned()),
                 namespace: Some(self.namespace.clone()),
-                labels: Some(BTreeMap::from([(
-                    LABEL_TRACKER.to_owned(),
-                    "true".to_owned(),
-                )])),
-                resource_version: record.resource_version.clone(),
+                labels: Some(BTreeMap::from([(self.label.to_owned(), "true".to_owned())])),
+                annotations: (!annotations.is_empty()).then_some(annotations),
+                resource_version: resource_version.map(str::to_owned),
                 ..ObjectMeta::default()
             },
-            data: Some(BTreeMap::from([(DATA_KEY.to_owned(), record.to_json())])),
+            data: Some(BTreeMap::from([(self.data_key.to_owned(), text)])),
             ..ConfigMap::default()
         };
         self.cluster.throttle().await;
-        let written = match &record.resource_version {
+        let written = match resource_version {
             None => match self.api().create(&PostParams::default(), &config_map).await {
-                // The tracker namespace does not exist yet: create it and retry once. Trying
-                // the ConfigMap first keeps the common case free of cluster-scoped writes,
-                // which a namespace-scoped agent may not be allowed.
+                // The namespace does not exist yet: create it and retry once. Trying the
+                // ConfigMap first keeps the common case free of cluster-scoped writes, which a
+                // namespace-scoped agent may not be allowed.
                 Err(error) if has_status(&error, 404) => {
-                    self.ensure_namespace().await.map_err(|message| {
-                        TrackerError::TrackerWriteFailed {
-                            name: name.clone(),
-                            message,
-                        }
-                    })?;
+                    self.ensure_namespace().await.map_err(RecordError::Failed)?;
                     self.cluster.throttle().await;
                     self.api().create(&PostParams::default(), &config_map).await
                 }
@@ -143,51 +150,43 @@ impl<'a> TrackerStore<'a> {
             },
             Some(_) => {
                 self.api()
-                    .replace(&name, &PostParams::default(), &config_map)
+                    .replace(name, &PostParams::default(), &config_map)
                     .await
             }
         };
         match written {
-            Ok(written) => {
-                record.resource_version = written.metadata.resource_version;
-                Ok(())
-            }
-            Err(error) if has_status(&error, 409) => Err(TrackerError::TrackerConflict { name }),
-            Err(error) => Err(TrackerError::TrackerWriteFailed {
-                name,
-                message: describe_error(&error),
-            }),
+            Ok(written) => Ok(written.metadata.resource_version),
+            Err(error) if has_status(&error, 409) => Err(RecordError::Conflict),
+            Err(error) => Err(RecordError::Failed(describe_error(&error))),
         }
     }
 
-    /// Deletes an app's tracker (once every object it listed is gone), conditioned on its
-    /// resourceVersion.
+    /// Deletes record `name`, conditioned on `resource_version`; a record already gone is fine.
     ///
     /// # Errors
-    ///
-    /// The delete failed for another reason than the tracker being gone already.
-    pub async fn delete(&self, app: &AppRef, record: &TrackerRecord) -> Result<(), TrackerError> {
-        let name = tracker_name(app);
+    /// The delete failed for another reason, or the record changed meanwhile.
+    pub async fn delete(
+        &self,
+        name: &str,
+        resource_version: Option<&str>,
+    ) -> Result<(), RecordError> {
         let params = DeleteParams {
             preconditions: Some(kube::api::Preconditions {
-                resource_version: record.resource_version.clone(),
+                resource_version: resource_version.map(str::to_owned),
                 uid: None,
             }),
             ..DeleteParams::default()
         };
         self.cluster.throttle().await;
-        match self.api().delete(&name, &params).await {
+        match self.api().delete(name, &params).await {
             Ok(_) => Ok(()),
             Err(error) if has_status(&error, 404) => Ok(()),
-            Err(error) if has_status(&error, 409) => Err(TrackerError::TrackerConflict { name }),
-            Err(error) => Err(TrackerError::TrackerWriteFailed {
-                name,
-                message: describe_error(&error),
-            }),
+            Err(error) if has_status(&error, 409) => Err(RecordError::Conflict),
+            Err(error) => Err(RecordError::Failed(describe_error(&error))),
         }
     }
 
-    /// Creates the tracker namespace when it does not exist (server-side apply, idempotent).
+    /// Creates the namespace when it does not exist (server-side apply, idempotent).
     async fn ensure_namespace(&self) -> Result<(), String> {
         let namespaces: Api<Namespace> = Api::all(self.cluster.client().clone());
         let namespace = serde_json::json!({
@@ -208,18 +207,141 @@ impl<'a> TrackerStore<'a> {
     }
 }
 
-fn parse(name: &str, config_map: &ConfigMap) -> Result<TrackerRecord, TrackerError> {
-    let json = config_map
-        .data
-        .as_ref()
-        .and_then(|data| data.get(DATA_KEY))
-        .ok_or_else(|| TrackerError::TrackerInvalid {
-            name: name.to_owned(),
+/// A tracker could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum TrackerError {
+    #[error("reading resource tracker {name}: {message}")]
+    TrackerReadFailed { name: String, message: String },
+    #[error("writing resource tracker {name}: {message}")]
+    TrackerWriteFailed { name: String, message: String },
+    #[error(
+        "resource tracker {name} was changed by someone else meanwhile (another agent applying the same app?)"
+    )]
+    TrackerConflict { name: String },
+    #[error("resource tracker {name} is not valid: {message}")]
+    TrackerInvalid { name: String, message: String },
+}
+
+/// The trackers of one cluster.
+pub struct TrackerStore<'a> {
+    store: ConfigMapStore<'a>,
+}
+
+impl<'a> TrackerStore<'a> {
+    pub fn new(cluster: &'a Cluster, namespace: &str) -> TrackerStore<'a> {
+        TrackerStore {
+            store: ConfigMapStore::new(cluster, namespace, LABEL_TRACKER, DATA_KEY),
+        }
+    }
+
+    /// The tracker of an app; `None` when it has none yet.
+    ///
+    /// # Errors
+    ///
+    /// The read failed, or the stored record does not parse.
+    pub async fn read(&self, app: &AppRef) -> Result<Option<TrackerRecord>, TrackerError> {
+        let name = tracker_name(app);
+        let stored =
+            self.store
+                .read(&name)
+                .await
+                .map_err(|message| TrackerError::TrackerReadFailed {
+                    name: name.clone(),
+                    message,
+                })?;
+        stored.map(|stored| parse(&stored)).transpose()
+    }
+
+    /// Every tracker in the namespace, by app.
+    ///
+    /// # Errors
+    ///
+    /// The list failed, or a stored record does not parse.
+    pub async fn list(&self) -> Result<BTreeMap<AppRef, TrackerRecord>, TrackerError> {
+        let records =
+            self.store
+                .list()
+                .await
+                .map_err(|message| TrackerError::TrackerReadFailed {
+                    name: "*".to_owned(),
+                    message,
+                })?;
+        let mut trackers = BTreeMap::new();
+        for stored in records {
+            let record = parse(&stored)?;
+            if let Some(app) = record.app.clone() {
+                trackers.insert(app, record);
+            }
+        }
+        Ok(trackers)
+    }
+
+    /// Stores the record: a create when it has no resourceVersion, otherwise a replace
+    /// conditioned on it. On success the record carries the new resourceVersion.
+    ///
+    /// # Errors
+    ///
+    /// [`TrackerError::TrackerConflict`] when the tracker changed since it was read (409);
+    /// [`TrackerError::TrackerWriteFailed`] for any other failure.
+    pub async fn write(
+        &self,
+        app: &AppRef,
+        record: &mut TrackerRecord,
+    ) -> Result<(), TrackerError> {
+        let name = tracker_name(app);
+        let written = self
+            .store
+            .write(
+                &name,
+                record.to_json(),
+                BTreeMap::new(),
+                record.resource_version.as_deref(),
+            )
+            .await;
+        match written {
+            Ok(resource_version) => {
+                record.resource_version = resource_version;
+                Ok(())
+            }
+            Err(RecordError::Conflict) => Err(TrackerError::TrackerConflict { name }),
+            Err(RecordError::Failed(message)) => {
+                Err(TrackerError::TrackerWriteFailed { name, message })
+            }
+        }
+    }
+
+    /// Deletes an app's tracker (once every object it listed is gone), conditioned on its
+    /// resourceVersion.
+    ///
+    /// # Errors
+    ///
+    /// The delete failed for another reason than the tracker being gone already.
+    pub async fn delete(&self, app: &AppRef, record: &TrackerRecord) -> Result<(), TrackerError> {
+        let name = tracker_name(app);
+        match self
+            .store
+            .delete(&name, record.resource_version.as_deref())
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(RecordError::Conflict) => Err(TrackerError::TrackerConflict { name }),
+            Err(RecordError::Failed(message)) => {
+                Err(TrackerError::TrackerWriteFailed { name, message })
+            }
+        }
+    }
+}
+
+fn parse(stored: &StoredRecord) -> Result<TrackerRecord, TrackerError> {
+    if stored.text.is_empty() {
+        return Err(TrackerError::TrackerInvalid {
+            name: stored.name.clone(),
             message: format!("no {DATA_KEY} key"),
-        })?;
-    TrackerRecord::from_json(name, json, config_map.metadata.resource_version.clone()).map_err(
+        });
+    }
+    TrackerRecord::from_json(&stored.name, &stored.text, stored.resource_version.clone()).map_err(
         |error| TrackerError::TrackerInvalid {
-            name: name.to_owned(),
+            name: stored.name.clone(),
             message: error.source.to_string(),
         },
     )

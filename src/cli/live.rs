@@ -7,13 +7,19 @@ use std::io::{BufRead as _, IsTerminal as _};
 use std::path::Path;
 use std::time::Duration;
 
-use agent::apply::{ApplyOptions, ApplyOutcome};
+use std::collections::{BTreeMap, BTreeSet};
+
+use agent::apply::{AppApplyReport, ApplyOptions, ApplyOutcome};
 use agent::cluster::{Cluster, ClusterOptions};
 use agent::live::{
-    LiveOptions, LivePlan, apply_live, plan_live, policies_from_sources, read_health,
+    LiveOptions, LivePlan, WorkflowResult, applications_from_sources, apply_live_except, plan_live,
+    policies_from_sources, read_health, run_workflows, uses_workflow,
 };
 use agent::planner::PlanOptions;
 use agent::report::{DiagnosticStyle, plan_human, render_diagnostics};
+use agent::workflow::{DriverOptions, WorkflowPhase};
+use analyzer::AppRef;
+use analyzer::model::Application;
 use anyhow::Context as _;
 
 use super::repo::{RenderedRepo, render_repo, report_render_diagnostics};
@@ -87,46 +93,41 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
             return Ok(Outcome::Blocked);
         }
         let options = live_options(&args.cluster, &args.path);
-        let reports = apply_live(&cluster, &live_plan, &options).await;
+        let workflow_apps: BTreeMap<AppRef, Application> =
+            applications_from_sources(&repo.output, &repo.sources)
+                .into_iter()
+                .filter(|(_, app)| uses_workflow(app))
+                .collect();
+        let skip: BTreeSet<AppRef> = workflow_apps.keys().cloned().collect();
+        let reports = apply_live_except(&cluster, &live_plan, &options, &skip).await;
         let mut text = String::from("\nApply results:\n");
-        let mut failed = false;
-        for report in &reports {
-            for object in &report.objects {
-                let _ = match &object.error {
-                    None => writeln!(
-                        text,
-                        "  {} {} {}: ok",
-                        report.app,
-                        object.action.as_str(),
-                        object.object
-                    ),
-                    Some(error) => writeln!(
-                        text,
-                        "  {} {} {}: error: {error}",
-                        report.app,
-                        object.action.as_str(),
-                        object.object
-                    ),
-                };
+        let mut failed = apply_results_text(&reports, None, &mut text);
+        if !workflow_apps.is_empty() {
+            let mut registry: BTreeSet<String> =
+                BTreeSet::from([args.cluster.cluster_name.clone()]);
+            for entry in &args.clusters {
+                let (name, _) = entry
+                    .split_once('=')
+                    .with_context(|| format!("--cluster {entry:?} is not NAME=KUBECONFIG"))?;
+                registry.insert(name.to_owned());
             }
-            let _ = match &report.outcome {
-                ApplyOutcome::Applied if report.objects.is_empty() => {
-                    writeln!(text, "app {}: up to date", report.app)
-                }
-                ApplyOutcome::Applied => writeln!(text, "app {}: applied", report.app),
-                ApplyOutcome::Skipped(reason) => {
-                    failed = true;
-                    writeln!(text, "app {}: not applied: {reason}", report.app)
-                }
-                ApplyOutcome::Failed(reason) => {
-                    failed = true;
-                    writeln!(
-                        text,
-                        "app {}: apply stopped, nothing pruned: {reason}",
-                        report.app
-                    )
-                }
+            let driver = DriverOptions {
+                plan: options.plan.clone(),
+                apply: options.apply.clone(),
+                tracker_namespace: options.tracker_namespace.clone(),
+                wait: Duration::from_secs(args.workflow_wait),
+                poll: Duration::from_secs(1),
             };
+            let results = run_workflows(
+                &cluster,
+                &live_plan,
+                &repo.output,
+                &workflow_apps,
+                Some(registry),
+                &driver,
+            )
+            .await;
+            failed |= workflow_text(&results, &mut text);
         }
         write_stdout(&text)?;
         let health = read_health(&cluster, &live_plan).await;
@@ -137,6 +138,121 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
             Outcome::Success
         })
     })
+}
+
+/// Appends one line per object acted on and one per app; returns whether any app failed.
+/// `step` prefixes the lines of an apply made by a workflow step.
+fn apply_results_text(reports: &[AppApplyReport], step: Option<&str>, text: &mut String) -> bool {
+    let mut failed = false;
+    let prefix = step.map(|step| format!("[{step}] ")).unwrap_or_default();
+    for report in reports {
+        for object in &report.objects {
+            let _ = match &object.error {
+                None => writeln!(
+                    text,
+                    "  {prefix}{} {} {}: ok",
+                    report.app,
+                    object.action.as_str(),
+                    object.object
+                ),
+                Some(error) => writeln!(
+                    text,
+                    "  {prefix}{} {} {}: error: {error}",
+                    report.app,
+                    object.action.as_str(),
+                    object.object
+                ),
+            };
+        }
+        if step.is_some() {
+            continue;
+        }
+        let _ = match &report.outcome {
+            ApplyOutcome::Applied if report.objects.is_empty() => {
+                writeln!(text, "app {}: up to date", report.app)
+            }
+            ApplyOutcome::Applied => writeln!(text, "app {}: applied", report.app),
+            ApplyOutcome::Skipped(reason) => {
+                failed = true;
+                writeln!(text, "app {}: not applied: {reason}", report.app)
+            }
+            ApplyOutcome::Failed(reason) => {
+                failed = true;
+                writeln!(
+                    text,
+                    "app {}: apply stopped, nothing pruned: {reason}",
+                    report.app
+                )
+            }
+        };
+    }
+    failed
+}
+
+/// Appends each app's workflow: the applies of its steps, every step's phase, and where the
+/// workflow stands. Returns whether any workflow failed or was refused.
+fn workflow_text(results: &[WorkflowResult], text: &mut String) -> bool {
+    let mut failed = false;
+    for result in results {
+        match result {
+            WorkflowResult::Invalid { app, issues } => {
+                failed = true;
+                let _ = writeln!(text, "app {app}: workflow not valid, nothing applied:");
+                for issue in issues {
+                    let _ = writeln!(text, "  error[{}]: {}", issue.rule, issue.message);
+                }
+            }
+            WorkflowResult::Failed { app, message } => {
+                failed = true;
+                let _ = writeln!(text, "app {app}: workflow error: {message}");
+            }
+            WorkflowResult::Ran(report) => {
+                for (step, applied) in &report.applies {
+                    apply_results_text(std::slice::from_ref(applied), Some(step), text);
+                }
+                let app = &report.app;
+                for (name, step) in &report.state.steps {
+                    let detail = match (&step.reason, &step.message) {
+                        (Some(reason), Some(message)) => format!(" ({reason}: {message})"),
+                        (None, Some(message)) if !message.is_empty() => format!(" ({message})"),
+                        _ => String::new(),
+                    };
+                    let _ = writeln!(
+                        text,
+                        "app {app}: step {name}: {}{detail}",
+                        step.phase.as_str()
+                    );
+                }
+                let _ = match (&report.state.phase, &report.state.failure) {
+                    (WorkflowPhase::Failed, Some(failure)) => {
+                        failed = true;
+                        writeln!(
+                            text,
+                            "app {app}: workflow failed at step {}: {}: {}",
+                            failure.step, failure.reason, failure.message
+                        )
+                    }
+                    (WorkflowPhase::Failed, None) => {
+                        failed = true;
+                        writeln!(text, "app {app}: workflow failed")
+                    }
+                    (WorkflowPhase::Succeeded, _) => {
+                        writeln!(text, "app {app}: workflow succeeded")
+                    }
+                    (WorkflowPhase::Suspending, _) => writeln!(
+                        text,
+                        "app {app}: workflow suspended (continue with `driftless resume {} -n {}`)",
+                        app.name, app.namespace
+                    ),
+                    (WorkflowPhase::Executing, _) => writeln!(
+                        text,
+                        "app {app}: workflow still running; the next apply continues it"
+                    ),
+                };
+            }
+        }
+    }
+    failed
 }
 
 async fn plan_with(

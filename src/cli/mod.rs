@@ -167,6 +167,17 @@ pub struct ApplyArgs {
     #[arg(long)]
     pub yes: bool,
 
+    /// How long apps with a workflow keep being driven (steps waiting for health, durations,
+    /// other apps) before the command returns; the next apply or agent pass continues from the
+    /// state stored in the cluster.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub workflow_wait: u64,
+
+    /// A further cluster for topology policies, as NAME=KUBECONFIG (repeatable). The
+    /// `--kubeconfig` cluster is always registered, under `--cluster-name`.
+    #[arg(long = "cluster", value_name = "NAME=KUBECONFIG")]
+    pub clusters: Vec<String>,
+
     #[command(flatten)]
     pub cluster: ClusterArgs,
 }

@@ -8,3 +8,4 @@ mod support;
 mod agent;
 mod cluster;
 mod plan_apply;
+mod workflow;

@@ -12,12 +12,16 @@
 //!   stored state says.
 //!
 //! - `notify.rs`: the `notification` step's webhook POST (an effect the caller runs).
-//! - `store.rs`: the one effectful part, persisting the state in a ConfigMap per app.
+//! - `store.rs`: persisting the state in a ConfigMap per app (the trackers' ConfigMap store).
+//! - `driver.rs`: the effectful loop that runs a workflow against a cluster: reads the state,
+//!   advances, runs each step's effect through the apply path, records and stores.
 //!
-//! Nothing else here talks to a cluster, a clock or the network: the effects (apply, notification
-//! webhooks, health gates) run in the caller, which reports back through `record`.
+//! Nothing but `store.rs`, `notify.rs` and `driver.rs` talks to a cluster, a clock or the
+//! network: the scheduler takes `now` and returns effects, which the driver runs and reports
+//! back through `record`.
 
 mod condition;
+mod driver;
 mod duration;
 mod engine;
 mod notify;
@@ -26,6 +30,7 @@ mod state;
 mod store;
 
 pub use condition::{Condition, ConditionError};
+pub use driver::{DriverOptions, WorkflowReport, now, run_workflow};
 pub use duration::{DurationError, parse_duration};
 pub use engine::{Dispatch, ResumeError, StepOutcome, advance, record, resume};
 pub use notify::send_notification;

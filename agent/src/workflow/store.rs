@@ -1,17 +1,16 @@
 //! Persisting [`WorkflowState`] in the cluster: one ConfigMap `driftless-workflow.<app ns>.<app
 //! name>` per app in the tracker namespace, next to the resource tracker, holding the state as
-//! JSON under `workflow.json`. Writes are conditioned on the read `resourceVersion`, so two
-//! agents driving the same app cannot silently overwrite each other's progress. This is the
-//! only part of `workflow` with effects; the scheduler never sees it.
+//! JSON under `workflow.json`. It is the same optimistic-concurrency ConfigMap store as the
+//! trackers' ([`ConfigMapStore`]); this file only names and parses the records. This is the
+//! only part of `workflow` with effects besides the driver; the scheduler never sees it.
 
 use std::collections::BTreeMap;
 
 use analyzer::AppRef;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 
 use super::state::WorkflowState;
-use crate::cluster::{Cluster, describe_error, has_status};
+use crate::cluster::Cluster;
+use crate::tracker_store::{ConfigMapStore, RecordError};
 
 /// Key of the state in the ConfigMap's data.
 pub const DATA_KEY: &str = "workflow.json";
@@ -55,21 +54,15 @@ pub fn workflow_state_name(app: &AppRef) -> String {
 
 /// Workflow states of one cluster.
 pub struct WorkflowStore<'a> {
-    cluster: &'a Cluster,
-    namespace: String,
+    store: ConfigMapStore<'a>,
 }
 
 impl<'a> WorkflowStore<'a> {
     /// States in `namespace` (normally the tracker namespace).
     pub fn new(cluster: &'a Cluster, namespace: &str) -> WorkflowStore<'a> {
         WorkflowStore {
-            cluster,
-            namespace: namespace.to_owned(),
+            store: ConfigMapStore::new(cluster, namespace, LABEL_WORKFLOW, DATA_KEY),
         }
-    }
-
-    fn api(&self) -> Api<ConfigMap> {
-        Api::namespaced(self.cluster.client().clone(), &self.namespace)
     }
 
     /// The stored state of an app, if any.
@@ -78,29 +71,22 @@ impl<'a> WorkflowStore<'a> {
     /// The read failed or the stored JSON does not parse.
     pub async fn read(&self, app: &AppRef) -> Result<Option<StoredWorkflow>, WorkflowStoreError> {
         let name = workflow_state_name(app);
-        self.cluster.throttle().await;
-        let config_map = match self.api().get_opt(&name).await {
-            Ok(config_map) => config_map,
-            Err(error) if has_status(&error, 404) => None,
-            Err(error) => {
-                return Err(WorkflowStoreError::WorkflowReadFailed {
-                    name,
-                    message: describe_error(&error),
-                });
+        let stored = self.store.read(&name).await.map_err(|message| {
+            WorkflowStoreError::WorkflowReadFailed {
+                name: name.clone(),
+                message,
             }
-        };
-        let Some(config_map) = config_map else {
+        })?;
+        let Some(stored) = stored else {
             return Ok(None);
         };
-        let text = config_map
-            .data
-            .as_ref()
-            .and_then(|data| data.get(DATA_KEY))
-            .ok_or_else(|| WorkflowStoreError::WorkflowStateInvalid {
-                name: name.clone(),
+        if stored.text.is_empty() {
+            return Err(WorkflowStoreError::WorkflowStateInvalid {
+                name,
                 message: format!("no {DATA_KEY} key"),
-            })?;
-        let state: WorkflowState = serde_json::from_str(text).map_err(|error| {
+            });
+        }
+        let state: WorkflowState = serde_json::from_str(&stored.text).map_err(|error| {
             WorkflowStoreError::WorkflowStateInvalid {
                 name: name.clone(),
                 message: error.to_string(),
@@ -108,7 +94,7 @@ impl<'a> WorkflowStore<'a> {
         })?;
         Ok(Some(StoredWorkflow {
             state,
-            resource_version: config_map.metadata.resource_version,
+            resource_version: stored.resource_version,
         }))
     }
 
@@ -124,74 +110,32 @@ impl<'a> WorkflowStore<'a> {
         stored: &mut StoredWorkflow,
     ) -> Result<(), WorkflowStoreError> {
         let name = workflow_state_name(app);
-        let write_failed = |message: String| WorkflowStoreError::WorkflowWriteFailed {
-            name: name.clone(),
-            message,
-        };
-        if stored.resource_version.is_none() {
-            self.ensure_namespace().await.map_err(write_failed)?;
-        }
-        let json = serde_json::to_string_pretty(&stored.state)
-            .map_err(|error| write_failed(error.to_string()))?;
-        let config_map = ConfigMap {
-            metadata: ObjectMeta {
-                name: Some(name.clone()),
-                namespace: Some(self.namespace.clone()),
-                labels: Some(BTreeMap::from([(
-                    LABEL_WORKFLOW.to_owned(),
-                    "true".to_owned(),
-                )])),
-                annotations: Some(BTreeMap::from([
-                    (
-                        "driftless.dev/app-namespace".to_owned(),
-                        app.namespace.clone(),
-                    ),
-                    ("driftless.dev/app-name".to_owned(), app.name.clone()),
-                ])),
-                resource_version: stored.resource_version.clone(),
-                ..ObjectMeta::default()
-            },
-            data: Some(BTreeMap::from([(DATA_KEY.to_owned(), json)])),
-            ..ConfigMap::default()
-        };
-        self.cluster.throttle().await;
-        let written = match &stored.resource_version {
-            None => self.api().create(&PostParams::default(), &config_map).await,
-            Some(_) => {
-                self.api()
-                    .replace(&name, &PostParams::default(), &config_map)
-                    .await
+        let json = serde_json::to_string_pretty(&stored.state).map_err(|error| {
+            WorkflowStoreError::WorkflowWriteFailed {
+                name: name.clone(),
+                message: error.to_string(),
             }
-        };
-        match written {
-            Ok(written) => {
-                stored.resource_version = written.metadata.resource_version;
+        })?;
+        let annotations = BTreeMap::from([
+            (
+                "driftless.dev/app-namespace".to_owned(),
+                app.namespace.clone(),
+            ),
+            ("driftless.dev/app-name".to_owned(), app.name.clone()),
+        ]);
+        match self
+            .store
+            .write(&name, json, annotations, stored.resource_version.as_deref())
+            .await
+        {
+            Ok(resource_version) => {
+                stored.resource_version = resource_version;
                 Ok(())
             }
-            Err(error) if has_status(&error, 409) => {
-                Err(WorkflowStoreError::WorkflowConflict { name })
+            Err(RecordError::Conflict) => Err(WorkflowStoreError::WorkflowConflict { name }),
+            Err(RecordError::Failed(message)) => {
+                Err(WorkflowStoreError::WorkflowWriteFailed { name, message })
             }
-            Err(error) => Err(write_failed(describe_error(&error))),
         }
-    }
-
-    /// Creates the namespace when missing (server-side apply, idempotent).
-    async fn ensure_namespace(&self) -> Result<(), String> {
-        let namespaces: Api<Namespace> = Api::all(self.cluster.client().clone());
-        let namespace = serde_json::json!({
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": self.namespace},
-        });
-        self.cluster.throttle().await;
-        namespaces
-            .patch(
-                &self.namespace,
-                &PatchParams::apply(crate::apply::FIELD_MANAGER),
-                &Patch::Apply(&namespace),
-            )
-            .await
-            .map(drop)
-            .map_err(|error| describe_error(&error))
     }
 }

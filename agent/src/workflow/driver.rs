@@ -1,0 +1,428 @@
+//! Running an app's workflow against a cluster: the effectful loop around the pure scheduler.
+//! Read the stored state (a new revision restarts it), [`advance`], run each dispatched step's
+//! effect, [`record`] its outcome, store the state, and repeat while something can still move
+//! within the caller's wait budget. A manual `suspend` ends the pass (resumed later by
+//! `driftless resume`); a step waiting for health is polled.
+//!
+//! Step effects go through the ordinary apply path (`observe` → `planner` → `apply`: tracker
+//! write-ahead, server-side apply, conflicts): `apply-component` applies one component's
+//! objects, `deploy` every object of the render, each without pruning, since the objects of
+//! steps not reached yet must stay. Once the workflow has succeeded, one last apply of
+//! everything the workflow deployed runs with pruning allowed: that is where the ownership and
+//! garbage-collection policies act, as KubeVela collects garbage after a successful workflow.
+//! A step succeeds when its objects are healthy and waits (until its `timeout`) otherwise.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use analyzer::AppRef;
+use serde_json::Value;
+
+use super::engine::{Dispatch, StepOutcome, advance, record};
+use super::spec::{StepType, WorkflowSpec};
+use super::state::{StepPhase, Timestamp, WorkflowPhase, WorkflowState};
+use super::store::{StoredWorkflow, WorkflowStore, WorkflowStoreError};
+use crate::apply::{self, AppApplyReport, ApplyOptions, ApplyOutcome, FIELD_MANAGER};
+use crate::cluster::{Cluster, describe_error};
+use crate::health::{self, HealthStatus};
+use crate::observe;
+use crate::plan::ObjectRef;
+use crate::planner::{self, DesiredApp, Observed, PlanOptions, Prune};
+use crate::tracker_store::TrackerStore;
+
+/// Knobs of one workflow pass.
+#[derive(Debug, Clone)]
+pub struct DriverOptions {
+    pub plan: PlanOptions,
+    pub apply: ApplyOptions,
+    pub tracker_namespace: String,
+    /// How long this pass keeps polling steps that wait (health, durations, other apps)
+    /// before it returns with the workflow still executing; the next pass continues.
+    pub wait: Duration,
+    /// Pause between two polls.
+    pub poll: Duration,
+}
+
+/// What one pass came to.
+#[derive(Debug, Clone)]
+pub struct WorkflowReport {
+    pub app: AppRef,
+    pub state: WorkflowState,
+    /// Step names in the order their effects ran (a polled step appears once per poll).
+    pub ran: Vec<String>,
+    /// Every apply made, in order: per step, then the final garbage-collecting apply.
+    pub applies: Vec<(String, AppApplyReport)>,
+}
+
+impl WorkflowReport {
+    /// Whether the workflow stopped at a `suspend` step waiting for `driftless resume`.
+    pub fn is_suspended(&self) -> bool {
+        self.state.phase == WorkflowPhase::Suspending
+    }
+}
+
+/// The current time as a workflow timestamp.
+pub fn now() -> Timestamp {
+    Timestamp(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_secs()),
+    )
+}
+
+/// Runs one pass of the workflow of `desired` (an app's full render) at `revision`.
+///
+/// # Errors
+/// The workflow state cannot be read or written. Step failures are not errors: they end in
+/// the returned state.
+pub async fn run_workflow(
+    cluster: &Cluster,
+    desired: &DesiredApp,
+    spec: &WorkflowSpec,
+    revision: &str,
+    options: &DriverOptions,
+) -> Result<WorkflowReport, WorkflowStoreError> {
+    let store = WorkflowStore::new(cluster, &options.tracker_namespace);
+    let deadline = std::time::Instant::now() + options.wait;
+    let http = reqwest::Client::new();
+    let mut report = WorkflowReport {
+        app: desired.app.clone(),
+        state: WorkflowState::new(spec, revision, now()),
+        ran: Vec::new(),
+        applies: Vec::new(),
+    };
+    loop {
+        // Re-read every round: `driftless resume` may have marked a step meanwhile.
+        let stored = store.read(&desired.app).await?;
+        let resource_version = stored
+            .as_ref()
+            .and_then(|stored| stored.resource_version.clone());
+        let mut state = WorkflowState::resume_or_restart(
+            stored.map(|stored| stored.state),
+            spec,
+            revision,
+            now(),
+        );
+        let before = state.clone();
+        let dispatches = advance(spec, &mut state, now());
+        let mut waiting = false;
+        for dispatch in &dispatches {
+            report.ran.push(dispatch.step.clone());
+            let outcome = run_step(cluster, desired, dispatch, options, &http, &mut report).await;
+            waiting |= matches!(outcome, StepOutcome::Waiting { .. });
+            record(spec, &mut state, &dispatch.step, outcome, now());
+        }
+        // Outcomes may finish the workflow or start the next steps: settle before storing.
+        if !dispatches.is_empty() {
+            let _ = advance(spec, &mut state, now());
+        }
+        if state.phase == WorkflowPhase::Succeeded {
+            collect_garbage(cluster, desired, spec, &state, options, &mut report).await;
+        }
+        let mut stored = StoredWorkflow {
+            state,
+            resource_version,
+        };
+        if stored.state != before || stored.resource_version.is_none() {
+            match store.write(&desired.app, &mut stored).await {
+                // Someone (a resume) wrote meanwhile: effects are idempotent, go again.
+                Err(WorkflowStoreError::WorkflowConflict { .. }) => continue,
+                other => other?,
+            }
+        }
+        let progressed = stored.state != before;
+        report.state = stored.state;
+        if report.state.is_finished() {
+            return Ok(report);
+        }
+        let may_move_alone = waiting || timed_wait_pending(spec, &report.state);
+        if progressed && !waiting {
+            continue;
+        }
+        if !may_move_alone || std::time::Instant::now() >= deadline {
+            return Ok(report);
+        }
+        tokio::time::sleep(options.poll).await;
+    }
+}
+
+/// Whether a suspended step moves on by itself (a `duration`, or a `timeout` that expires).
+fn timed_wait_pending(spec: &WorkflowSpec, state: &WorkflowState) -> bool {
+    spec.all_steps().any(|step| {
+        state
+            .step(&step.name)
+            .is_some_and(|step_state| step_state.phase == StepPhase::Suspending)
+            && (step.timeout.is_some() || step.properties.get("duration").is_some())
+    })
+}
+
+async fn run_step(
+    cluster: &Cluster,
+    desired: &DesiredApp,
+    dispatch: &Dispatch,
+    options: &DriverOptions,
+    http: &reqwest::Client,
+    report: &mut WorkflowReport,
+) -> StepOutcome {
+    match dispatch.step_type {
+        StepType::ApplyComponent => {
+            let component = dispatch
+                .properties
+                .get("component")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let components = BTreeSet::from([component]);
+            apply_step(
+                cluster,
+                desired,
+                Some(&components),
+                Prune::Disabled,
+                &dispatch.step,
+                options,
+                report,
+            )
+            .await
+        }
+        StepType::Deploy => {
+            apply_step(
+                cluster,
+                desired,
+                None,
+                Prune::Disabled,
+                &dispatch.step,
+                options,
+                report,
+            )
+            .await
+        }
+        StepType::ApplyObject => apply_object(cluster, desired, &dispatch.properties).await,
+        StepType::DependsOnApp => depends_on_app(cluster, desired, dispatch, options).await,
+        StepType::Notification => {
+            super::notify::send_notification(http, &dispatch.properties).await
+        }
+        // The scheduler runs these itself and never dispatches them.
+        StepType::Suspend | StepType::StepGroup => StepOutcome::Succeeded {
+            result: serde_json::json!({}),
+        },
+    }
+}
+
+/// Applies the objects of `components` (every object when `None`) through the apply path,
+/// then reports their health: healthy succeeds, anything else waits.
+async fn apply_step(
+    cluster: &Cluster,
+    desired: &DesiredApp,
+    components: Option<&BTreeSet<String>>,
+    prune: Prune,
+    label: &str,
+    options: &DriverOptions,
+    report: &mut WorkflowReport,
+) -> StepOutcome {
+    let mut subset = desired.clone();
+    if let Some(components) = components {
+        subset
+            .objects
+            .retain(|object| components.contains(&object.component));
+    }
+    let store = TrackerStore::new(cluster, &options.tracker_namespace);
+    let observation = observe::observe_app(cluster, &store, subset, FIELD_MANAGER).await;
+    let plan_options = PlanOptions {
+        prune,
+        ..options.plan.clone()
+    };
+    let plan = planner::plan_app(
+        &observation.desired,
+        &observation.live,
+        observation.tracker.as_ref(),
+        &plan_options,
+    );
+    let applied = apply::apply_app(cluster, &store, &observation, &plan, &options.apply).await;
+    let outcome = applied.outcome.clone();
+    report.applies.push((label.to_owned(), applied));
+    match outcome {
+        ApplyOutcome::Applied => {}
+        ApplyOutcome::Skipped(message) => {
+            return StepOutcome::Failed {
+                reason: "ApplyBlocked".to_owned(),
+                message,
+            };
+        }
+        ApplyOutcome::Failed(message) => {
+            return StepOutcome::Failed {
+                reason: "ApplyFailed".to_owned(),
+                message,
+            };
+        }
+    }
+    match objects_health(cluster, &observation.desired).await {
+        Some(health) if health.status != HealthStatus::Healthy => StepOutcome::Waiting {
+            message: format!("waiting for health: {}", health.message),
+        },
+        _ => StepOutcome::Succeeded {
+            result: serde_json::json!({}),
+        },
+    }
+}
+
+/// The aggregate health of `desired`'s objects as they are live now (`None`: none has a
+/// health rule).
+pub(crate) async fn objects_health(
+    cluster: &Cluster,
+    desired: &DesiredApp,
+) -> Option<health::Health> {
+    let mut healths: Vec<(ObjectRef, health::Health)> = Vec::new();
+    for object in &desired.objects {
+        let object_ref = &object.object_ref;
+        let observed = match cluster
+            .resolve(&object_ref.api_version, &object_ref.kind)
+            .await
+        {
+            Ok(Some(resolved)) => match observe::read(cluster, &resolved, object_ref).await {
+                Ok(Some(live)) => Observed::Present {
+                    live,
+                    dry_run: None,
+                },
+                Ok(None) => Observed::Absent,
+                Err(message) => Observed::Failed(message),
+            },
+            Ok(None) => Observed::Failed(observe::not_served(object_ref)),
+            Err(error) => Observed::Failed(describe_error(&error)),
+        };
+        let health = match observed {
+            Observed::Present { live, .. } => health::health_of(&live),
+            Observed::Absent => Some(health::Health::progressing("not created yet")),
+            Observed::Failed(message) => Some(health::Health::unknown(message)),
+        };
+        if let Some(health) = health {
+            healths.push((object_ref.clone(), health));
+        }
+    }
+    health::aggregate(healths.iter().map(|(object, health)| (object, health)))
+}
+
+/// After success: apply what the workflow deployed once more with pruning allowed, so objects
+/// the app no longer renders (or whose components no step deploys) are collected under the
+/// app's garbage-collection policy.
+async fn collect_garbage(
+    cluster: &Cluster,
+    desired: &DesiredApp,
+    spec: &WorkflowSpec,
+    state: &WorkflowState,
+    options: &DriverOptions,
+    report: &mut WorkflowReport,
+) {
+    let succeeded = |name: &str| {
+        state
+            .step(name)
+            .is_some_and(|step_state| step_state.phase == StepPhase::Succeeded)
+    };
+    let deployed_all = spec
+        .all_steps()
+        .any(|step| step.step_type == StepType::Deploy && succeeded(&step.name));
+    let components: BTreeSet<String> = spec
+        .all_steps()
+        .filter(|step| step.step_type == StepType::ApplyComponent && succeeded(&step.name))
+        .filter_map(|step| step.properties.get("component").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect();
+    let mut silent = WorkflowReport {
+        app: report.app.clone(),
+        state: state.clone(),
+        ran: Vec::new(),
+        applies: Vec::new(),
+    };
+    let _ = apply_step(
+        cluster,
+        desired,
+        (!deployed_all).then_some(&components),
+        Prune::Allowed,
+        "garbage-collect",
+        options,
+        &mut silent,
+    )
+    .await;
+    report.applies.extend(silent.applies);
+}
+
+/// `apply-object`: server-side applies `properties.value` (namespaced objects default to the
+/// app's namespace). Like KubeVela's step, the object is not tracked for garbage collection.
+async fn apply_object(cluster: &Cluster, desired: &DesiredApp, properties: &Value) -> StepOutcome {
+    let failed = |message: String| StepOutcome::Failed {
+        reason: "ApplyFailed".to_owned(),
+        message,
+    };
+    let Some(mut object) = properties.get("value").cloned() else {
+        return failed("apply-object needs properties.value".to_owned());
+    };
+    let mut object_ref = match ObjectRef::from_object(&object) {
+        Ok(object_ref) => object_ref,
+        Err(error) => return failed(format!("apply-object value: {error}")),
+    };
+    let resolved = match cluster
+        .resolve(&object_ref.api_version, &object_ref.kind)
+        .await
+    {
+        Ok(Some(resolved)) => resolved,
+        Ok(None) => return failed(observe::not_served(&object_ref)),
+        Err(error) => return failed(describe_error(&error)),
+    };
+    if resolved.scope == crate::plan::Scope::Namespaced && object_ref.namespace.is_none() {
+        object_ref.namespace = Some(desired.app.namespace.clone());
+        if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata.insert(
+                "namespace".to_owned(),
+                Value::String(desired.app.namespace.clone()),
+            );
+        }
+    }
+    let api = cluster.api(&resolved, &object_ref).await;
+    cluster.throttle().await;
+    let params = kube::api::PatchParams::apply(FIELD_MANAGER).force();
+    match api
+        .patch(&object_ref.name, &params, &kube::api::Patch::Apply(&object))
+        .await
+    {
+        Ok(applied) => StepOutcome::Succeeded {
+            result: serde_json::json!({ "output": serde_json::to_value(applied).unwrap_or(Value::Null) }),
+        },
+        Err(error) => failed(format!("{object_ref}: {}", describe_error(&error))),
+    }
+}
+
+/// `depends-on-app`: waits until the named app has been deployed here (its resource tracker
+/// exists) and its objects are healthy, as far as the tracker records them.
+async fn depends_on_app(
+    cluster: &Cluster,
+    desired: &DesiredApp,
+    dispatch: &Dispatch,
+    options: &DriverOptions,
+) -> StepOutcome {
+    let Some(name) = dispatch.properties.get("name").and_then(Value::as_str) else {
+        return StepOutcome::Failed {
+            reason: "InvalidProperties".to_owned(),
+            message: "depends-on-app needs properties.name".to_owned(),
+        };
+    };
+    let other = AppRef {
+        namespace: dispatch
+            .properties
+            .get("namespace")
+            .and_then(Value::as_str)
+            .unwrap_or(&desired.app.namespace)
+            .to_owned(),
+        name: name.to_owned(),
+    };
+    let store = TrackerStore::new(cluster, &options.tracker_namespace);
+    match store.read(&other).await {
+        Ok(Some(_)) => StepOutcome::Succeeded {
+            result: serde_json::json!({}),
+        },
+        Ok(None) => StepOutcome::Waiting {
+            message: format!("app {other} is not deployed yet"),
+        },
+        Err(error) => StepOutcome::Waiting {
+            message: error.to_string(),
+        },
+    }
+}

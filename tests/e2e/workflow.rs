@@ -1,0 +1,401 @@
+//! `driftless apply` running Application workflows against the real local cluster: a `suspend`
+//! step stops the workflow until `driftless resume`, also across separate apply processes; a
+//! step that times out fails the workflow with its name and reason; DAG `dependsOn` decides
+//! the order objects are applied in; invalid workflows are refused before anything is applied.
+//!
+//! Each test owns a namespace holding the apps' objects, trackers and workflow states, and a
+//! temporary repository whose path is its source identity.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Output;
+
+use anyhow::{Context, Result, bail, ensure};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::ListParams;
+
+use crate::support::cluster::{TestCluster, TestNamespace};
+
+/// A component rendering one ConfigMap named like the component.
+fn config_map_component(name: &str) -> String {
+    format!(
+        "    - name: {name}
+      type: k8s-objects
+      properties:
+        objects:
+          - apiVersion: v1
+            kind: ConfigMap
+            metadata:
+              name: {name}
+            data:
+              from: {name}
+"
+    )
+}
+
+fn application(name: &str, namespace: &str, components: &[&str], workflow: &str) -> String {
+    let components: String = components
+        .iter()
+        .map(|component| config_map_component(component))
+        .collect();
+    format!(
+        "apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  components:
+{components}  workflow:
+{workflow}"
+    )
+}
+
+struct Repo {
+    dir: tempfile::TempDir,
+}
+
+impl Repo {
+    fn new() -> Result<Repo> {
+        let dir = tempfile::tempdir()?;
+        std::fs::create_dir_all(dir.path().join("apps"))?;
+        Ok(Repo { dir })
+    }
+
+    fn write_app(&self, name: &str, manifest: &str) -> Result<()> {
+        std::fs::write(self.dir.path().join(format!("apps/{name}.yaml")), manifest)?;
+        Ok(())
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+fn driftless(cluster: &TestCluster, args: &[&str]) -> Result<Output> {
+    std::process::Command::new(env!("CARGO_BIN_EXE_driftless"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(&cluster.kubeconfig)
+        .output()
+        .context("running driftless")
+}
+
+/// One `driftless apply` process (each call is a fresh process: nothing survives in memory).
+fn apply(cluster: &TestCluster, repo: &Repo, ns: &TestNamespace) -> Result<(bool, String)> {
+    let path = repo.path().to_str().context("utf-8 path")?;
+    let output = driftless(
+        cluster,
+        &[
+            "apply",
+            path,
+            "--yes",
+            "--workflow-wait",
+            "90",
+            "--tracker-namespace",
+            &ns.name,
+        ],
+    )?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let text = format!(
+        "{stdout}\n--- stderr:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok((output.status.success(), text))
+}
+
+/// The app ConfigMaps of the namespace (not trackers, workflow states or the root CA).
+async fn config_map_names(cluster: &TestCluster, namespace: &str) -> Result<BTreeSet<String>> {
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), namespace);
+    Ok(config_maps
+        .list(&ListParams::default().labels("!driftless.dev/tracker,!driftless.dev/workflow"))
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|config_map| config_map.metadata.name)
+        .filter(|name| name != "kube-root-ca.crt")
+        .collect())
+}
+
+fn names(list: &[&str]) -> BTreeSet<String> {
+    list.iter().map(|name| (*name).to_owned()).collect()
+}
+
+#[tokio::test]
+async fn suspend_stops_the_workflow_until_resume_also_across_restarts() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "wf-suspend").await?;
+    let repo = Repo::new()?;
+    let workflow = "    steps:
+      - name: first
+        type: apply-component
+        properties:
+          component: before
+      - name: approve
+        type: suspend
+      - name: second
+        type: apply-component
+        properties:
+          component: after
+";
+    repo.write_app(
+        "gated",
+        &application("gated", &ns.name, &["before", "after"], workflow),
+    )?;
+
+    let (ok, text) = apply(&cluster, &repo, &ns)?;
+    ensure!(ok, "first apply failed:\n{text}");
+    ensure!(
+        text.contains("workflow suspended"),
+        "not suspended:\n{text}"
+    );
+    ensure!(
+        config_map_names(&cluster, &ns.name).await? == names(&["before"]),
+        "only the step before the suspension is applied:\n{text}"
+    );
+
+    // A new process (the restarted agent or apply) finds the suspension in the cluster.
+    let (ok, text) = apply(&cluster, &repo, &ns)?;
+    ensure!(ok, "second apply failed:\n{text}");
+    ensure!(text.contains("step approve: suspending"), "{text}");
+    ensure!(
+        config_map_names(&cluster, &ns.name).await? == names(&["before"]),
+        "a restart does not pass the suspension:\n{text}"
+    );
+
+    let output = driftless(
+        &cluster,
+        &[
+            "resume",
+            "gated",
+            "-n",
+            &ns.name,
+            "--tracker-namespace",
+            &ns.name,
+        ],
+    )?;
+    ensure!(
+        output.status.success(),
+        "resume failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    ensure!(String::from_utf8_lossy(&output.stdout).contains("resumed step approve"));
+    // Resume only marks the state; nothing is applied until the next pass.
+    ensure!(config_map_names(&cluster, &ns.name).await? == names(&["before"]));
+
+    let (ok, text) = apply(&cluster, &repo, &ns)?;
+    ensure!(ok, "apply after resume failed:\n{text}");
+    ensure!(text.contains("workflow succeeded"), "{text}");
+    ensure!(
+        config_map_names(&cluster, &ns.name).await? == names(&["before", "after"]),
+        "the step after the suspension ran:\n{text}"
+    );
+
+    // A second resume has nothing to resume.
+    let output = driftless(
+        &cluster,
+        &[
+            "resume",
+            "gated",
+            "-n",
+            &ns.name,
+            "--tracker-namespace",
+            &ns.name,
+        ],
+    )?;
+    ensure!(
+        !output.status.success(),
+        "resume of a finished workflow succeeded"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_step_that_times_out_fails_the_workflow_with_its_name_and_reason() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "wf-timeout").await?;
+    let repo = Repo::new()?;
+    // The app it waits for is never deployed, so the step can only time out.
+    let workflow = "    steps:
+      - name: wait-for-database
+        type: depends-on-app
+        timeout: 3s
+        properties:
+          name: no-such-database
+      - name: web
+        type: apply-component
+        properties:
+          component: web
+";
+    repo.write_app("waits", &application("waits", &ns.name, &["web"], workflow))?;
+    let (ok, text) = apply(&cluster, &repo, &ns)?;
+    ensure!(!ok, "a timed-out workflow exits non-zero:\n{text}");
+    ensure!(
+        text.contains("workflow failed at step wait-for-database: Timeout"),
+        "the failure names the step and the reason:\n{text}"
+    );
+    ensure!(
+        text.contains("step web: skipped"),
+        "the step after it does not run:\n{text}"
+    );
+    ensure!(config_map_names(&cluster, &ns.name).await?.is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn dag_depends_on_decides_the_order_of_applies() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "wf-dag").await?;
+    let repo = Repo::new()?;
+    // Declared backwards: in DAG mode only dependsOn orders them.
+    let workflow = "    mode:
+      steps: DAG
+    steps:
+      - name: step-c
+        type: apply-component
+        dependsOn: [step-b]
+        properties:
+          component: cm-c
+      - name: step-b
+        type: apply-component
+        dependsOn: [step-a]
+        properties:
+          component: cm-b
+      - name: step-a
+        type: apply-component
+        properties:
+          component: cm-a
+";
+    repo.write_app(
+        "ordered",
+        &application("ordered", &ns.name, &["cm-c", "cm-b", "cm-a"], workflow),
+    )?;
+    let (ok, text) = apply(&cluster, &repo, &ns)?;
+    ensure!(ok, "apply failed:\n{text}");
+    ensure!(text.contains("workflow succeeded"), "{text}");
+    // The apply lines, in the order the objects were written.
+    let order: Vec<&str> = text
+        .lines()
+        .filter(|line| line.contains(" create ConfigMap/") && line.ends_with(": ok"))
+        .filter_map(|line| line.trim().strip_prefix('['))
+        .filter_map(|line| line.split(']').next())
+        .collect();
+    ensure!(
+        order == ["step-a", "step-b", "step-c"],
+        "applied in order {order:?}:\n{text}"
+    );
+    ensure!(config_map_names(&cluster, &ns.name).await? == names(&["cm-a", "cm-b", "cm-c"]));
+    Ok(())
+}
+
+#[tokio::test]
+async fn invalid_workflows_are_refused_before_anything_is_applied() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "wf-invalid").await?;
+    let repo = Repo::new()?;
+    let cases = [
+        (
+            "unknown-type",
+            "    steps:
+      - name: one
+        type: apply-component
+        properties:
+          component: unknown-type-cm
+      - name: two
+        type: deploy-to-the-moon
+",
+            "unknown-workflow-step-type",
+        ),
+        (
+            "cycle",
+            "    mode:
+      steps: DAG
+    steps:
+      - name: one
+        type: apply-component
+        dependsOn: [two]
+        properties:
+          component: cycle-cm
+      - name: two
+        type: suspend
+        dependsOn: [one]
+",
+            "dependency-cycle",
+        ),
+        (
+            "unknown-component",
+            "    steps:
+      - name: one
+        type: apply-component
+        properties:
+          component: not-declared
+",
+            "unknown-component",
+        ),
+        (
+            "bad-if",
+            "    steps:
+      - name: one
+        type: apply-component
+        if: 'status.one.phase =='
+        properties:
+          component: bad-if-cm
+",
+            "invalid-if",
+        ),
+        (
+            "unknown-policy",
+            "    steps:
+      - name: one
+        type: deploy
+        properties:
+          policies: [nowhere]
+",
+            "unknown-policy",
+        ),
+        (
+            "unknown-cluster",
+            "    steps:
+      - name: one
+        type: deploy
+        properties:
+          policies: [far-away]
+",
+            "unknown-cluster",
+        ),
+    ];
+    for (name, workflow, _) in &cases {
+        let component = format!("{name}-cm");
+        let mut manifest = application(name, &ns.name, &[&component], workflow);
+        if *name == "unknown-cluster" {
+            manifest.push_str(
+                "  policies:
+    - name: far-away
+      type: topology
+      properties:
+        clusters: [mars]
+",
+            );
+        }
+        repo.write_app(name, &manifest)?;
+    }
+    let (ok, text) = apply(&cluster, &repo, &ns)?;
+    ensure!(!ok, "invalid workflows exit non-zero:\n{text}");
+    for (name, _, rule) in &cases {
+        let refused = format!(
+            "app {}/{name}: workflow not valid, nothing applied:",
+            ns.name
+        );
+        ensure!(text.contains(&refused), "{name} is not refused:\n{text}");
+        ensure!(
+            text.contains(&format!("error[{rule}]")),
+            "{name} is not reported as {rule}:\n{text}"
+        );
+    }
+    let applied = config_map_names(&cluster, &ns.name).await?;
+    if !applied.is_empty() {
+        bail!("objects of invalid workflows were applied: {applied:?}\n{text}");
+    }
+    Ok(())
+}
