@@ -1768,12 +1768,10 @@ impl<'a> Engine<'a> {
             let ConjKind::Expr(expr) = d.kind else {
                 continue;
             };
-            let mut leaves = Vec::new();
-            flatten_disjunction(expr, false, &mut leaves);
-            let any_marked = leaves.iter().any(|(_, m)| *m);
+            let (leaves, has_default) = disjunction_terms(expr);
             let alts = leaves
                 .into_iter()
-                .map(|(e, marked)| {
+                .map(|(e, is_default)| {
                     (
                         Conj {
                             kind: ConjKind::Expr(e),
@@ -1782,7 +1780,7 @@ impl<'a> Engine<'a> {
                             grp: d.grp,
                             derived: true,
                         },
-                        !any_marked || marked,
+                        !has_default || is_default,
                     )
                 })
                 .collect();
@@ -3336,7 +3334,40 @@ fn conj_span(kind: &ConjKind<'_>) -> Span {
 }
 
 /// Collects the leaves of a disjunction with whether each is marked default.
-fn flatten_disjunction<'a>(expr: &'a Expr, marked: bool, out: &mut Vec<(&'a Expr, bool)>) {
+/// The alternatives of a disjunction expression with their default flags, and whether it has
+/// a default at all, following the spec's rewrite rules for nested disjunctions: in a marked
+/// disjunction (`*a | b`), a marked term keeps its own default if it has one and is its own
+/// default otherwise (M1, M2), and an unmarked term loses its defaults (M0, M3); in an unmarked
+/// one, terms keep their defaults (D0-D2). So `*1 | (*2 | 3)` defaults to 1 and
+/// `*(*1 | 2) | 3` to 1.
+fn disjunction_terms(expr: &Expr) -> (Vec<(&Expr, bool)>, bool) {
+    let mut terms = Vec::new();
+    disjunction_chain(expr, &mut terms);
+    let marked = terms.iter().any(|(_, m)| *m);
+    let mut leaves = Vec::new();
+    let mut has_default = marked;
+    for (term, term_marked) in terms {
+        let (inner, inner_default) = match term {
+            Expr::Paren(inner, _) if is_disjunction(inner) => disjunction_terms(inner),
+            other if is_disjunction(other) => disjunction_terms(other),
+            other => (vec![(other, false)], false),
+        };
+        for (leaf, leaf_default) in inner {
+            let is_default = match (marked, term_marked) {
+                (true, true) => !inner_default || leaf_default,
+                (true, false) => false,
+                (false, _) => inner_default && leaf_default,
+            };
+            leaves.push((leaf, is_default));
+        }
+        has_default |= !marked && inner_default;
+    }
+    (leaves, has_default)
+}
+
+/// The terms of one syntactic disjunction `a | *b | c` (not looking into parentheses), each
+/// with whether it is marked.
+fn disjunction_chain<'a>(expr: &'a Expr, out: &mut Vec<(&'a Expr, bool)>) {
     match expr {
         Expr::Binary {
             op: BinaryOp::Disjunction,
@@ -3344,16 +3375,15 @@ fn flatten_disjunction<'a>(expr: &'a Expr, marked: bool, out: &mut Vec<(&'a Expr
             rhs,
             ..
         } => {
-            flatten_disjunction(lhs, marked, out);
-            flatten_disjunction(rhs, marked, out);
+            disjunction_chain(lhs, out);
+            disjunction_chain(rhs, out);
         }
         Expr::Unary {
             op: UnaryOp::Default,
             operand,
             ..
-        } => flatten_disjunction(operand, true, out),
-        Expr::Paren(inner, _) if is_disjunction(inner) => flatten_disjunction(inner, marked, out),
-        other => out.push((other, marked)),
+        } => out.push((operand, true)),
+        other => out.push((other, false)),
     }
 }
 
