@@ -1,8 +1,9 @@
-//! The compile-time check CUE makes on imports: an import whose name no expression in the file
-//! uses is an error ("imported and not used"), so a file `cue export` rejects is not exported
-//! here either.
+//! The compile-time checks CUE makes before evaluating, so that a file `cue export` rejects is
+//! not exported here either: an import whose name no expression in the file uses ("imported and
+//! not used"), and a default mark `*` that is not a term of a disjunction ("preference mark not
+//! allowed at this position", as in `a: *1` or `(*1) & int`).
 
-use crate::ast::{self, Clause, Decl, Expr, Label, ListElem, StringPart};
+use crate::ast::{self, BinaryOp, Clause, Decl, Expr, Label, ListElem, StringPart, UnaryOp};
 use crate::{Error, ErrorKind};
 
 /// One error per import of `file` that no identifier in the file refers to.
@@ -12,7 +13,11 @@ pub fn unused(file: &ast::File) -> Vec<Error> {
     }
     let mut used = Vec::new();
     for decl in &file.decls {
-        decl_idents(decl, &mut used);
+        visit_decl(decl, &mut |expr, _| {
+            if let Expr::Ident(ident) = expr {
+                used.push(ident.name.as_str());
+            }
+        });
     }
     file.imports
         .iter()
@@ -47,95 +52,123 @@ pub fn default_name(path: &str) -> &str {
     last.split_once('@').map_or(last, |(name, _)| name)
 }
 
-/// Collects the names of the identifiers used in expressions (not labels) under `decl`.
-fn decl_idents<'a>(decl: &'a Decl, out: &mut Vec<&'a str>) {
+/// One error per default mark `*` in `file` that is not a term of a disjunction.
+pub fn misplaced_marks(file: &ast::File) -> Vec<Error> {
+    let mut errors = Vec::new();
+    for decl in &file.decls {
+        visit_decl(decl, &mut |expr, disjunction_term| {
+            if let Expr::Unary {
+                op: UnaryOp::Default,
+                span,
+                ..
+            } = expr
+                && !disjunction_term
+            {
+                errors.push(Error::new(
+                    ErrorKind::Syntax,
+                    "preference mark not allowed at this position",
+                    *span,
+                ));
+            }
+        });
+    }
+    errors
+}
+
+/// Calls `f` on every expression under `decl`, with whether it is a direct term of a
+/// disjunction (an operand of `|`).
+fn visit_decl<'a>(decl: &'a Decl, f: &mut impl FnMut(&'a Expr, bool)) {
     match decl {
-        Decl::Field(field) => field_idents(field, out),
-        Decl::Let(clause) => expr_idents(&clause.value, out),
-        Decl::Embed(expr) => expr_idents(expr, out),
-        Decl::Comprehension(comp) => comprehension_idents(comp, out),
-        Decl::Ellipsis(Some(expr), _) => expr_idents(expr, out),
+        Decl::Field(field) => {
+            visit_label(&field.label, f);
+            visit_expr(&field.value, false, f);
+        }
+        Decl::Let(clause) => visit_expr(&clause.value, false, f),
+        Decl::Embed(expr) => visit_expr(expr, false, f),
+        Decl::Comprehension(comp) => visit_comprehension(comp, f),
+        Decl::Ellipsis(Some(expr), _) => visit_expr(expr, false, f),
         Decl::Ellipsis(None, _) | Decl::Attribute(_) => {}
     }
 }
 
-fn field_idents<'a>(field: &'a ast::Field, out: &mut Vec<&'a str>) {
-    label_idents(&field.label, out);
-    expr_idents(&field.value, out);
-}
-
-fn label_idents<'a>(label: &'a Label, out: &mut Vec<&'a str>) {
+fn visit_label<'a>(label: &'a Label, f: &mut impl FnMut(&'a Expr, bool)) {
     match label {
-        Label::Dynamic(expr, _) | Label::Pattern(expr, _) => expr_idents(expr, out),
-        Label::Alias(_, inner) => label_idents(inner, out),
+        Label::Dynamic(expr, _) | Label::Pattern(expr, _) => visit_expr(expr, false, f),
+        Label::Alias(_, inner) => visit_label(inner, f),
         Label::Ident(_) | Label::String(..) => {}
     }
 }
 
-fn comprehension_idents<'a>(comp: &'a ast::Comprehension, out: &mut Vec<&'a str>) {
+fn visit_comprehension<'a>(comp: &'a ast::Comprehension, f: &mut impl FnMut(&'a Expr, bool)) {
     for clause in &comp.clauses {
         match clause {
-            Clause::For { source, .. } => expr_idents(source, out),
-            Clause::If { condition, .. } => expr_idents(condition, out),
-            Clause::Let(clause) => expr_idents(&clause.value, out),
+            Clause::For { source, .. } => visit_expr(source, false, f),
+            Clause::If { condition, .. } => visit_expr(condition, false, f),
+            Clause::Let(clause) => visit_expr(&clause.value, false, f),
         }
     }
     for decl in &comp.body.decls {
-        decl_idents(decl, out);
+        visit_decl(decl, f);
     }
 }
 
-fn parts_idents<'a>(parts: &'a [StringPart], out: &mut Vec<&'a str>) {
+fn visit_parts<'a>(parts: &'a [StringPart], f: &mut impl FnMut(&'a Expr, bool)) {
     for part in parts {
         if let StringPart::Interp(expr) = part {
-            expr_idents(expr, out);
+            visit_expr(expr, false, f);
         }
     }
 }
 
-fn expr_idents<'a>(expr: &'a Expr, out: &mut Vec<&'a str>) {
+fn visit_expr<'a>(expr: &'a Expr, disjunction_term: bool, f: &mut impl FnMut(&'a Expr, bool)) {
+    f(expr, disjunction_term);
     match expr {
-        Expr::Ident(ident) => out.push(&ident.name),
-        Expr::String { parts, .. } | Expr::Bytes { parts, .. } => parts_idents(parts, out),
+        Expr::Ident(_)
+        | Expr::Null(_)
+        | Expr::Bool(..)
+        | Expr::Number { .. }
+        | Expr::Top(_)
+        | Expr::Bottom(_) => {}
+        Expr::String { parts, .. } | Expr::Bytes { parts, .. } => visit_parts(parts, f),
         Expr::Struct(lit) => {
             for decl in &lit.decls {
-                decl_idents(decl, out);
+                visit_decl(decl, f);
             }
         }
         Expr::List(lit) => {
             for elem in &lit.elems {
                 match elem {
-                    ListElem::Expr(expr) => expr_idents(expr, out),
-                    ListElem::Comprehension(comp) => comprehension_idents(comp, out),
+                    ListElem::Expr(expr) => visit_expr(expr, false, f),
+                    ListElem::Comprehension(comp) => visit_comprehension(comp, f),
                 }
             }
             if let Some(Some(ty)) = &lit.ellipsis {
-                expr_idents(ty, out);
+                visit_expr(ty, false, f);
             }
         }
-        Expr::Selector { base, .. } => expr_idents(base, out),
+        Expr::Selector { base, .. } => visit_expr(base, false, f),
         Expr::Index { base, index, .. } => {
-            expr_idents(base, out);
-            expr_idents(index, out);
+            visit_expr(base, false, f);
+            visit_expr(index, false, f);
         }
         Expr::Slice { base, lo, hi, .. } => {
-            expr_idents(base, out);
+            visit_expr(base, false, f);
             for bound in [lo, hi].into_iter().flatten() {
-                expr_idents(bound, out);
+                visit_expr(bound, false, f);
             }
         }
         Expr::Call { func, args, .. } => {
-            expr_idents(func, out);
+            visit_expr(func, false, f);
             for arg in args {
-                expr_idents(arg, out);
+                visit_expr(arg, false, f);
             }
         }
-        Expr::Unary { operand, .. } => expr_idents(operand, out),
-        Expr::Binary { lhs, rhs, .. } => {
-            expr_idents(lhs, out);
-            expr_idents(rhs, out);
+        Expr::Unary { operand, .. } => visit_expr(operand, false, f),
+        Expr::Binary { op, lhs, rhs, .. } => {
+            let terms = *op == BinaryOp::Disjunction;
+            visit_expr(lhs, terms, f);
+            visit_expr(rhs, terms, f);
         }
-        Expr::Paren(inner, _) => expr_idents(inner, out),
-        Expr::Null(_) | Expr::Bool(..) | Expr::Number { .. } | Expr::Top(_) | Expr::Bottom(_) => {}
+        Expr::Paren(inner, _) => visit_expr(inner, false, f),
     }
 }

@@ -422,7 +422,10 @@ impl<'a> Engine<'a> {
     /// Adds the files and injections to the root vertex.
     pub fn load(&mut self, files: &[&'a ast::File], injections: &[super::Injection<'a>]) {
         for file in files {
-            for error in super::imports::unused(file) {
+            let checks = super::compile::unused(file)
+                .into_iter()
+                .chain(super::compile::misplaced_marks(file));
+            for error in checks {
                 self.add_error(ROOT, error);
             }
             let env = self.new_env(
@@ -2330,7 +2333,7 @@ impl<'a> Engine<'a> {
                             .alias
                             .as_ref()
                             .map(|a| a.name.as_str())
-                            .unwrap_or_else(|| super::imports::default_name(&import.path));
+                            .unwrap_or_else(|| super::compile::default_name(&import.path));
                         if local == name {
                             return match super::builtins::package(&import.path) {
                                 Some(pkg) => Resolved::Pkg(pkg),

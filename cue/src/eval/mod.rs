@@ -3,14 +3,14 @@
 //! - `engine.rs`: vertices, conjuncts, environments, unification, disjunctions, closedness.
 //! - `val.rs`: scalars, kinds, bounds and validators.
 //! - `decimal.rs`: float arithmetic done in decimal, as CUE does.
-//! - `imports.rs`: the unused-import check CUE makes when compiling a file.
+//! - `compile.rs`: the checks CUE makes when compiling a file (unused imports, misplaced `*`).
 //! - `builtins.rs`: predeclared functions and the standard packages.
 //! - `node.rs`: the owned result tree a [`Value`] wraps, with JSON and syntax-like export.
 
 mod builtins;
+mod compile;
 mod decimal;
 mod engine;
-mod imports;
 mod node;
 mod val;
 
