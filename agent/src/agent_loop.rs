@@ -281,6 +281,10 @@ struct Deployed {
 }
 
 /// A render of one commit.
+/// How long one deploy drives the workflows of its apps (steps waiting for health) before
+/// moving on; a workflow still running continues on the next deploy.
+const WORKFLOW_WAIT: Duration = Duration::from_secs(30);
+
 struct Rendered {
     output: Arc<RenderOutput>,
     sources: Arc<SourceMap>,
@@ -544,7 +548,13 @@ impl SourceWorker {
             }
             let plan = self.plan(&rendered, &commit).await;
             let cluster = self.shared.cluster.clone();
-            let reports = self.apply(&cluster, &plan).await;
+            // Apps with a workflow are applied step by step by it (agent::workflow), the rest
+            // as a whole.
+            let workflows = live::workflow_apps(&rendered.output, &rendered.sources);
+            let mut reports = self.apply(&cluster, &plan.without(&workflows)).await;
+            let driver = live::driver_options(&self.live_options(&cluster), WORKFLOW_WAIT);
+            let results = live::run_workflows(&cluster, &plan, &rendered.output, &workflows, None, &driver).await;
+            reports.extend(live::workflow_reports(&results));
             let results = app_results_from_apply(&plan.plan, &reports);
             let mut failed = Vec::new();
             for (app, (state, description)) in &results {
@@ -727,7 +737,9 @@ impl SourceWorker {
                     );
                 }
                 DriftMode::Correct => {
-                    let reports = self.apply(&cluster, &live_plan).await;
+                    // Workflow apps are corrected by their workflow, never around a suspension.
+                    let workflows = live::workflow_apps(&rendered.output, &rendered.sources);
+                    let reports = self.apply(&cluster, &live_plan.without(&workflows)).await;
                     let results = app_results_from_apply(&live_plan.plan, &reports);
                     let still_failing: Vec<String> = results
                         .iter()

@@ -8,7 +8,7 @@ use analyzer::model::{Application, Policy};
 use analyzer::{AppRef, RenderOutput, SourceMap};
 use serde_json::Value;
 
-use crate::apply::{self, AppApplyReport, ApplyOptions, FIELD_MANAGER};
+use crate::apply::{self, AppApplyReport, ApplyOptions, ApplyOutcome, FIELD_MANAGER};
 use crate::cluster::Cluster;
 use crate::health::{self, Health};
 use crate::observe::{self, AppObservation, OrphanObservation};
@@ -16,8 +16,8 @@ use crate::plan::{Plan, PlanTarget};
 use crate::planner::{self, LiveObjects, Observed, PlanOptions};
 use crate::tracker_store::TrackerStore;
 use crate::workflow::{
-    DriverOptions, Issue, WorkflowContext, WorkflowReport, WorkflowSpec, build_workflow,
-    run_workflow,
+    DriverOptions, Issue, WorkflowContext, WorkflowPhase, WorkflowReport, WorkflowSpec,
+    build_workflow, run_workflow,
 };
 
 /// Knobs of a live plan and apply.
@@ -258,7 +258,23 @@ pub enum WorkflowResult {
 
 /// Checks every workflow first, then runs each valid one (one pass each, see
 /// [`run_workflow`]). `clusters` is the cluster registry's names, for the topology check.
-pub async fn run_workflows(
+///
+/// Boxed as `Send` with concrete lifetimes, so the agent's source tasks stay provably `Send`
+/// (rust-lang/rust#110338, as `agent_loop` notes).
+pub fn run_workflows<'a>(
+    cluster: &'a Cluster,
+    live_plan: &'a LivePlan,
+    output: &'a RenderOutput,
+    apps: &'a BTreeMap<AppRef, Application>,
+    clusters: Option<BTreeSet<String>>,
+    options: &'a DriverOptions,
+) -> futures::future::BoxFuture<'a, Vec<WorkflowResult>> {
+    Box::pin(run_workflows_inner(
+        cluster, live_plan, output, apps, clusters, options,
+    ))
+}
+
+async fn run_workflows_inner(
     cluster: &Cluster,
     live_plan: &LivePlan,
     output: &RenderOutput,
@@ -315,6 +331,92 @@ pub async fn run_workflows(
         }
     }
     results
+}
+
+/// Driver options matching a live apply's, driving each workflow for at most `wait`.
+pub fn driver_options(options: &LiveOptions, wait: std::time::Duration) -> DriverOptions {
+    DriverOptions {
+        plan: options.plan.clone(),
+        apply: options.apply.clone(),
+        tracker_namespace: options.tracker_namespace.clone(),
+        wait,
+        poll: std::time::Duration::from_secs(1),
+    }
+}
+
+/// The apps of a render that run a workflow ([`uses_workflow`]), with their manifests.
+pub fn workflow_apps(output: &RenderOutput, sources: &SourceMap) -> BTreeMap<AppRef, Application> {
+    applications_from_sources(output, sources)
+        .into_iter()
+        .filter(|(_, app)| uses_workflow(app))
+        .collect()
+}
+
+impl LivePlan {
+    /// This plan without the apps in `apps` (those a workflow applies), for a whole apply of
+    /// the rest.
+    pub fn without(&self, apps: &BTreeMap<AppRef, Application>) -> LivePlan {
+        let mut rest = self.clone();
+        rest.plan
+            .apps
+            .retain(|app_plan| !apps.contains_key(&app_plan.app));
+        rest.observations
+            .retain(|observation| !apps.contains_key(&observation.desired.app));
+        rest
+    }
+}
+
+/// Workflow outcomes as apply reports, for callers that report per app (the agent's commit
+/// statuses): the step applies' objects, and an outcome that fails on a failed or invalid
+/// workflow. A suspended or still running workflow counts as applied so far; its state says
+/// the rest.
+pub fn workflow_reports(results: &[WorkflowResult]) -> Vec<AppApplyReport> {
+    results
+        .iter()
+        .map(|result| match result {
+            WorkflowResult::Ran(report) => {
+                let objects = report
+                    .applies
+                    .iter()
+                    .flat_map(|(_, applied)| applied.objects.iter().cloned())
+                    .collect();
+                let outcome = match &report.state.failure {
+                    Some(failure) if report.state.phase == WorkflowPhase::Failed => {
+                        ApplyOutcome::Failed(format!(
+                            "workflow failed at step {}: {}: {}",
+                            failure.step, failure.reason, failure.message
+                        ))
+                    }
+                    _ if report.state.phase == WorkflowPhase::Failed => {
+                        ApplyOutcome::Failed("workflow failed".to_owned())
+                    }
+                    _ => ApplyOutcome::Applied,
+                };
+                AppApplyReport {
+                    app: report.app.clone(),
+                    outcome,
+                    objects,
+                }
+            }
+            WorkflowResult::Invalid { app, issues } => AppApplyReport {
+                app: app.clone(),
+                outcome: ApplyOutcome::Skipped(format!(
+                    "workflow not valid: {}",
+                    issues
+                        .iter()
+                        .map(|issue| issue.message.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )),
+                objects: Vec::new(),
+            },
+            WorkflowResult::Failed { app, message } => AppApplyReport {
+                app: app.clone(),
+                outcome: ApplyOutcome::Failed(message.clone()),
+                objects: Vec::new(),
+            },
+        })
+        .collect()
 }
 
 /// A workflow after the checks, before it runs.
