@@ -95,6 +95,11 @@ pub const RULES: &[Rule] = &[
         "a long-running container has no liveness or readiness probe",
     ),
     rule(
+        "missing-property",
+        Severity::Error,
+        "a property the definition's `parameter` requires is not given",
+    ),
+    rule(
         "missing-resources",
         Severity::Warning,
         "a container has no resource requests or limits",
@@ -108,6 +113,26 @@ pub const RULES: &[Rule] = &[
         "privileged-container",
         Severity::Warning,
         "a container runs privileged",
+    ),
+    rule(
+        "property-not-allowed",
+        Severity::Error,
+        "a property's value is not among the values an enum or disjunction of `parameter` allows",
+    ),
+    rule(
+        "property-out-of-range",
+        Severity::Error,
+        "a number outside the bounds `parameter` declares",
+    ),
+    rule(
+        "property-pattern",
+        Severity::Error,
+        "a string that does not match the regular expression `parameter` declares",
+    ),
+    rule(
+        "property-type",
+        Severity::Error,
+        "a property's value has a type `parameter` does not accept",
     ),
     rule(
         "remote-placement",

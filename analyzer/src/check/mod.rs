@@ -22,9 +22,15 @@ mod host_path;
 mod image_tag;
 mod invalid_name;
 mod missing_probes;
+mod missing_property;
 mod missing_resources;
 mod pod_spec;
 mod privileged_container;
+mod property_constraints;
+mod property_not_allowed;
+mod property_out_of_range;
+mod property_pattern;
+mod property_type;
 mod removed_api_version;
 mod schema_violation;
 mod trait_conflict;
@@ -112,6 +118,7 @@ pub fn analyze_snapshot(
                 crd_schemas: &crd_schemas,
             };
             let found = check_app(&ctx);
+            property_constraints::classify(&ctx, &mut rendered.diagnostics);
             rendered.diagnostics.extend(found);
             (rendered, used)
         })

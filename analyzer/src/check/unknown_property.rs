@@ -31,7 +31,11 @@ use crate::model::DefinitionKind;
 pub(crate) enum Schema {
     /// A struct with declared fields: `(label, doc lines, schema)` in CUE order.
     Struct(Vec<SchemaField>),
-    /// Anything not checked (scalars, lists, disjunctions, structs without declared fields).
+    /// A value that is not a struct with declared fields (scalars, lists, disjunctions,
+    /// bounds), as exported: not looked into here, but the property rules
+    /// (`property_constraints`) read its constraint.
+    Leaf(Exported),
+    /// Nothing known (no `parameter`, a template that failed, a struct without fields).
     Unchecked,
 }
 
@@ -128,7 +132,7 @@ fn schema_of(exported: &Exported) -> Schema {
                 Schema::Struct(declared)
             }
         }
-        _ => Schema::Unchecked,
+        other => Schema::Leaf(other.clone()),
     }
 }
 
