@@ -1032,7 +1032,14 @@ impl<'a> Engine<'a> {
         };
         let name: &str = match label {
             Label::Ident(ident) => &ident.name,
-            Label::String(s, _) => s,
+            Label::String(s, span) => {
+                if let Some(error) = quoted_label_error(s, *span) {
+                    let error = self.relocate(v, error);
+                    self.add_error(v, error);
+                    return;
+                }
+                s
+            }
             Label::Dynamic(expr, _) => {
                 let pos = self.v(v).arcs.len();
                 self.vm(v)
@@ -1205,6 +1212,11 @@ impl<'a> Engine<'a> {
             serde_json::Value::Object(map) => {
                 self.mark_struct(v, span);
                 for (key, value) in map {
+                    if let Some(error) = quoted_label_error(key, span) {
+                        let error = self.relocate(v, error);
+                        self.add_error(v, error);
+                        continue;
+                    }
                     let sym = self.intern(key);
                     let arc = self.arc(v, sym);
                     let vertex = self.vm(arc);
@@ -1594,6 +1606,11 @@ impl<'a> Engine<'a> {
                 let r = self.eval_expr(expr, env);
                 match self.concrete(r, expr.span()) {
                     Ok(Atom::Str(name)) => {
+                        if let Some(error) = quoted_label_error(&name, expr.span()) {
+                            let error = self.relocate(v, error);
+                            self.add_error(v, error);
+                            return;
+                        }
                         let sym = self.intern(&name);
                         let saved = self.insert_at.replace((v, pos));
                         self.add_field_named(v, sym, field, env, close, grp);
@@ -3388,6 +3405,22 @@ fn disjunction_chain<'a>(expr: &'a Expr, out: &mut Vec<(&'a Expr, bool)>) {
         } => out.push((operand, true)),
         other => out.push((other, false)),
     }
+}
+
+/// A field named by a string (`"#a": 1`, `("_b"): 2`, a JSON key `"_c"`) is a regular field in
+/// CUE, but labels are kept as text here, where such a name would read as a definition or a
+/// hidden field (and silently vanish from the output): refused as unsupported instead.
+fn quoted_label_error(label: &str, span: Span) -> Option<Error> {
+    (is_hidden(label) || is_definition(label)).then(|| {
+        Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "unsupported: field name {} given as a string starts with '#' or '_'",
+                super::val::quote_string(label)
+            ),
+            span,
+        )
+    })
 }
 
 fn is_disjunction(expr: &Expr) -> bool {
