@@ -12,6 +12,7 @@ use super::instance::{Inputs, evaluate, missing_parameters};
 use super::labels::{LabelContext, ObjectRole, apply_contract, trait_type_label};
 use super::patch::convert::{Concreteness, to_json};
 use super::patch::{ConstraintCheck, apply_patch, unify_only};
+use super::restart_hash::stamp_restart_hash;
 use crate::load::application::LoadedApp;
 use crate::model::{Component, Definition};
 use crate::{ClusterVersion, Diagnostic, RenderedObject};
@@ -30,6 +31,9 @@ struct Auxiliary {
     name: String,
     value: Exported,
     workload_ref_path: Option<String>,
+    /// For an output of a trait whose definition is `podDisruptive`: the definition's name,
+    /// under which its hash goes onto the workload's pod template.
+    pod_disruptive: Option<String>,
 }
 
 /// Auxiliary type label of component `outputs`.
@@ -102,6 +106,7 @@ pub(crate) fn render_component(
             name,
             value,
             workload_ref_path: None,
+            pod_disruptive: None,
         })
         .collect();
 
@@ -174,6 +179,10 @@ pub(crate) fn render_component(
                 name,
                 value,
                 workload_ref_path: trait_definition.trait_attributes.workload_ref_path.clone(),
+                pod_disruptive: trait_definition
+                    .trait_attributes
+                    .pod_disruptive
+                    .then(|| trait_definition.name.clone()),
             });
         }
         let conflict = |message: String| {
@@ -288,6 +297,10 @@ pub(crate) fn render_component(
                 .map(|path| (path, &workload_json)),
         };
         apply_contract(&mut json, &label_context, &role);
+        // After each output's contract, like `SetOAMContract`: the hash covers the final object.
+        if let Some(trait_type) = &auxiliary.pod_disruptive {
+            stamp_restart_hash(&mut workload_json, trait_type, &json);
+        }
         objects.push(RenderedObject {
             component: component.name.clone(),
             trait_type: Some(auxiliary.trait_type.clone()),

@@ -185,7 +185,10 @@ pub(crate) fn trait_type_label(trait_type: &str) -> String {
     trait_type.replacen('@', "-", 1)
 }
 
-fn object_entry<'a>(object: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+pub(crate) fn object_entry<'a>(
+    object: &'a mut Map<String, Value>,
+    key: &str,
+) -> &'a mut Map<String, Value> {
     let entry = object
         .entry(key.to_owned())
         .or_insert_with(|| Value::Object(Map::new()));

@@ -16,5 +16,6 @@ mod instance;
 mod labels;
 pub(crate) mod patch;
 mod policies;
+mod restart_hash;
 
 pub(crate) use app::{render_app, render_app_placements};
