@@ -58,14 +58,12 @@ const FUNCTIONS: &[&str] = &[
     "strings.Fields",
     "strings.Count",
     "strings.ToTitle",
-    "strings.Title",
     "strings.SplitAfter",
     "strings.Runes",
     "strings.IndexAny",
     "strings.ByteAt",
     "strings.ByteSlice",
     "strings.SliceRunes",
-    "strconv.Itoa",
     "strconv.Atoi",
     "strconv.FormatInt",
     "strconv.ParseInt",
@@ -109,8 +107,6 @@ const FUNCTIONS: &[&str] = &[
     "math.Trunc",
     "math.Log",
     "math.Exp",
-    "math.Max",
-    "math.Min",
     "math.RoundToEven",
     "struct.MinFields",
     "struct.MaxFields",
@@ -150,10 +146,15 @@ pub fn member(pkg: &'static str, name: &str, span: Span) -> R {
     match full.as_str() {
         "math.Pi" => return R::Atom(Atom::Float(std::f64::consts::PI)),
         "math.E" => return R::Atom(Atom::Float(std::f64::consts::E)),
-        "math.MaxInt64" | "math.MaxInt" => return R::Atom(Atom::Int(i64::MAX)),
-        "math.MinInt64" | "math.MinInt" => return R::Atom(Atom::Int(i64::MIN)),
-        "math.MaxInt32" => return R::Atom(Atom::Int(i32::MAX as i64)),
-        "math.MinInt32" => return R::Atom(Atom::Int(i32::MIN as i64)),
+        // Go names CUE v0.14 does not define: `cue` reports them as undefined, so must we.
+        "math.MaxInt64" | "math.MaxInt" | "math.MinInt64" | "math.MinInt" | "math.MaxInt32"
+        | "math.MinInt32" | "math.Max" | "math.Min" | "strconv.Itoa" | "strings.Title" => {
+            return R::Err(Error::new(
+                ErrorKind::Reference,
+                format!("undefined field: {name}"),
+                span,
+            ));
+        }
         _ => {}
     }
     match FUNCTIONS.iter().find(|f| **f == full) {
@@ -443,21 +444,6 @@ fn strings(a: &mut Args<'_, '_>) -> Result<R, Error> {
             a.arity(1)?;
             string(a.str(0)?.to_uppercase())
         }
-        "strings.Title" => {
-            a.arity(1)?;
-            let s = a.str(0)?;
-            let mut out = String::with_capacity(s.len());
-            let mut prev_letter = false;
-            for c in s.chars() {
-                if !prev_letter && c.is_alphabetic() {
-                    out.extend(c.to_uppercase());
-                } else {
-                    out.push(c);
-                }
-                prev_letter = c.is_alphanumeric() || c == '_' || c == '\'';
-            }
-            string(out)
-        }
         "strings.TrimSpace" => {
             a.arity(1)?;
             string(a.str(0)?.trim())
@@ -568,10 +554,6 @@ fn str_list(a: &mut Args<'_, '_>, parts: Vec<String>) -> R {
 fn strconv(a: &mut Args<'_, '_>) -> Result<R, Error> {
     let name = a.name;
     let r = match name {
-        "strconv.Itoa" => {
-            a.arity(1)?;
-            string(a.int(0)?.to_string())
-        }
         "strconv.Atoi" => {
             a.arity(1)?;
             let s = a.str(0)?;
@@ -983,15 +965,6 @@ fn math(a: &mut Args<'_, '_>) -> Result<R, Error> {
                 "math.Log" => x.ln(),
                 _ => x.exp(),
             })
-        }
-        "math.Max" | "math.Min" => {
-            a.arity(2)?;
-            let (x, y) = (a.num(0)?, a.num(1)?);
-            R::Atom(Atom::Float(if name == "math.Max" {
-                x.max(y)
-            } else {
-                x.min(y)
-            }))
         }
         _ => {
             return Err(err(
