@@ -1251,3 +1251,78 @@ cacheDir: {cache}
     ensure!(status.success(), "the agent exited with {status}");
     Ok(())
 }
+
+/// SIGTERM during a deploy lets the deploy finish: the signal arrives once the agent logged
+/// that the branch moved (the deploy of many apps, applied one at a time, has begun), and still
+/// every app is applied before the agent exits cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_the_deploy_in_flight() -> Result<()> {
+    const N_APPS: usize = 40;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "sigterm").await?;
+    let ns = namespace.name.as_str();
+    let repo = WorkTree::new("file-source".to_owned())?;
+    for idx in 0..N_APPS {
+        repo.write(
+            &format!("apps/app-{idx}.yaml"),
+            &config_map_app(&format!("app-{idx}"), ns, "blue"),
+        )?;
+    }
+    repo.git(&["add", "-A"])?;
+    repo.git(&["commit", "-q", "-m", "many apps"])?;
+    let work = tempfile::tempdir()?;
+    let port = free_port()?;
+    let config = work.path().join("driftless.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "sources:
+  - name: sigterm-{nanos:x}
+    url: file://{repo}
+    pollInterval: 1h
+clusters:
+  - name: local
+    kubeconfig: {kubeconfig}
+server: {{ listen: '127.0.0.1:{port}' }}
+concurrency: 1
+cacheDir: {cache}
+",
+            nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos() & 0xffff_ffff,
+            repo = repo.dir.path().display(),
+            kubeconfig = cluster.kubeconfig.display(),
+            cache = work.path().join("cache").display(),
+        ),
+    )?;
+    let agent = AgentProcess::start(&config, &[], port)?;
+    let log_path = config.with_extension("log");
+    wait_for("the deploy to begin", || async {
+        Ok(std::fs::read_to_string(&log_path)?
+            .contains("branch moved")
+            .then_some(()))
+    })
+    .await?;
+    let status = agent.stop()?;
+    let log = std::fs::read_to_string(&log_path)?;
+    assert!(status.success(), "exit {status}; log:\n{log}");
+    let shutdown_at = log
+        .find("shutting down")
+        .context("the agent did not log its shutdown")?;
+    let deployed_at = log
+        .find("deployed")
+        .with_context(|| format!("the deploy in flight did not finish; log:\n{log}"))?;
+    assert!(
+        shutdown_at < deployed_at,
+        "the signal should arrive while the deploy runs; log:\n{log}"
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    let names: Vec<String> = config_maps
+        .list(&kube::api::ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|config_map| config_map.metadata.name)
+        .filter(|name| name.ends_with("-settings"))
+        .collect();
+    assert_eq!(names.len(), N_APPS, "{names:?}");
+    Ok(())
+}
