@@ -10,7 +10,10 @@
 //! - drift made by hand is reported (status + metric) in `report` mode and restored in `correct`
 //!   mode;
 //! - while the forge is unreachable the agent still deploys, and once it is back every queued
-//!   status lands, in order.
+//!   status lands, in order;
+//! - broken sources (rejected token, refused remote, no Applications) fail alone, reported;
+//! - `deploy/rbac.yaml` is enough: the agent deploys acting as that ServiceAccount;
+//! - SIGTERM during a deploy lets it finish before the agent exits.
 //!
 //! If Gitea cannot be started the test fails and says why; it never skips. Waiting is bounded
 //! polling of Gitea's API and the cluster, never fixed sleeps.
