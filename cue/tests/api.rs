@@ -247,3 +247,28 @@ fn huge_repetitions_are_errors_not_allocations() {
     let errors = value.to_json().unwrap_err();
     assert_eq!(errors.len(), 2, "{errors:?}");
 }
+
+/// KubeVela reads `outputs` with the Go API's `Fields()`: a comprehension over an absent
+/// optional parameter adds nothing and does not hide the other fields, while a full export
+/// still fails as `cue export` does.
+#[test]
+fn incomplete_comprehension_keeps_the_other_fields() {
+    let value = eval(
+        "parameter: {\n\tpvc?: [...{name: string}]\n\tconfigMap?: [...{name: string}]\n}\nparameter: pvc: [{name: \"a\"}]\noutputs: {\n\tfor v in parameter.pvc {\"pvc-\\(v.name)\": kind: \"PersistentVolumeClaim\"}\n\tfor v in parameter.configMap {\"cm-\\(v.name)\": kind: \"ConfigMap\"}\n}\n",
+    );
+    let outputs = value.lookup(&["outputs"]).unwrap();
+    let fields = outputs.fields();
+    let labels: Vec<&str> = fields.iter().map(|(label, _)| label.as_str()).collect();
+    assert_eq!(labels, vec!["pvc-a"]);
+    assert_eq!(
+        fields[0].1.to_json().unwrap(),
+        serde_json::json!({"kind": "PersistentVolumeClaim"})
+    );
+    let errors = outputs.to_json().unwrap_err();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].kind, ErrorKind::Incomplete);
+    assert_eq!(
+        errors[0].message,
+        "cannot reference optional field: configMap"
+    );
+}

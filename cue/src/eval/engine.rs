@@ -179,6 +179,9 @@ pub struct Vertex<'a> {
     groups: Vec<Group>,
     deep_group: u32,
     pub errors: Vec<Error>,
+    /// Incomplete errors of comprehensions (their source or condition not yet known): the
+    /// comprehension adds no fields, the struct keeps the others (see `Node::Struct`).
+    pub incomplete: Vec<Error>,
     pub forward: Option<VId>,
     /// Remaining alternatives of an unresolved disjunction, with their default marks.
     pub alts: Option<Vec<(VId, bool)>>,
@@ -213,6 +216,7 @@ impl<'a> Vertex<'a> {
             groups: Vec::new(),
             deep_group: 0,
             errors: Vec::new(),
+            incomplete: Vec::new(),
             forward: None,
             alts: None,
             docs: Vec::new(),
@@ -1576,6 +1580,12 @@ impl<'a> Engine<'a> {
         match pending {
             Pending::Comprehension(comp, env, close, grp, pos) => {
                 match self.run_clauses(&comp.clauses, env) {
+                    Err(error) if error.kind == ErrorKind::Incomplete => {
+                        let error = self.relocate(v, error);
+                        if !self.v(v).incomplete.contains(&error) {
+                            self.vm(v).incomplete.push(error);
+                        }
+                    }
                     Ok(envs) => {
                         let mut pos = pos;
                         for env in envs {

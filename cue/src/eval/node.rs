@@ -15,7 +15,10 @@ const MAX_DEPTH: u32 = 260;
 
 #[derive(Debug)]
 pub enum Node {
-    Struct(Vec<NField>),
+    /// Fields, and the incomplete errors of comprehensions that produced no fields (`for v in
+    /// x.optional`): they fail the JSON export, as in `cue export`, but leave the other fields
+    /// readable, as CUE's Go API (`Fields()`, which KubeVela uses) does.
+    Struct(Vec<NField>, Vec<Error>),
     List {
         elems: Vec<Rc<Node>>,
         open: bool,
@@ -129,7 +132,8 @@ fn build_inner(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32)
                 doc,
             });
         }
-        return Rc::new(Node::Struct(fields));
+        let incomplete = engine.vs[v as usize].incomplete.clone();
+        return Rc::new(Node::Struct(fields, incomplete));
     }
     if let Some((atom, _)) = &vertex.shape.atom {
         return Rc::new(Node::Scalar(atom.clone()));
@@ -155,7 +159,7 @@ fn resolved(node: &Rc<Node>) -> Rc<Node> {
 pub fn child(node: &Rc<Node>, label: &str) -> Option<(Rc<Node>, Rc<Vec<String>>)> {
     let node = resolved(node);
     match node.as_ref() {
-        Node::Struct(fields) => fields
+        Node::Struct(fields, _) => fields
             .iter()
             .find(|f| &*f.label == label)
             .map(|f| (f.node.clone(), f.doc.clone())),
@@ -174,7 +178,7 @@ fn is_regular(field: &NField) -> bool {
 pub fn regular_fields(node: &Rc<Node>) -> Vec<(String, Rc<Node>, Rc<Vec<String>>)> {
     let node = resolved(node);
     match node.as_ref() {
-        Node::Struct(fields) => fields
+        Node::Struct(fields, _) => fields
             .iter()
             .filter(|f| is_regular(f))
             .map(|f| (f.label.to_string(), f.node.clone(), f.doc.clone()))
@@ -192,7 +196,7 @@ pub fn validate(node: &Rc<Node>, errors: &mut Vec<Error>) {
                 }
             }
         }
-        Node::Struct(fields) => {
+        Node::Struct(fields, _) => {
             for f in fields {
                 validate(&f.node, errors);
             }
@@ -230,7 +234,16 @@ pub fn to_json(
             serde_json::Value::Null
         }
         Node::Scalar(atom) => atom.to_json(),
-        Node::Struct(fields) => {
+        Node::Struct(fields, incomplete) => {
+            for e in incomplete {
+                let mut e = e.clone();
+                if e.path.is_empty() {
+                    e.path = owned(path);
+                }
+                if !errors.contains(&e) {
+                    errors.push(e);
+                }
+            }
             let mut map = serde_json::Map::new();
             for f in fields {
                 if is_hidden(&f.label) || is_definition(&f.label) || f.field == FieldKind::Optional
@@ -243,7 +256,7 @@ pub fn to_json(
                 if f.field == FieldKind::Required
                     && !matches!(
                         f.node.as_ref(),
-                        Node::Scalar(_) | Node::Struct(_) | Node::List { .. }
+                        Node::Scalar(_) | Node::Struct(..) | Node::List { .. }
                     )
                 {
                     let spans = match f.node.as_ref() {
@@ -307,7 +320,7 @@ fn text_of(node: &Rc<Node>) -> String {
     match node.as_ref() {
         Node::Scalar(atom) => atom.cue_text(),
         Node::Incomplete { text, .. } => text.clone(),
-        Node::Struct(_) => "{...}".to_owned(),
+        Node::Struct(..) => "{...}".to_owned(),
         Node::List { .. } => "[...]".to_owned(),
         Node::Disj { alts, default } => alts
             .iter()
@@ -329,7 +342,7 @@ fn kinds_of(node: &Rc<Node>) -> KindSet {
     match node.as_ref() {
         Node::Scalar(atom) => atom.kind(),
         Node::Incomplete { kinds, .. } => *kinds,
-        Node::Struct(_) => KindSet::STRUCT,
+        Node::Struct(..) => KindSet::STRUCT,
         Node::List { .. } => KindSet::LIST,
         Node::Disj { alts, .. } => alts
             .iter()
@@ -342,7 +355,7 @@ pub fn export(node: &Rc<Node>) -> Exported {
     match node.as_ref() {
         Node::Bottom(errs) => Exported::Bottom(errs.clone()),
         Node::Scalar(atom) => Exported::Scalar(atom.to_json()),
-        Node::Struct(fields) => Exported::Struct(
+        Node::Struct(fields, _) => Exported::Struct(
             fields
                 .iter()
                 .filter(|f| !is_definition(&f.label))
