@@ -14,6 +14,7 @@ use crate::health::{self, Health};
 use crate::observe::{self, AppObservation, OrphanObservation};
 use crate::plan::{Plan, PlanTarget};
 use crate::planner::{self, LiveObjects, Observed, PlanOptions};
+use crate::rollout::RolloutPlan;
 use crate::tracker_store::TrackerStore;
 use crate::workflow::{
     DriverOptions, Issue, WorkflowContext, WorkflowPhase, WorkflowReport, WorkflowSpec,
@@ -237,6 +238,34 @@ pub fn uses_workflow(app: &Application) -> bool {
             .policies
             .iter()
             .any(|policy| matches!(policy.policy_type.as_str(), "topology" | "override"))
+        || !rollout_plans(app).0.is_empty()
+}
+
+/// The rollout plans of an app's components (their `rollout` trait), and the problems of the
+/// plans that cannot be used.
+pub fn rollout_plans(app: &Application) -> (BTreeMap<String, RolloutPlan>, Vec<Issue>) {
+    let mut plans = BTreeMap::new();
+    let mut issues = Vec::new();
+    for component in &app.spec.components {
+        for rollout in component
+            .traits
+            .iter()
+            .filter(|app_trait| app_trait.trait_type == "rollout")
+        {
+            let properties = rollout.properties.clone().unwrap_or(Value::Null);
+            match RolloutPlan::from_properties(&properties) {
+                Ok(plan) => {
+                    plans.insert(component.name.clone(), plan);
+                }
+                Err(error) => issues.push(Issue {
+                    rule: "invalid-rollout",
+                    step: None,
+                    message: format!("component {:?}: {error}", component.name),
+                }),
+            }
+        }
+    }
+    (plans, issues)
 }
 
 /// One app's workflow outcome: checked and run, or refused before anything was applied.
@@ -297,20 +326,22 @@ async fn run_workflows_inner(
         };
         // A blocked app (render errors) is never applied; its workflow's own problems are
         // still reported.
+        let (rollouts, mut rollout_issues) = rollout_plans(app);
         match build_workflow(app, &ctx) {
-            (_, issues) if !issues.is_empty() => {
+            (_, mut issues) if !issues.is_empty() || !rollout_issues.is_empty() => {
+                issues.append(&mut rollout_issues);
                 checked.push(Checked::Invalid(app_ref.clone(), issues));
             }
             (Some(spec), _) if !observation.desired.is_blocked() => {
-                checked.push(Checked::Valid(observation, spec));
+                checked.push(Checked::Valid(observation, spec, rollouts));
             }
             _ => {}
         }
     }
     let mut results: Vec<WorkflowResult> = Vec::new();
     for entry in checked {
-        let (observation, spec) = match entry {
-            Checked::Valid(observation, spec) => (observation, spec),
+        let (observation, spec, rollouts) = match entry {
+            Checked::Valid(observation, spec, rollouts) => (observation, spec, rollouts),
             Checked::Invalid(app, issues) => {
                 results.push(WorkflowResult::Invalid { app, issues });
                 continue;
@@ -322,7 +353,16 @@ async fn run_workflows_inner(
             .find(|rendered| rendered.app == observation.desired.app)
             .map(|rendered| rendered.input_hash.clone())
             .unwrap_or_default();
-        match run_workflow(cluster, &observation.desired, &spec, &revision, options).await {
+        match run_workflow(
+            cluster,
+            &observation.desired,
+            &spec,
+            &revision,
+            &rollouts,
+            options,
+        )
+        .await
+        {
             Ok(report) => results.push(WorkflowResult::Ran(report)),
             Err(error) => results.push(WorkflowResult::Failed {
                 app: observation.desired.app.clone(),
@@ -421,7 +461,11 @@ pub fn workflow_reports(results: &[WorkflowResult]) -> Vec<AppApplyReport> {
 
 /// A workflow after the checks, before it runs.
 enum Checked<'a> {
-    Valid(&'a AppObservation, WorkflowSpec),
+    Valid(
+        &'a AppObservation,
+        WorkflowSpec,
+        BTreeMap<String, RolloutPlan>,
+    ),
     Invalid(AppRef, Vec<Issue>),
 }
 

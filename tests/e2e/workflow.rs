@@ -399,3 +399,151 @@ async fn invalid_workflows_are_refused_before_anything_is_applied() -> Result<()
     }
     Ok(())
 }
+
+/// A Driftless-only `rollout` trait for the test repository: KubeVela's rollout trait drives a
+/// separate controller; here the workflow driver reads the plan, so the trait renders nothing.
+const ROLLOUT_TRAIT: &str = r#"// Test repository: a rollout plan the workflow driver executes (renders nothing).
+rollout: {
+	type: "trait"
+	annotations: {}
+	description: "Rolls the workload out in batches."
+	attributes: {
+		podDisruptive: false
+		appliesToWorkloads: ["deployments.apps"]
+	}
+}
+template: {
+	parameter: {
+		// +usage=Replicas once every batch is done
+		targetSize: int
+		// +usage=Replicas each batch adds
+		rolloutBatches?: [...{replicas: int | string}]
+		// +usage=Number of equal batches
+		numBatches?: int
+		// +usage=Roll out only up to this batch index
+		batchPartition?: int
+		// +usage=Hold before the next batch
+		paused?: bool
+	}
+}
+"#;
+
+fn rollout_app(namespace: &str, partition: Option<u32>) -> String {
+    let partition = partition
+        .map(|index| format!("            batchPartition: {index}\n"))
+        .unwrap_or_default();
+    format!(
+        "apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: rolled
+  namespace: {namespace}
+spec:
+  components:
+    - name: web
+      type: webservice
+      properties:
+        image: nginx:1.25
+        port: 80
+      traits:
+        - type: scaler
+          properties:
+            replicas: 10
+        - type: rollout
+          properties:
+            targetSize: 10
+            rolloutBatches:
+              - replicas: 2
+              - replicas: 3
+              - replicas: 5
+{partition}  workflow:
+    steps:
+      - name: web
+        type: apply-component
+        properties:
+          component: web
+"
+    )
+}
+
+/// `(spec.replicas, status.updatedReplicas, status.readyReplicas)` of the Deployment.
+async fn replica_counts(cluster: &TestCluster, namespace: &str) -> Result<(i32, i32, i32)> {
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(cluster.client.clone(), namespace);
+    let deployment = deployments.get("web").await?;
+    let spec = deployment
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.replicas)
+        .unwrap_or(0);
+    let status = deployment.status.unwrap_or_default();
+    Ok((
+        spec,
+        status.updated_replicas.unwrap_or(0),
+        status.ready_replicas.unwrap_or(0),
+    ))
+}
+
+#[tokio::test]
+async fn a_deployment_rolls_out_in_batches_gated_on_health() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "wf-rollout").await?;
+    let repo = Repo::new()?;
+    std::fs::create_dir_all(repo.path().join("definitions/traits"))?;
+    std::fs::write(
+        repo.path().join("definitions/traits/rollout.cue"),
+        ROLLOUT_TRAIT,
+    )?;
+
+    // Each run holds after a batch (batchPartition), so the test sees every boundary; a
+    // batch is held only once its replicas are updated and ready (the health gate).
+    for (partition, target) in [(Some(0), 2), (Some(1), 5), (None, 10)] {
+        repo.write_app("rolled", &rollout_app(&ns.name, partition))?;
+        let (ok, text) = apply_waiting(&cluster, &repo, &ns, "60")?;
+        ensure!(
+            ok,
+            "apply with batchPartition {partition:?} failed:\n{text}"
+        );
+        let counts = replica_counts(&cluster, &ns.name).await?;
+        ensure!(
+            counts == (target, target, target),
+            "after batchPartition {partition:?}: (spec, updated, ready) = {counts:?}, want all {target}:\n{text}"
+        );
+        match partition {
+            Some(_) => ensure!(
+                text.contains("held after batch") && text.contains("workflow still running"),
+                "the rollout holds at the boundary:\n{text}"
+            ),
+            None => ensure!(text.contains("workflow succeeded"), "{text}"),
+        }
+    }
+    Ok(())
+}
+
+/// [`apply`] with a given `--workflow-wait`.
+fn apply_waiting(
+    cluster: &TestCluster,
+    repo: &Repo,
+    ns: &TestNamespace,
+    wait: &str,
+) -> Result<(bool, String)> {
+    let path = repo.path().to_str().context("utf-8 path")?;
+    let output = driftless(
+        cluster,
+        &[
+            "apply",
+            path,
+            "--yes",
+            "--workflow-wait",
+            wait,
+            "--tracker-namespace",
+            &ns.name,
+        ],
+    )?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let text = format!(
+        "{stdout}\n--- stderr:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok((output.status.success(), text))
+}

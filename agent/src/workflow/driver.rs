@@ -12,7 +12,7 @@
 //! garbage-collection policies act, as KubeVela collects garbage after a successful workflow.
 //! A step succeeds when its objects are healthy and waits (until its `timeout`) otherwise.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use analyzer::AppRef;
@@ -28,6 +28,7 @@ use crate::health::{self, HealthStatus};
 use crate::observe;
 use crate::plan::ObjectRef;
 use crate::planner::{self, DesiredApp, Observed, PlanOptions, Prune};
+use crate::rollout::RolloutPlan;
 use crate::tracker_store::TrackerStore;
 
 /// Knobs of one workflow pass.
@@ -80,6 +81,7 @@ pub async fn run_workflow(
     desired: &DesiredApp,
     spec: &WorkflowSpec,
     revision: &str,
+    rollouts: &BTreeMap<String, RolloutPlan>,
     options: &DriverOptions,
 ) -> Result<WorkflowReport, WorkflowStoreError> {
     let store = WorkflowStore::new(cluster, &options.tracker_namespace);
@@ -108,8 +110,16 @@ pub async fn run_workflow(
         let mut waiting = false;
         for dispatch in &dispatches {
             report.ran.push(dispatch.step.clone());
-            let outcome = run_step(cluster, desired, dispatch, options, &http, &mut report).await;
-            waiting |= matches!(outcome, StepOutcome::Waiting { .. });
+            let run = Run {
+                cluster,
+                desired,
+                rollouts,
+                options,
+            };
+            let outcome = run_step(&run, dispatch, &http, &mut report).await;
+            // A rollout held by batchPartition or paused does not move by waiting: the pass
+            // ends there, like a suspension.
+            waiting |= matches!(&outcome, StepOutcome::Waiting { message } if !is_held(message));
             record(spec, &mut state, &dispatch.step, outcome, now());
         }
         // Outcomes may finish the workflow or start the next steps: settle before storing.
@@ -117,7 +127,13 @@ pub async fn run_workflow(
             let _ = advance(spec, &mut state, now());
         }
         if state.phase == WorkflowPhase::Succeeded {
-            collect_garbage(cluster, desired, spec, &state, options, &mut report).await;
+            let run = Run {
+                cluster,
+                desired,
+                rollouts,
+                options,
+            };
+            collect_garbage(&run, spec, &state, &mut report).await;
         }
         let mut stored = StoredWorkflow {
             state,
@@ -146,6 +162,14 @@ pub async fn run_workflow(
     }
 }
 
+/// Whether a waiting message says only that rollouts are held (see [`rollout_batch`]).
+fn is_held(message: &str) -> bool {
+    message.split("; ").all(|part| part.starts_with(HELD))
+}
+
+/// How [`rollout_batch`] starts the message of a held rollout.
+const HELD: &str = "held after batch";
+
 /// Whether a suspended step moves on by itself (a `duration`, or a `timeout` that expires).
 fn timed_wait_pending(spec: &WorkflowSpec, state: &WorkflowState) -> bool {
     spec.all_steps().any(|step| {
@@ -156,11 +180,18 @@ fn timed_wait_pending(spec: &WorkflowSpec, state: &WorkflowState) -> bool {
     })
 }
 
+/// What every step of one pass works with.
+struct Run<'a> {
+    cluster: &'a Cluster,
+    desired: &'a DesiredApp,
+    /// Components with a rollout plan (the `rollout` trait), by name.
+    rollouts: &'a BTreeMap<String, RolloutPlan>,
+    options: &'a DriverOptions,
+}
+
 async fn run_step(
-    cluster: &Cluster,
-    desired: &DesiredApp,
+    run: &Run<'_>,
     dispatch: &Dispatch,
-    options: &DriverOptions,
     http: &reqwest::Client,
     report: &mut WorkflowReport,
 ) -> StepOutcome {
@@ -174,30 +205,19 @@ async fn run_step(
                 .to_owned();
             let components = BTreeSet::from([component]);
             apply_step(
-                cluster,
-                desired,
+                run,
                 Some(&components),
                 Prune::Disabled,
                 &dispatch.step,
-                options,
                 report,
             )
             .await
         }
-        StepType::Deploy => {
-            apply_step(
-                cluster,
-                desired,
-                None,
-                Prune::Disabled,
-                &dispatch.step,
-                options,
-                report,
-            )
-            .await
+        StepType::Deploy => apply_step(run, None, Prune::Disabled, &dispatch.step, report).await,
+        StepType::ApplyObject => apply_object(run.cluster, run.desired, &dispatch.properties).await,
+        StepType::DependsOnApp => {
+            depends_on_app(run.cluster, run.desired, dispatch, run.options).await
         }
-        StepType::ApplyObject => apply_object(cluster, desired, &dispatch.properties).await,
-        StepType::DependsOnApp => depends_on_app(cluster, desired, dispatch, options).await,
         StepType::Notification => {
             super::notify::send_notification(http, &dispatch.properties).await
         }
@@ -211,19 +231,49 @@ async fn run_step(
 /// Applies the objects of `components` (every object when `None`) through the apply path,
 /// then reports their health: healthy succeeds, anything else waits.
 async fn apply_step(
-    cluster: &Cluster,
-    desired: &DesiredApp,
+    run: &Run<'_>,
     components: Option<&BTreeSet<String>>,
     prune: Prune,
     label: &str,
-    options: &DriverOptions,
     report: &mut WorkflowReport,
 ) -> StepOutcome {
+    let Run {
+        cluster,
+        desired,
+        rollouts,
+        options,
+    } = *run;
     let mut subset = desired.clone();
     if let Some(components) = components {
         subset
             .objects
             .retain(|object| components.contains(&object.component));
+    }
+    // Workloads under a rollout plan get this batch's replicas instead of the full count.
+    let mut holding: Vec<String> = Vec::new();
+    for object in &mut subset.objects {
+        let Some(plan) = rollouts.get(&object.component) else {
+            continue;
+        };
+        if object.trait_type.is_some() || object.object_ref.kind != "Deployment" {
+            continue;
+        }
+        let live = read_live(cluster, &object.object_ref).await;
+        match rollout_batch(plan, live.as_ref()) {
+            BatchStep::Apply { replicas, waiting } => {
+                if let Some(spec) = object.object.get_mut("spec").and_then(Value::as_object_mut) {
+                    spec.insert("replicas".to_owned(), Value::from(replicas));
+                }
+                object.hash = planner::hash_object(&object.object);
+                holding.extend(waiting);
+            }
+            BatchStep::Failed(message) => {
+                return StepOutcome::Failed {
+                    reason: "RolloutGateFailed".to_owned(),
+                    message: format!("{}: {message}", object.object_ref),
+                };
+            }
+        }
     }
     let store = TrackerStore::new(cluster, &options.tracker_namespace);
     let observation = observe::observe_app(cluster, &store, subset, FIELD_MANAGER).await;
@@ -254,6 +304,11 @@ async fn apply_step(
                 message,
             };
         }
+    }
+    if !holding.is_empty() {
+        return StepOutcome::Waiting {
+            message: holding.join("; "),
+        };
     }
     match objects_health(cluster, &observation.desired).await {
         Some(health) if health.status != HealthStatus::Healthy => StepOutcome::Waiting {
@@ -305,11 +360,9 @@ pub(crate) async fn objects_health(
 /// the app no longer renders (or whose components no step deploys) are collected under the
 /// app's garbage-collection policy.
 async fn collect_garbage(
-    cluster: &Cluster,
-    desired: &DesiredApp,
+    run: &Run<'_>,
     spec: &WorkflowSpec,
     state: &WorkflowState,
-    options: &DriverOptions,
     report: &mut WorkflowReport,
 ) {
     let succeeded = |name: &str| {
@@ -333,16 +386,108 @@ async fn collect_garbage(
         applies: Vec::new(),
     };
     let _ = apply_step(
-        cluster,
-        desired,
+        run,
         (!deployed_all).then_some(&components),
         Prune::Allowed,
         "garbage-collect",
-        options,
         &mut silent,
     )
     .await;
     report.applies.extend(silent.applies);
+}
+
+/// What a workload under a rollout plan gets now.
+#[derive(Debug, Clone, PartialEq)]
+enum BatchStep {
+    /// Apply with `replicas`; `waiting` says why the step is not done yet (none: every batch
+    /// is done and healthy).
+    Apply {
+        replicas: u32,
+        waiting: Option<String>,
+    },
+    /// The batch's health gate failed: the rollout stops here.
+    Failed(String),
+}
+
+/// The batch a Deployment is at, read from the live object so a restarted agent continues
+/// where the cluster is: the batch whose cumulative target equals the live `spec.replicas`.
+/// A batch whose updated replicas are all ready opens the next one unless `batchPartition`
+/// or `paused` holds it; a degraded one fails the gate.
+fn rollout_batch(plan: &RolloutPlan, live: Option<&Value>) -> BatchStep {
+    let targets = plan.cumulative_targets();
+    let Some(&first) = targets.first() else {
+        return BatchStep::Failed("the rollout plan has no batches".to_owned());
+    };
+    let Some(live) = live else {
+        return BatchStep::Apply {
+            replicas: first,
+            waiting: Some(format!("batch 0: {first} replicas being created")),
+        };
+    };
+    let number = |pointer: &str| live.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
+    let replicas = number("/spec/replicas");
+    let Some(batch) = targets
+        .iter()
+        .position(|target| u64::from(*target) == replicas)
+    else {
+        return BatchStep::Apply {
+            replicas: first,
+            waiting: Some(format!("batch 0: starting at {first} replicas")),
+        };
+    };
+    let target = targets[batch];
+    if let Some(health) = health::health_of(live)
+        && health.status == HealthStatus::Degraded
+    {
+        return BatchStep::Failed(format!("batch {batch}: {}", health.message));
+    }
+    let observed = number("/status/observedGeneration") >= number("/metadata/generation");
+    let updated = number("/status/updatedReplicas");
+    let ready = number("/status/readyReplicas");
+    let done = observed && updated == u64::from(target) && ready >= u64::from(target);
+    if !done {
+        return BatchStep::Apply {
+            replicas: target,
+            waiting: Some(format!(
+                "batch {batch}: {ready}/{target} ready, {updated} updated"
+            )),
+        };
+    }
+    if batch + 1 >= targets.len() {
+        return BatchStep::Apply {
+            replicas: target,
+            waiting: None,
+        };
+    }
+    if plan
+        .batch_partition
+        .is_some_and(|partition| batch >= partition)
+    {
+        return BatchStep::Apply {
+            replicas: target,
+            waiting: Some(format!("{HELD} {batch} by batchPartition")),
+        };
+    }
+    if plan.paused {
+        return BatchStep::Apply {
+            replicas: target,
+            waiting: Some(format!("{HELD} {batch}: the rollout is paused")),
+        };
+    }
+    let next = targets[batch + 1];
+    BatchStep::Apply {
+        replicas: next,
+        waiting: Some(format!("batch {}: scaling to {next} replicas", batch + 1)),
+    }
+}
+
+/// The live object, `None` when absent or unreadable (the apply reports real errors).
+async fn read_live(cluster: &Cluster, object_ref: &ObjectRef) -> Option<Value> {
+    let resolved = cluster
+        .resolve(&object_ref.api_version, &object_ref.kind)
+        .await
+        .ok()??;
+    observe::read(cluster, &resolved, object_ref).await.ok()?
 }
 
 /// `apply-object`: server-side applies `properties.value` (namespaced objects default to the
@@ -424,5 +569,116 @@ async fn depends_on_app(
         Err(error) => StepOutcome::Waiting {
             message: error.to_string(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(partition: Option<usize>, paused: bool) -> RolloutPlan {
+        let mut plan = RolloutPlan::from_properties(&serde_json::json!({
+            "targetSize": 10,
+            "rolloutBatches": [{"replicas": 2}, {"replicas": 3}, {"replicas": 5}],
+        }))
+        .unwrap();
+        plan.batch_partition = partition;
+        plan.paused = paused;
+        plan
+    }
+
+    fn deployment(replicas: u64, updated: u64, ready: u64) -> Value {
+        serde_json::json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "generation": 3},
+            "spec": {"replicas": replicas},
+            "status": {
+                "observedGeneration": 3,
+                "replicas": replicas,
+                "updatedReplicas": updated,
+                "readyReplicas": ready,
+                "availableReplicas": ready,
+            },
+        })
+    }
+
+    fn replicas(step: &BatchStep) -> Option<u32> {
+        match step {
+            BatchStep::Apply { replicas, .. } => Some(*replicas),
+            BatchStep::Failed(_) => None,
+        }
+    }
+
+    #[test]
+    fn a_new_workload_starts_at_the_first_batch() {
+        let step = rollout_batch(&plan(None, false), None);
+        assert_eq!(replicas(&step), Some(2));
+    }
+
+    #[test]
+    fn a_batch_waits_until_its_replicas_are_updated_and_ready() {
+        let step = rollout_batch(&plan(None, false), Some(&deployment(5, 5, 4)));
+        assert_eq!(
+            step,
+            BatchStep::Apply {
+                replicas: 5,
+                waiting: Some("batch 1: 4/5 ready, 5 updated".to_owned()),
+            }
+        );
+    }
+
+    #[test]
+    fn a_healthy_batch_opens_the_next_and_the_last_one_finishes() {
+        assert_eq!(
+            replicas(&rollout_batch(
+                &plan(None, false),
+                Some(&deployment(2, 2, 2))
+            )),
+            Some(5)
+        );
+        assert_eq!(
+            replicas(&rollout_batch(
+                &plan(None, false),
+                Some(&deployment(5, 5, 5))
+            )),
+            Some(10)
+        );
+        assert_eq!(
+            rollout_batch(&plan(None, false), Some(&deployment(10, 10, 10))),
+            BatchStep::Apply {
+                replicas: 10,
+                waiting: None,
+            }
+        );
+    }
+
+    #[test]
+    fn partition_and_pause_hold_a_healthy_batch() {
+        let held = rollout_batch(&plan(Some(1), false), Some(&deployment(5, 5, 5)));
+        assert_eq!(replicas(&held), Some(5));
+        assert!(
+            matches!(held, BatchStep::Apply { waiting: Some(ref why), .. } if why.contains("batchPartition"))
+        );
+        let paused = rollout_batch(&plan(None, true), Some(&deployment(2, 2, 2)));
+        assert_eq!(replicas(&paused), Some(2));
+        assert!(
+            matches!(paused, BatchStep::Apply { waiting: Some(ref why), .. } if why.contains("paused"))
+        );
+    }
+
+    #[test]
+    fn a_degraded_batch_fails_the_gate_with_its_batch() {
+        let mut live = deployment(5, 5, 1);
+        live["status"]["conditions"] = serde_json::json!([{
+            "type": "Progressing",
+            "status": "False",
+            "reason": "ProgressDeadlineExceeded",
+            "message": "ReplicaSet web-1 has timed out progressing.",
+        }]);
+        match rollout_batch(&plan(None, false), Some(&live)) {
+            BatchStep::Failed(message) => assert!(message.starts_with("batch 1:"), "{message}"),
+            other => panic!("not failed: {other:?}"),
+        }
     }
 }
