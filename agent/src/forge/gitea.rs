@@ -157,22 +157,17 @@ pub(crate) async fn open_pulls(
     paging: Paging,
     repo: &RepoSlug,
 ) -> Result<Vec<PullRequest>, ForgeError> {
-    let mut pulls = Vec::new();
-    for page in 1.. {
-        let path = format!(
+    let path_of = |page: usize| {
+        format!(
             "/repos/{}/{}/pulls?state=open&{}={}&page={page}",
             segment(&repo.owner),
             segment(&repo.name),
             paging.param,
             paging.size
-        );
-        let bodies: Vec<PullBody> = rest.send::<(), _>("GET", &path, None).await?;
-        let n_bodies = bodies.len();
-        pulls.extend(pulls_from(bodies, &path)?);
-        if n_bodies < paging.size {
-            break;
-        }
-    }
+        )
+    };
+    let bodies: Vec<PullBody> = rest.get_all(paging.size, path_of).await?;
+    let mut pulls = pulls_from(bodies, &path_of(1))?;
     pulls.sort();
     Ok(pulls)
 }
@@ -187,19 +182,14 @@ pub(crate) async fn upsert_comment(
     body: &str,
 ) -> Result<CommentId, ForgeError> {
     let (owner, name) = (segment(&repo.owner), segment(&repo.name));
-    let mut comments = Vec::new();
-    for page in 1.. {
-        let path = format!(
-            "/repos/{owner}/{name}/issues/{pull}/comments?{}={}&page={page}",
-            paging.param, paging.size
-        );
-        let bodies: Vec<CommentBody> = rest.send::<(), _>("GET", &path, None).await?;
-        let n_bodies = bodies.len();
-        comments.extend(bodies);
-        if n_bodies < paging.size {
-            break;
-        }
-    }
+    let comments: Vec<CommentBody> = rest
+        .get_all(paging.size, |page| {
+            format!(
+                "/repos/{owner}/{name}/issues/{pull}/comments?{}={}&page={page}",
+                paging.param, paging.size
+            )
+        })
+        .await?;
     let new_body = NewCommentBody { body };
     match find_marked(&comments, marker) {
         Some(CommentId(id)) => {

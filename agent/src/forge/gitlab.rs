@@ -17,6 +17,7 @@
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+use super::gitea::{CommentBody, NewCommentBody, find_marked};
 use super::rest::{RestClient, segment};
 use super::{CommentId, CommitStatus, Forge, ForgeError, PullRequest, StatusState};
 use crate::config::{RepoSlug, Secret};
@@ -70,18 +71,6 @@ struct MergeRequestBody {
     target_branch: String,
 }
 
-#[derive(Deserialize)]
-struct NoteBody {
-    id: u64,
-    #[serde(default)]
-    body: String,
-}
-
-#[derive(Serialize)]
-struct NewNoteBody<'a> {
-    body: &'a str,
-}
-
 /// GitLab's name for a state: it has `failed` where the others have `failure` and `error`.
 fn gitlab_state(state: StatusState) -> &'static str {
     match state {
@@ -113,31 +102,26 @@ async fn set_status(
 }
 
 async fn open_pulls(rest: &RestClient, repo: &RepoSlug) -> Result<Vec<PullRequest>, ForgeError> {
-    let mut pulls = Vec::new();
-    for page in 1.. {
-        let path = format!(
+    let path_of = |page: usize| {
+        format!(
             "/projects/{}/merge_requests?state=opened&per_page={PAGE_SIZE}&page={page}",
             project(repo)
-        );
-        let bodies: Vec<MergeRequestBody> = rest.send::<(), _>("GET", &path, None).await?;
-        let n_bodies = bodies.len();
-        for body in bodies {
-            let head_commit =
-                CommitId::parse(&body.sha).ok_or_else(|| ForgeError::BadResponse {
-                    method: "GET",
-                    path: path.clone(),
-                    message: format!("merge request {} has head sha {:?}", body.iid, body.sha),
-                })?;
-            pulls.push(PullRequest {
-                number: body.iid,
-                title: body.title,
-                head_commit,
-                base_branch: body.target_branch,
-            });
-        }
-        if n_bodies < PAGE_SIZE {
-            break;
-        }
+        )
+    };
+    let bodies: Vec<MergeRequestBody> = rest.get_all(PAGE_SIZE, path_of).await?;
+    let mut pulls = Vec::with_capacity(bodies.len());
+    for body in bodies {
+        let head_commit = CommitId::parse(&body.sha).ok_or_else(|| ForgeError::BadResponse {
+            method: "GET",
+            path: path_of(1),
+            message: format!("merge request {} has head sha {:?}", body.iid, body.sha),
+        })?;
+        pulls.push(PullRequest {
+            number: body.iid,
+            title: body.title,
+            head_commit,
+            base_branch: body.target_branch,
+        });
     }
     pulls.sort();
     Ok(pulls)
@@ -154,32 +138,22 @@ async fn upsert_note(
         "/projects/{}/merge_requests/{merge_request}/notes",
         project(repo)
     );
-    let mut ours = None;
-    for page in 1.. {
-        let path = format!("{notes_path}?per_page={PAGE_SIZE}&page={page}");
-        let notes: Vec<NoteBody> = rest.send::<(), _>("GET", &path, None).await?;
-        let n_notes = notes.len();
-        // Our note is the oldest one carrying the marker (a later copy would be a user quoting
-        // it); GitLab lists newest first, so compare ids rather than positions.
-        ours = notes
-            .iter()
-            .filter(|note| note.body.starts_with(marker))
-            .map(|note| note.id)
-            .chain(ours)
-            .min();
-        if n_notes < PAGE_SIZE {
-            break;
-        }
-    }
-    let new_body = NewNoteBody { body };
+    let notes: Vec<CommentBody> = rest
+        .get_all(PAGE_SIZE, |page| {
+            format!("{notes_path}?per_page={PAGE_SIZE}&page={page}")
+        })
+        .await?;
+    // GitLab lists notes newest first; `find_marked` picks the oldest marked one by id.
+    let ours = find_marked(&notes, marker).map(|CommentId(id)| id);
+    let new_body = NewCommentBody { body };
     match ours {
         Some(id) => {
             let path = format!("{notes_path}/{id}");
-            let _: NoteBody = rest.send("PUT", &path, Some(&new_body)).await?;
+            let _: CommentBody = rest.send("PUT", &path, Some(&new_body)).await?;
             Ok(CommentId(id))
         }
         None => {
-            let created: NoteBody = rest.send("POST", &notes_path, Some(&new_body)).await?;
+            let created: CommentBody = rest.send("POST", &notes_path, Some(&new_body)).await?;
             Ok(CommentId(created.id))
         }
     }

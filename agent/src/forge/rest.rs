@@ -66,6 +66,25 @@ impl RestClient {
         })
     }
 
+    /// Every item of a paged list: GETs `path_of(1)`, `path_of(2)`, … until a page holds fewer
+    /// than `page_size` items.
+    pub(crate) async fn get_all<T: DeserializeOwned>(
+        &self,
+        page_size: usize,
+        path_of: impl Fn(usize) -> String,
+    ) -> Result<Vec<T>, ForgeError> {
+        let mut items = Vec::new();
+        for page in 1.. {
+            let batch: Vec<T> = self.send::<(), _>("GET", &path_of(page), None).await?;
+            let n_batch = batch.len();
+            items.extend(batch);
+            if n_batch < page_size {
+                break;
+            }
+        }
+        Ok(items)
+    }
+
     /// Sends a request and returns the answer's body text.
     pub(crate) async fn send_raw<B: Serialize + ?Sized>(
         &self,
