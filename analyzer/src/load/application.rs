@@ -54,18 +54,26 @@ pub(crate) fn load_application(
             Some(positions.key_span("/metadata/name")),
         ));
     }
-    let app: Application = serde_path_to_error::deserialize(&document.value).map_err(|error| {
-        let pointer = pointer_of_serde_path(error.path());
-        Diagnostic::error(
-            "invalid-field",
-            format!(
-                "Application `{name}`: invalid `{}`: {}",
-                error.path(),
-                error.inner()
-            ),
-            Some(positions.value_span(&pointer)),
-        )
-    })?;
+    let mut app: Application =
+        serde_path_to_error::deserialize(&document.value).map_err(|error| {
+            let pointer = pointer_of_serde_path(error.path());
+            Diagnostic::error(
+                "invalid-field",
+                format!(
+                    "Application `{name}`: invalid `{}`: {}",
+                    error.path(),
+                    error.inner()
+                ),
+                Some(positions.value_span(&pointer)),
+            )
+        })?;
+    // KubeVela names anonymous policies `<type>-auto-gen-<index>` before anything else reads
+    // them (`pkg/appfile/parser.go`, `GenerateAppFileFromApp`).
+    for (index, policy) in app.spec.policies.iter_mut().enumerate() {
+        if policy.name.is_empty() && !policy.policy_type.is_empty() {
+            policy.name = format!("{}-auto-gen-{index}", policy.policy_type);
+        }
+    }
     let namespace = namespaces
         .forced
         .map(str::to_owned)

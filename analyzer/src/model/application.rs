@@ -56,7 +56,8 @@ pub struct Component {
     /// Raw JSON, the template's `parameter`. `None` when absent or `null`.
     #[serde(default)]
     pub properties: Option<serde_json::Value>,
-    #[serde(default)]
+    /// `traits: null` is no traits (Go decodes a null list as empty; KubeVela accepts it).
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub traits: Vec<Trait>,
     #[serde(default)]
     pub depends_on: Vec<String>,
@@ -188,4 +189,13 @@ pub(crate) mod known_keys {
         "subSteps",
         "meta",
     ];
+}
+
+/// A list that may be written as `null`.
+fn null_as_empty<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(deserializer)?.unwrap_or_default())
 }

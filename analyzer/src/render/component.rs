@@ -284,6 +284,7 @@ pub(crate) fn render_component(
         app_annotations: &app.metadata.annotations,
         component: &component.name,
         component_type: &component.component_type,
+        app_revision: super::context::app_revision(loaded),
     };
     apply_contract(&mut workload_json, &label_context, &ObjectRole::Workload);
     let mut objects = Vec::with_capacity(1 + auxiliaries.len());

@@ -55,8 +55,8 @@ pub(crate) fn component_context(
         "name": component.name,
         "namespace": loaded.app_ref.namespace,
         "appName": loaded.app_ref.name,
-        "appRevision": "",
-        "appRevisionNum": 0,
+        "appRevision": app_revision(loaded),
+        "appRevisionNum": app_revision_number(app_revision(loaded)),
         "revision": "",
         "components": components,
         "appLabels": app.metadata.labels,
@@ -76,6 +76,25 @@ pub(crate) fn component_context(
         object.insert("parameter".to_owned(), properties.clone());
     }
     go_json(&context)
+}
+
+/// The app revision name KubeVela renders with: `status.latestRevision.name` when the manifest
+/// carries one (`pkg/appfile/parser.go`, `GenerateAppFileFromApp`), else `""` as offline.
+pub(crate) fn app_revision(loaded: &LoadedApp) -> &str {
+    loaded
+        .document
+        .value
+        .pointer("/status/latestRevision/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// The number of a revision named `<app>-v<N>` (KubeVela's `ExtractRevisionNum`), else 0.
+fn app_revision_number(revision: &str) -> u64 {
+    revision
+        .rsplit_once("-v")
+        .and_then(|(_, number)| number.parse().ok())
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -14,6 +14,9 @@ pub(crate) struct LabelContext<'a> {
     pub(crate) app_annotations: &'a IndexMap<String, String>,
     pub(crate) component: &'a str,
     pub(crate) component_type: &'a str,
+    /// The app revision's name: `""` offline, unless the manifest carries a
+    /// `status.latestRevision` (see [`super::context::app_revision`]).
+    pub(crate) app_revision: &'a str,
 }
 
 /// Which object of a component.
@@ -47,7 +50,7 @@ pub(crate) fn apply_contract(object: &mut Value, ctx: &LabelContext<'_>, role: &
     let mut stage_a = vec![
         ("app.oam.dev/name", ctx.app_name.to_owned()),
         ("app.oam.dev/component", ctx.component.to_owned()),
-        ("app.oam.dev/appRevision", String::new()),
+        ("app.oam.dev/appRevision", ctx.app_revision.to_owned()),
     ];
     match role {
         ObjectRole::Workload => {
@@ -74,7 +77,7 @@ pub(crate) fn apply_contract(object: &mut Value, ctx: &LabelContext<'_>, role: &
     for (key, value) in [
         ("app.oam.dev/name", ctx.app_name),
         ("app.oam.dev/namespace", ctx.app_namespace),
-        ("app.oam.dev/appRevision", ""),
+        ("app.oam.dev/appRevision", ctx.app_revision),
         ("app.oam.dev/component", ctx.component),
     ] {
         common.insert(key.to_owned(), value.to_owned());
@@ -275,6 +278,7 @@ mod tests {
             app_annotations: annotations,
             component: "web",
             component_type: "webservice",
+            app_revision: "",
         }
     }
 
