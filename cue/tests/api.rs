@@ -272,3 +272,33 @@ fn incomplete_comprehension_keeps_the_other_fields() {
         "cannot reference optional field: configMap"
     );
 }
+
+/// KubeVela upgrades templates written for CUE before v0.11: list arithmetic is accepted only
+/// when asked for, and rejected as `cue export` does otherwise.
+#[test]
+fn legacy_list_arithmetic_is_opt_in() {
+    let source =
+        "base: [{name: \"a\"}]\nextra: [{name: \"b\"}]\nall: base + extra\ntwice: 2 * [1]\n";
+    let parsed = cue::parse_file(cue::FileId(0), source);
+    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+    let legacy = cue::Evaluator::new()
+        .with_legacy_list_arithmetic(true)
+        .evaluate(&[&parsed.file], &[]);
+    assert_eq!(
+        legacy.to_json().unwrap(),
+        serde_json::json!({
+            "base": [{"name": "a"}],
+            "extra": [{"name": "b"}],
+            "all": [{"name": "a"}, {"name": "b"}],
+            "twice": [1, 1],
+        })
+    );
+    let strict = cue::Evaluator::new().evaluate(&[&parsed.file], &[]);
+    let errors = strict.to_json().unwrap_err();
+    assert!(
+        errors.iter().any(|e| e
+            .message
+            .starts_with("Addition of lists is superseded by list.Concat")),
+        "{errors:?}"
+    );
+}

@@ -298,6 +298,9 @@ pub struct Engine<'a> {
     /// Set while merging a reference whose conjunct was deeply closed before it named a
     /// definition; see [`Group::in_definition`].
     ref_in_definition: bool,
+    /// KubeVela's upgrade of pre-v0.11 CUE: `list + list` concatenates and `list * n` repeats
+    /// (see [`super::Evaluator::with_legacy_list_arithmetic`]).
+    pub legacy_list_arithmetic: bool,
 }
 
 pub const ROOT: VId = 0;
@@ -366,6 +369,7 @@ impl<'a> Engine<'a> {
             depth: 0,
             insert_at: None,
             ref_in_definition: false,
+            legacy_list_arithmetic: false,
         };
         let root_label = engine.intern("");
         let mut root = Vertex::new(None, root_label, 0);
@@ -3176,6 +3180,9 @@ impl<'a> Engine<'a> {
             }
         }
         if matches!(op, BinaryOp::Add | BinaryOp::Mul) && (self.is_list(&l) || self.is_list(&r)) {
+            if self.legacy_list_arithmetic {
+                return self.legacy_list_op(op, l, r, span);
+            }
             return R::Err(Error::new(
                 ErrorKind::Conflict,
                 format!(
@@ -3206,6 +3213,51 @@ impl<'a> Engine<'a> {
             Ok(atom) => R::Atom(atom),
             Err(e) => R::Err(e),
         }
+    }
+
+    /// `list + list` (concatenation) and `list * n` / `n * list` (repetition), as CUE before
+    /// v0.11 and KubeVela's legacy-template upgrade compute them.
+    fn legacy_list_op(&mut self, op: BinaryOp, l: R, r: R, span: Span) -> R {
+        let items = if op == BinaryOp::Add {
+            let left = match self.list_items(l, span) {
+                Ok(items) => items,
+                Err(e) => return R::Err(e),
+            };
+            match self.list_items(r, span) {
+                Ok(right) => left.into_iter().chain(right).collect(),
+                Err(e) => return R::Err(e),
+            }
+        } else {
+            let (list, count) = if self.is_list(&l) { (l, r) } else { (r, l) };
+            let items = match self.list_items(list, span) {
+                Ok(items) => items,
+                Err(e) => return R::Err(e),
+            };
+            let n = match self.concrete(count, span) {
+                Ok(Atom::Int(n)) if n >= 0 => usize::try_from(n).unwrap_or(usize::MAX),
+                Ok(other) => {
+                    return R::Err(Error::new(
+                        ErrorKind::Conflict,
+                        format!("cannot repeat a list {} times", other.cue_text()),
+                        span,
+                    ));
+                }
+                Err(e) => return R::Err(e),
+            };
+            if items.len().saturating_mul(n) > MAX_STRING_LEN {
+                return R::Err(Error::new(
+                    ErrorKind::Unsupported,
+                    "unsupported: list repetition result too large",
+                    span,
+                ));
+            }
+            let mut out = Vec::with_capacity(items.len() * n);
+            for _ in 0..n {
+                out.extend(items.iter().copied());
+            }
+            out
+        };
+        R::V(self.list_of(items, span))
     }
 
     fn is_list(&mut self, r: &R) -> bool {

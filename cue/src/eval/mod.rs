@@ -35,16 +35,28 @@ pub struct Injection<'a> {
 /// Evaluates parsed files. Holds no per-evaluation state, so one evaluator can be shared by
 /// reference across rayon threads.
 #[derive(Debug, Default)]
-pub struct Evaluator {}
+pub struct Evaluator {
+    legacy_list_arithmetic: bool,
+}
 
 impl Evaluator {
     pub fn new() -> Evaluator {
-        Evaluator {}
+        Evaluator::default()
+    }
+
+    /// Accepts list arithmetic from CUE before v0.11 (`list + list` concatenates, `list * n`
+    /// repeats) instead of reporting it as superseded by `list.Concat` / `list.Repeat`. KubeVela
+    /// upgrades legacy templates this way before evaluating them, so its renders need it; plain
+    /// `cue export` semantics (the default) reject it.
+    pub fn with_legacy_list_arithmetic(mut self, on: bool) -> Evaluator {
+        self.legacy_list_arithmetic = on;
+        self
     }
 
     /// Unifies `files` as one package and `injections` into their top-level fields.
     pub fn evaluate(&self, files: &[&ast::File], injections: &[Injection<'_>]) -> Value {
         let mut engine = engine::Engine::new();
+        engine.legacy_list_arithmetic = self.legacy_list_arithmetic;
         engine.load(files, injections);
         let root = node::build(&mut engine, engine::ROOT);
         if stats_enabled() {
