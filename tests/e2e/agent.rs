@@ -254,10 +254,16 @@ impl WorkTree {
         Ok(())
     }
 
-    /// Commits everything and pushes HEAD to `branch`; returns the commit id.
-    fn commit_and_push(&self, message: &str, branch: &str) -> Result<String> {
+    /// Commits everything; returns the commit id.
+    fn commit_all(&self, message: &str) -> Result<String> {
         self.git(&["add", "-A"])?;
         self.git(&["commit", "-q", "-m", message])?;
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    /// Commits everything and pushes HEAD to `branch`; returns the commit id.
+    fn commit_and_push(&self, message: &str, branch: &str) -> Result<String> {
+        let commit = self.commit_all(message)?;
         let push_url = self.push_url.clone();
         self.git(&[
             "push",
@@ -266,7 +272,7 @@ impl WorkTree {
             &push_url,
             &format!("HEAD:refs/heads/{branch}"),
         ])?;
-        self.git(&["rev-parse", "HEAD"])
+        Ok(commit)
     }
 }
 
@@ -334,6 +340,24 @@ impl AgentProcess {
         Ok(AgentProcess {
             child,
             base: format!("http://127.0.0.1:{port}"),
+        })
+    }
+
+    /// The `/metrics` text.
+    async fn metrics(&self) -> Result<String> {
+        Ok(reqwest::get(format!("{}/metrics", self.base))
+            .await?
+            .text()
+            .await?)
+    }
+
+    /// The plan page of `commit`, once the agent has one (a deploy or preview finished).
+    async fn plan_page(&self, commit: &str) -> Result<Option<String>> {
+        let response = reqwest::get(format!("{}/plans/{commit}", self.base)).await?;
+        Ok(if response.status() == 200 {
+            Some(response.text().await?)
+        } else {
+            None
         })
     }
 
@@ -637,10 +661,7 @@ cacheDir: {cache}
     assert_eq!(latest["driftless"].0, "success", "{latest:?}");
     assert_eq!(latest[&broken_context].0, "success", "{latest:?}");
 
-    let metrics = reqwest::get(format!("{}/metrics", agent.base))
-        .await?
-        .text()
-        .await?;
+    let metrics = agent.metrics().await?;
     assert!(
         metrics.contains(&format!("driftless_apps{{source=\"{source}\"}} 2")),
         "{metrics}"
@@ -689,6 +710,34 @@ cacheDir: {cache}
         kubeconfig = cluster.kubeconfig.display(),
         cache = work.join("cache").display(),
     )
+}
+
+/// An agent config with one `file://` source (the repository of `repo`, named
+/// `<prefix>-<random>`), one cluster, no forge, and `extra` top-level lines.
+fn file_source_config(
+    prefix: &str,
+    repo: &WorkTree,
+    kubeconfig: &Path,
+    port: u16,
+    work: &Path,
+    extra: &str,
+) -> Result<String> {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos() & 0xffff_ffff;
+    Ok(format!(
+        "sources:
+  - name: {prefix}-{nanos:x}
+    url: file://{repo}
+    pollInterval: 1h
+clusters:
+  - name: local
+    kubeconfig: {kubeconfig}
+server: {{ listen: '127.0.0.1:{port}' }}
+{extra}cacheDir: {cache}
+",
+        repo = repo.dir.path().display(),
+        kubeconfig = kubeconfig.display(),
+        cache = work.join("cache").display(),
+    ))
 }
 
 /// A fresh Gitea repository holding one ConfigMap app in `ns`; returns the repo name, the
@@ -779,10 +828,7 @@ async fn drift_is_reported_then_corrected() -> Result<()> {
     let metric =
         format!("driftless_app_drifted{{source=\"{source}\",namespace=\"{ns}\",app=\"app\"}} 1");
     wait_for("the drift metric", || async {
-        let text = reqwest::get(format!("{}/metrics", agent.base))
-            .await?
-            .text()
-            .await?;
+        let text = agent.metrics().await?;
         Ok(text.contains(&metric).then_some(()))
     })
     .await?;
@@ -908,10 +954,7 @@ async fn forge_outage_delays_statuses_but_not_deploys() -> Result<()> {
     .await?;
     assert_eq!(color(&deployed), Some("blue"));
     wait_for("failed forge calls to be counted", || async {
-        let text = reqwest::get(format!("{}/metrics", agent.base))
-            .await?
-            .text()
-            .await?;
+        let text = agent.metrics().await?;
         Ok(text
             .lines()
             .any(|line| {
@@ -1067,42 +1110,17 @@ spec:
 "
         ),
     )?;
-    repo.git(&["add", "-A"])?;
-    repo.git(&["commit", "-q", "-m", "two apps"])?;
-    let commit = repo.git(&["rev-parse", "HEAD"])?;
+    let commit = repo.commit_all("two apps")?;
 
     let port = free_port()?;
     let config = work.path().join("driftless.yaml");
     std::fs::write(
         &config,
-        format!(
-            "sources:
-  - name: rbac-{nanos:x}
-    url: file://{repo}
-    pollInterval: 1h
-clusters:
-  - name: local
-    kubeconfig: {kubeconfig}
-server: {{ listen: '127.0.0.1:{port}' }}
-cacheDir: {cache}
-",
-            nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos() & 0xffff_ffff,
-            repo = repo.dir.path().display(),
-            kubeconfig = kubeconfig.display(),
-            cache = work.path().join("cache").display(),
-        ),
+        file_source_config("rbac", &repo, &kubeconfig, port, work.path(), "")?,
     )?;
     let agent = AgentProcess::start(&config, &[], port)?;
     // The plan page of the commit appears once its deploy has finished, failed apps included.
-    let html = wait_for("the deploy to finish", || async {
-        let response = reqwest::get(format!("{}/plans/{commit}", agent.base)).await?;
-        Ok(if response.status() == 200 {
-            Some(response.text().await?)
-        } else {
-            None
-        })
-    })
-    .await?;
+    let html = wait_for("the deploy to finish", || agent.plan_page(&commit)).await?;
     let log_path = config.with_extension("log");
     let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
     ensure!(
@@ -1156,9 +1174,7 @@ async fn broken_sources_are_reported_without_blocking_the_others() -> Result<()>
     std::fs::write(&token_file, format!("{}\n", gitea.token))?;
     let empty = WorkTree::new("file-source".to_owned())?;
     empty.write("README.md", "no Applications here\n")?;
-    empty.git(&["add", "-A"])?;
-    empty.git(&["commit", "-q", "-m", "docs only"])?;
-    let empty_commit = empty.git(&["rev-parse", "HEAD"])?;
+    let empty_commit = empty.commit_all("docs only")?;
     let closed_port = free_port()?;
     let port = free_port()?;
     let config = work.path().join("driftless.yaml");
@@ -1214,13 +1230,8 @@ cacheDir: {cache}
     })
     .await?;
     assert_eq!(latest.0, "success", "{latest:?}");
-    let page = wait_for("the refused deploy of the source with no apps", || async {
-        let response = reqwest::get(format!("{}/plans/{empty_commit}", agent.base)).await?;
-        Ok(if response.status() == 200 {
-            Some(response.text().await?)
-        } else {
-            None
-        })
+    let page = wait_for("the refused deploy of the source with no apps", || {
+        agent.plan_page(&empty_commit)
     })
     .await?;
     assert!(page.contains("no Applications found"), "{page}");
@@ -1233,10 +1244,7 @@ cacheDir: {cache}
         .then_some(log))
     })
     .await?;
-    let metrics = reqwest::get(format!("{}/metrics", agent.base))
-        .await?
-        .text()
-        .await?;
+    let metrics = agent.metrics().await?;
     let fetch_errors: f64 = metrics
         .lines()
         .find_map(|line| line.strip_prefix("driftless_errors_total{kind=\"Fetch\"} "))
@@ -1271,30 +1279,20 @@ async fn sigterm_finishes_the_deploy_in_flight() -> Result<()> {
             &config_map_app(&format!("app-{idx}"), ns, "blue"),
         )?;
     }
-    repo.git(&["add", "-A"])?;
-    repo.git(&["commit", "-q", "-m", "many apps"])?;
+    repo.commit_all("many apps")?;
     let work = tempfile::tempdir()?;
     let port = free_port()?;
     let config = work.path().join("driftless.yaml");
     std::fs::write(
         &config,
-        format!(
-            "sources:
-  - name: sigterm-{nanos:x}
-    url: file://{repo}
-    pollInterval: 1h
-clusters:
-  - name: local
-    kubeconfig: {kubeconfig}
-server: {{ listen: '127.0.0.1:{port}' }}
-concurrency: 1
-cacheDir: {cache}
-",
-            nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos() & 0xffff_ffff,
-            repo = repo.dir.path().display(),
-            kubeconfig = cluster.kubeconfig.display(),
-            cache = work.path().join("cache").display(),
-        ),
+        file_source_config(
+            "sigterm",
+            &repo,
+            &cluster.kubeconfig,
+            port,
+            work.path(),
+            "concurrency: 1\n",
+        )?,
     )?;
     let agent = AgentProcess::start(&config, &[], port)?;
     let log_path = config.with_extension("log");
