@@ -308,10 +308,16 @@ fn document_value(root: &Path, path: &str, document: usize) -> Option<Value> {
 
 /// A short, stable category for vela's error, then its message.
 fn vela_error_category(reason: &str) -> String {
-    let category = if reason.contains("cannot load template") || reason.contains("not found") {
+    let category = if reason.contains("failed to get API group resources")
+        || reason.contains("parseReferredObjects")
+    {
+        "needs a cluster (a provider call or ref-objects reads live state)"
+    } else if reason.contains("cannot load template") || reason.contains("not found") {
         "a definition it uses is not available offline"
     } else if reason.contains("yaml") || reason.contains("json") {
         "the example is not a valid manifest"
+    } else if reason.contains("validation failed") || reason.contains("incomplete value") {
+        "its template does not evaluate with the example's properties"
     } else {
         "error"
     };
