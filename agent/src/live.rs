@@ -327,6 +327,7 @@ async fn run_workflows_inner(
         // A blocked app (render errors) is never applied; its workflow's own problems are
         // still reported.
         let (rollouts, mut rollout_issues) = rollout_plans(app);
+        rollout_issues.extend(remote_placements(app, &options.plan.cluster));
         match build_workflow(app, &ctx) {
             (_, mut issues) if !issues.is_empty() || !rollout_issues.is_empty() => {
                 issues.append(&mut rollout_issues);
@@ -457,6 +458,43 @@ pub fn workflow_reports(results: &[WorkflowResult]) -> Vec<AppApplyReport> {
             },
         })
         .collect()
+}
+
+/// Topology policies that place the app anywhere but the cluster being applied to: the
+/// driver deploys to that one cluster only (FIXME(#6): deploy to every placement with
+/// `analyzer::render_placements`), so such an app is refused rather than deployed to the
+/// wrong place.
+fn remote_placements(app: &Application, local: &str) -> Vec<Issue> {
+    let mut issues = Vec::new();
+    for policy in app
+        .spec
+        .policies
+        .iter()
+        .filter(|policy| policy.policy_type == "topology")
+    {
+        let properties = policy.properties.clone().unwrap_or(Value::Null);
+        let remote: Vec<&str> = properties
+            .get("clusters")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|cluster| *cluster != local && *cluster != crate::placement::LOCAL_CLUSTER)
+            .collect();
+        let selects = properties.get("clusterLabelSelector").is_some()
+            || properties.get("clusterSelector").is_some();
+        if !remote.is_empty() || selects {
+            issues.push(Issue {
+                rule: "remote-placement-unsupported",
+                step: None,
+                message: format!(
+                    "topology policy {:?} places the app on other clusters than {local:?}; deploying to several clusters is not supported yet",
+                    policy.name
+                ),
+            });
+        }
+    }
+    issues
 }
 
 /// A workflow after the checks, before it runs.
