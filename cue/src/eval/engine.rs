@@ -290,6 +290,10 @@ pub struct Engine<'a> {
     pub syms: Vec<Rc<str>>,
     sym_index: HashMap<Rc<str>, Sym, FxBuild>,
     lets: HashMap<(EnvId, usize), VId>,
+    /// The environment [`Engine::field_env`] made for (outer environment, field, arc), reused
+    /// so that re-adding the same aliased conjunct is recognised as a duplicate (keeps alias
+    /// cycles finite and fast).
+    alias_envs: HashMap<(EnvId, usize, VId), EnvId>,
     strings: HashMap<usize, Rc<str>, FxBuild>,
     regexes: HashMap<String, Rc<regex::Regex>>,
     depth: u32,
@@ -364,6 +368,7 @@ impl<'a> Engine<'a> {
             syms: Vec::new(),
             sym_index: HashMap::with_capacity_and_hasher(256, FxBuild),
             lets: HashMap::new(),
+            alias_envs: HashMap::new(),
             strings: HashMap::with_hasher(FxBuild),
             regexes: HashMap::new(),
             depth: 0,
@@ -1141,6 +1146,16 @@ impl<'a> Engine<'a> {
     /// `(X=expr): value` bind `X` to the concrete label; `X=[expr]: value` and
     /// `label: X=value` bind `X` to the value itself.
     fn field_env(&mut self, field: &'a ast::Field, env: EnvId, arc: VId, sym: Sym) -> EnvId {
+        let pattern_alias = matches!(&field.label, Label::Alias(_, inner)
+            if matches!(inner.as_ref(), Label::Pattern(..)));
+        if field.label_expr_alias.is_none() && field.value_alias.is_none() && !pattern_alias {
+            return env;
+        }
+        let key = (env, field as *const ast::Field as usize, arc);
+        if let Some(cached) = self.alias_envs.get(&key) {
+            return *cached;
+        }
+        let outer = env;
         let mut env = env;
         if let Some(alias) = &field.label_expr_alias {
             let label = self.syms[sym as usize].clone();
@@ -1173,6 +1188,7 @@ impl<'a> Engine<'a> {
                 },
             );
         }
+        self.alias_envs.insert((outer, key.1, arc), env);
         env
     }
 
