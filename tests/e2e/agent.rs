@@ -102,24 +102,24 @@ impl Gitea {
         format!("{}/{}/{repo}.git", self.url, self.user)
     }
 
-    /// Every status on a commit, oldest first.
+    /// Every status on a commit, oldest first, page by page (a drift schedule every 2 seconds
+    /// soon writes more than one page).
     async fn statuses(&self, repo: &str, sha: &str) -> Result<Vec<(String, String, String)>> {
-        let statuses = self
-            .api(
-                reqwest::Method::GET,
-                &format!(
-                    "/repos/{}/{repo}/commits/{sha}/statuses?limit=50&sort=oldest",
-                    self.user
-                ),
-                None,
-            )
-            .await?;
-        let mut out: Vec<(i64, String, String, String)> = statuses
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .map(|status| {
+        const PAGE: usize = 50;
+        let mut out: Vec<(i64, String, String, String)> = Vec::new();
+        for page in 1.. {
+            let statuses = self
+                .api(
+                    reqwest::Method::GET,
+                    &format!(
+                        "/repos/{}/{repo}/commits/{sha}/statuses?limit={PAGE}&page={page}&sort=oldest",
+                        self.user
+                    ),
+                    None,
+                )
+                .await?;
+            let statuses = statuses.as_array().cloned().unwrap_or_default();
+            out.extend(statuses.iter().map(|status| {
                 (
                     status["id"].as_i64().unwrap_or(0),
                     status["context"].as_str().unwrap_or("").to_owned(),
@@ -130,8 +130,11 @@ impl Gitea {
                         .to_owned(),
                     status["description"].as_str().unwrap_or("").to_owned(),
                 )
-            })
-            .collect();
+            }));
+            if statuses.len() < PAGE {
+                break;
+            }
+        }
         out.sort();
         Ok(out
             .into_iter()
@@ -319,6 +322,7 @@ spec:
 struct AgentProcess {
     child: Child,
     base: String,
+    log: PathBuf,
 }
 
 impl AgentProcess {
@@ -340,6 +344,7 @@ impl AgentProcess {
         Ok(AgentProcess {
             child,
             base: format!("http://127.0.0.1:{port}"),
+            log: config.with_extension("log"),
         })
     }
 
@@ -359,6 +364,22 @@ impl AgentProcess {
         } else {
             None
         })
+    }
+
+    /// Stops the agent with SIGTERM, checks that it exited cleanly and that its log holds none
+    /// of `secrets`, and returns the log.
+    fn stop_checked(self, secrets: &[&str]) -> Result<String> {
+        let log_path = self.log.clone();
+        let status = self.stop()?;
+        let log = std::fs::read_to_string(&log_path)?;
+        ensure!(
+            status.success(),
+            "the agent exited with {status} after SIGTERM; log:\n{log}"
+        );
+        for secret in secrets {
+            ensure!(!log.contains(secret), "the agent's log leaked a secret");
+        }
+        Ok(log)
     }
 
     /// Sends SIGTERM and waits for a clean exit.
@@ -668,16 +689,7 @@ cacheDir: {cache}
     );
     assert!(!metrics.contains(&gitea.token));
 
-    let status = agent.stop()?;
-    let log = std::fs::read_to_string(config.with_extension("log"))?;
-    assert!(
-        status.success(),
-        "the agent exited with {status} after SIGTERM; log:\n{log}"
-    );
-    assert!(
-        !log.contains(&gitea.token),
-        "the agent's log leaked the token"
-    );
+    agent.stop_checked(&[&gitea.token])?;
     Ok(())
 }
 
@@ -835,11 +847,7 @@ async fn drift_is_reported_then_corrected() -> Result<()> {
     // Report mode never touches the cluster.
     let live = config_maps.get("app-settings").await?;
     assert_eq!(color(&live), Some("hacked"));
-    let status = agent.stop()?;
-    ensure!(
-        status.success(),
-        "the agent exited with {status} after SIGTERM"
-    );
+    agent.stop_checked(&[&gitea.token])?;
 
     // Correct mode. Its first deploy restores the object; wait for a clean drift check, then
     // drift it again: only the drift check can restore it now (the poll interval is an hour).
@@ -851,22 +859,21 @@ async fn drift_is_reported_then_corrected() -> Result<()> {
         Ok((color(&live) == Some("blue")).then_some(()))
     })
     .await?;
-    let (_, description) = wait_for("a corrected-drift status", || async {
-        let latest = gitea.latest_statuses(&repo, &commit).await?;
-        Ok(latest
-            .get("driftless/drift")
-            .filter(|(state, description)| {
-                state == "success" && description.starts_with("corrected drift")
+    // Look at the whole history: the next drift check soon reports "no drift" again.
+    let description = wait_for("a corrected-drift status", || async {
+        let history = gitea.statuses(&repo, &commit).await?;
+        Ok(history
+            .into_iter()
+            .find(|(context, state, description)| {
+                context == "driftless/drift"
+                    && state == "success"
+                    && description.starts_with("corrected drift")
             })
-            .cloned())
+            .map(|(_, _, description)| description))
     })
     .await?;
     assert!(description.contains(&format!("{ns}/app")), "{description}");
-    let status = agent.stop()?;
-    ensure!(
-        status.success(),
-        "the agent exited with {status} after SIGTERM"
-    );
+    agent.stop_checked(&[&gitea.token])?;
     Ok(())
 }
 
@@ -993,16 +1000,7 @@ async fn forge_outage_delays_statuses_but_not_deploys() -> Result<()> {
     assert_eq!(states("driftless"), ["pending", "success"], "{history:?}");
     assert_eq!(states(&app_context), ["pending", "success"], "{history:?}");
 
-    let status = agent.stop()?;
-    let log = std::fs::read_to_string(config.with_extension("log"))?;
-    assert!(
-        status.success(),
-        "the agent exited with {status} after SIGTERM; log:\n{log}"
-    );
-    assert!(
-        !log.contains(&gitea.token),
-        "the agent's log leaked the token"
-    );
+    agent.stop_checked(&[&gitea.token])?;
     Ok(())
 }
 
@@ -1140,12 +1138,7 @@ spec:
         .get("web")
         .await
         .with_context(|| format!("the webservice app was not deployed; page:\n{html}"))?;
-    let status = agent.stop()?;
-    ensure!(
-        status.success(),
-        "the agent exited with {status}; log:\n{}",
-        log()
-    );
+    agent.stop_checked(&[])?;
     Ok(())
 }
 
@@ -1258,8 +1251,7 @@ cacheDir: {cache}
         "the log leaked the wrong token"
     );
     assert!(!page.contains(&gitea.token) && !metrics.contains(&gitea.token));
-    let status = agent.stop()?;
-    ensure!(status.success(), "the agent exited with {status}");
+    agent.stop_checked(&[&gitea.token, "not-the-token"])?;
     Ok(())
 }
 
@@ -1302,9 +1294,7 @@ async fn sigterm_finishes_the_deploy_in_flight() -> Result<()> {
             .then_some(()))
     })
     .await?;
-    let status = agent.stop()?;
-    let log = std::fs::read_to_string(&log_path)?;
-    assert!(status.success(), "exit {status}; log:\n{log}");
+    let log = agent.stop_checked(&[])?;
     let shutdown_at = log
         .find("shutting down")
         .context("the agent did not log its shutdown")?;
