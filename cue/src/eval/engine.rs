@@ -183,6 +183,9 @@ pub struct Vertex<'a> {
     /// comprehension adds no fields, the struct keeps the others (see `Node::Struct`).
     pub incomplete: Vec<Error>,
     pub forward: Option<VId>,
+    /// The vertex this one is a disjunction alternative of (see `clone_state`): a reference
+    /// to it from inside this one is a structural cycle, as a reference to an ancestor is.
+    origin: Option<VId>,
     /// Remaining alternatives of an unresolved disjunction, with their default marks.
     pub alts: Option<Vec<(VId, bool)>>,
     pub docs: Vec<(usize, &'a [String])>,
@@ -218,6 +221,7 @@ impl<'a> Vertex<'a> {
             errors: Vec::new(),
             incomplete: Vec::new(),
             forward: None,
+            origin: None,
             alts: None,
             docs: Vec::new(),
             depth,
@@ -1497,7 +1501,7 @@ impl<'a> Engine<'a> {
         // A reference to an ancestor makes the value contain itself.
         let mut ancestor = self.v(v).parent;
         while let Some(a) = ancestor {
-            if a == target {
+            if a == target || self.v(a).origin == Some(target) {
                 if self.v(v).field != FieldKind::Optional {
                     let error = self.err(v, ErrorKind::Cycle, "structural cycle", vec![span]);
                     self.add_error(v, error);
@@ -2041,6 +2045,7 @@ impl<'a> Engine<'a> {
         let label = self.v(v).label;
         let z = self.new_vertex(parent, label);
         let mut copy = self.v(v).clone();
+        copy.origin = Some(self.v(v).origin.unwrap_or(v));
         copy.disjs.clear();
         copy.state = State::New;
         copy.cursor = copy.conjs.len();
