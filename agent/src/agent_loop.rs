@@ -817,6 +817,11 @@ fn split_per_app(live_plan: &LivePlan) -> Vec<LivePlan> {
                 .cloned()
                 .collect(),
             health: BTreeMap::new(),
+            statuses: live_plan
+                .statuses
+                .get(&app_plan.app)
+                .map(|statuses| BTreeMap::from([(app_plan.app.clone(), statuses.clone())]))
+                .unwrap_or_default(),
         })
         .collect()
 }

@@ -157,7 +157,16 @@ pub async fn apply_app(
             record.entries.insert(change.object.clone(), entry);
         }
     }
-    if record != before
+    // With changes to make, the write-ahead write happens even when it adds nothing: it is
+    // conditioned on the resourceVersion we planned from, so a tracker changed meanwhile (another
+    // agent on the same app) stops the apply with a 409 before any object is written or pruned.
+    let has_changes = plan.changes.iter().any(|change| {
+        matches!(
+            change.action,
+            Action::Create | Action::Update | Action::Delete
+        )
+    });
+    if (record != before || has_changes)
         && let Err(error) = store.write(app, &mut record).await
     {
         report.outcome = ApplyOutcome::Failed(error.to_string());

@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use crate::apply::{self, AppApplyReport, ApplyOptions, ApplyOutcome, FIELD_MANAGER};
 use crate::cluster::Cluster;
-use crate::health::{self, Health};
+use crate::health::status::ComponentStatus;
+use crate::health::{self, AppHealth};
 use crate::observe::{self, AppObservation, OrphanObservation};
 use crate::plan::{Plan, PlanTarget};
 use crate::planner::{self, LiveObjects, Observed, PlanOptions};
@@ -28,6 +29,9 @@ pub struct LiveOptions {
     pub apply: ApplyOptions,
     /// The namespace of the tracker ConfigMaps.
     pub tracker_namespace: String,
+    /// Per app, its components' status CUE (`health::status::from_application`); apps missing
+    /// here are rated by their objects' kinds only.
+    pub statuses: BTreeMap<AppRef, Vec<ComponentStatus>>,
 }
 
 impl Default for LiveOptions {
@@ -36,6 +40,7 @@ impl Default for LiveOptions {
             plan: PlanOptions::default(),
             apply: ApplyOptions::default(),
             tracker_namespace: crate::tracker::DEFAULT_NAMESPACE.to_owned(),
+            statuses: BTreeMap::new(),
         }
     }
 }
@@ -46,9 +51,10 @@ pub struct LivePlan {
     pub plan: Plan,
     pub observations: Vec<AppObservation>,
     pub orphans: Vec<OrphanObservation>,
-    /// Per app, the health of the live objects it renders (apps with no object that has a
-    /// health rule are absent).
-    pub health: BTreeMap<AppRef, Health>,
+    /// Per app, the health of the live objects it renders (apps nothing rates are absent).
+    pub health: BTreeMap<AppRef, AppHealth>,
+    /// The status CUE health was rated with, for [`read_health`].
+    pub statuses: BTreeMap<AppRef, Vec<ComponentStatus>>,
 }
 
 /// Observes the cluster and plans every app of a render, plus the deletion of the apps of this
@@ -97,7 +103,8 @@ pub async fn plan_live(
                     .for_app(&observation.desired.app),
             );
         }
-        if let Some(app_health) = live_health(&observation.live, &observation.desired) {
+        if let Some(app_health) = live_health(&observation.live, &observation.desired, options) {
+            app_plan.health = Some(app_health.clone());
             health.insert(observation.desired.app.clone(), app_health);
         }
         app_plans.push(app_plan);
@@ -120,6 +127,7 @@ pub async fn plan_live(
         observations,
         orphans,
         health,
+        statuses: options.statuses.clone(),
     }
 }
 
@@ -167,7 +175,7 @@ pub async fn apply_live(
 }
 
 /// The health of each app's rendered objects as they are live now (re-read after an apply).
-pub async fn read_health(cluster: &Cluster, live_plan: &LivePlan) -> BTreeMap<AppRef, Health> {
+pub async fn read_health(cluster: &Cluster, live_plan: &LivePlan) -> BTreeMap<AppRef, AppHealth> {
     let mut healths = BTreeMap::new();
     for observation in &live_plan.observations {
         let mut live = LiveObjects::default();
@@ -189,7 +197,11 @@ pub async fn read_health(cluster: &Cluster, live_plan: &LivePlan) -> BTreeMap<Ap
             };
             live.objects.insert(object_ref.clone(), observed);
         }
-        if let Some(health) = live_health(&live, &observation.desired) {
+        let statuses = live_plan
+            .statuses
+            .get(&observation.desired.app)
+            .map_or(&[][..], Vec::as_slice);
+        if let Some(health) = health::of_app(&observation.desired, &live, statuses) {
             healths.insert(observation.desired.app.clone(), health);
         }
     }
@@ -536,25 +548,14 @@ pub fn policies_from_sources(
     policies
 }
 
-fn live_health(live: &LiveObjects, desired: &planner::DesiredApp) -> Option<Health> {
-    let healths: Vec<(&crate::plan::ObjectRef, Health)> = desired
-        .objects
-        .iter()
-        .filter_map(|object| match live.objects.get(&object.object_ref) {
-            Some(Observed::Present { live, .. }) => {
-                health::health_of(live).map(|health| (&object.object_ref, health))
-            }
-            Some(Observed::Absent) | None => Some((
-                &object.object_ref,
-                Health {
-                    status: health::HealthStatus::Progressing,
-                    message: "not created yet".to_owned(),
-                },
-            )),
-            Some(Observed::Failed(message)) => {
-                Some((&object.object_ref, Health::unknown(message.clone())))
-            }
-        })
-        .collect();
-    health::aggregate(healths.iter().map(|(object, health)| (*object, health)))
+fn live_health(
+    live: &LiveObjects,
+    desired: &planner::DesiredApp,
+    options: &LiveOptions,
+) -> Option<AppHealth> {
+    let statuses = options
+        .statuses
+        .get(&desired.app)
+        .map_or(&[][..], Vec::as_slice);
+    health::of_app(desired, live, statuses)
 }

@@ -20,6 +20,44 @@ use crate::planner::{DesiredApp, LiveObjects, Observed};
 use crate::tracker::TrackerRecord;
 use crate::tracker_store::{TrackerError, TrackerStore};
 
+/// The cluster's Kubernetes version from its `/version`, as KubeVela puts it into
+/// `context.clusterVersion`, so live renders take the template branches of the real cluster.
+///
+/// # Errors
+///
+/// The apiserver could not be asked (a message saying why).
+pub async fn cluster_version(cluster: &Cluster) -> Result<analyzer::ClusterVersion, String> {
+    cluster.throttle().await;
+    let info = cluster
+        .client()
+        .apiserver_version()
+        .await
+        .map_err(|error| format!("reading the cluster's /version: {}", describe_error(&error)))?;
+    Ok(cluster_version_of(
+        &info.major,
+        &info.minor,
+        &info.git_version,
+        &info.platform,
+    ))
+}
+
+/// `/version` fields to `context.clusterVersion`: KubeVela keeps the leading digits of the
+/// minor version (`"29+"` on managed clusters is 29) and uses 0 when there are none.
+pub fn cluster_version_of(
+    major: &str,
+    minor: &str,
+    git_version: &str,
+    platform: &str,
+) -> analyzer::ClusterVersion {
+    let digits: String = minor.chars().take_while(char::is_ascii_digit).collect();
+    analyzer::ClusterVersion {
+        major: major.to_owned(),
+        minor: digits.parse().unwrap_or(0),
+        git_version: git_version.to_owned(),
+        platform: platform.to_owned(),
+    }
+}
+
 /// What one app looks like in the cluster.
 #[derive(Debug, Clone)]
 pub struct AppObservation {
@@ -362,6 +400,24 @@ mod tests {
                     Scope::Cluster
                 ),
             ]
+        );
+    }
+
+    #[test]
+    fn cluster_version_keeps_the_minor_versions_leading_digits() {
+        let managed = cluster_version_of("1", "29+", "v1.29.8-eks-a737599", "linux/arm64");
+        assert_eq!(
+            managed,
+            analyzer::ClusterVersion {
+                major: "1".to_owned(),
+                minor: 29,
+                git_version: "v1.29.8-eks-a737599".to_owned(),
+                platform: "linux/arm64".to_owned(),
+            }
+        );
+        assert_eq!(
+            cluster_version_of("", "", "v0.0.0-master", "linux/amd64").minor,
+            0
         );
     }
 }

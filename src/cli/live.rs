@@ -22,29 +22,45 @@ use analyzer::AppRef;
 use analyzer::model::Application;
 use anyhow::Context as _;
 
-use super::repo::{RenderedRepo, render_repo, report_render_diagnostics};
+use super::repo::{RenderedRepo, analyze_repo_for, render_repo_for, report_render_diagnostics};
 use super::terminal::{write_stderr, write_stdout};
 use super::{ApplyArgs, ClusterArgs, Outcome};
 
-/// Plans a rendered repository against the cluster of `cluster_args` (which has a kubeconfig).
+/// Analyzes the repository at `path` for the cluster of `cluster_args` (which has a
+/// kubeconfig) and plans it against that cluster.
 ///
 /// # Errors
 ///
-/// The kubeconfig cannot be loaded or the async runtime not started. Cluster failures per
-/// object are diagnostics in the plan.
+/// The kubeconfig cannot be loaded, the repository not read, or the async runtime not started.
+/// Cluster failures per object are diagnostics in the plan.
 pub fn plan(
     cluster_args: &ClusterArgs,
     path: &Path,
-    repo: &RenderedRepo,
     style: DiagnosticStyle,
-) -> anyhow::Result<LivePlan> {
+) -> anyhow::Result<(RenderedRepo, LivePlan)> {
     let runtime = runtime()?;
-    let live_plan = runtime.block_on(async {
+    let (repo, live_plan) = runtime.block_on(async {
         let cluster = connect(cluster_args).await?;
-        anyhow::Ok(plan_with(&cluster, cluster_args, path, repo).await)
+        let version = cluster_version(&cluster).await;
+        let repo = analyze_repo_for(path, version)?;
+        report_render_diagnostics(&repo, style);
+        let live_plan = plan_with(&cluster, cluster_args, path, &repo).await;
+        anyhow::Ok((repo, live_plan))
     })?;
-    report_cluster_diagnostics(&live_plan, repo, style);
-    Ok(live_plan)
+    report_cluster_diagnostics(&live_plan, &repo, style);
+    Ok((repo, live_plan))
+}
+
+/// The cluster's version for `context.clusterVersion`; when `/version` cannot be read, the
+/// render keeps its default (the plan then reports the cluster's errors per object).
+async fn cluster_version(cluster: &Cluster) -> Option<analyzer::ClusterVersion> {
+    match agent::observe::cluster_version(cluster).await {
+        Ok(version) => Some(version),
+        Err(error) => {
+            tracing::warn!(%error, "rendering for the default Kubernetes version");
+            None
+        }
+    }
 }
 
 /// Draws on stderr the diagnostics the live plan added to the render's (cluster errors per
@@ -78,11 +94,12 @@ fn report_cluster_diagnostics(live_plan: &LivePlan, repo: &RenderedRepo, style: 
 ///
 /// The repository cannot be read, the kubeconfig not loaded, or the confirmation not read.
 pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> {
-    let repo = render_repo(&args.path)?;
-    report_render_diagnostics(&repo, style);
     let runtime = runtime()?;
     runtime.block_on(async {
         let cluster = connect(&args.cluster).await?;
+        let version = cluster_version(&cluster).await;
+        let repo = render_repo_for(&args.path, version)?;
+        report_render_diagnostics(&repo, style);
         let live_plan = plan_with(&cluster, &args.cluster, &args.path, &repo).await;
         report_cluster_diagnostics(&live_plan, &repo, style);
         write_stdout(&plan_human(&live_plan.plan))?;
@@ -262,7 +279,14 @@ async fn plan_with(
     repo: &RenderedRepo,
 ) -> LivePlan {
     let policies = policies_from_sources(&repo.output, &repo.sources);
-    let options = live_options(cluster_args, path);
+    let mut options = live_options(cluster_args, path);
+    // Health reads the built-in definitions' status CUE (repository definitions are not
+    // exposed by the render yet).
+    options.statuses = agent::health::status::from_sources(
+        &repo.output,
+        &repo.sources,
+        &analyzer::Definitions::builtin(),
+    );
     plan_live(cluster, &repo.output, &policies, None, &options).await
 }
 
@@ -286,6 +310,8 @@ fn live_options(cluster_args: &ClusterArgs, path: &Path) -> LiveOptions {
             ..ApplyOptions::default()
         },
         tracker_namespace: cluster_args.tracker_namespace.clone(),
+        // Filled in by `plan_with`, which has the rendered repository.
+        statuses: std::collections::BTreeMap::new(),
     }
 }
 
@@ -328,7 +354,7 @@ fn confirm() -> anyhow::Result<bool> {
 }
 
 fn health_text(
-    health: &std::collections::BTreeMap<analyzer::AppRef, agent::health::Health>,
+    health: &std::collections::BTreeMap<analyzer::AppRef, agent::health::AppHealth>,
 ) -> String {
     let mut text = String::new();
     if health.is_empty() {
@@ -336,16 +362,22 @@ fn health_text(
     }
     text.push_str("\nHealth:\n");
     for (app, app_health) in health {
-        let _ = if app_health.message.is_empty() {
-            writeln!(text, "  {app}: {}", app_health.status.as_str())
+        let summary = &app_health.health;
+        let _ = if summary.message.is_empty() {
+            writeln!(text, "  {app}: {}", summary.status.as_str())
         } else {
             writeln!(
                 text,
                 "  {app}: {} ({})",
-                app_health.status.as_str(),
-                app_health.message
+                summary.status.as_str(),
+                summary.message
             )
         };
+        for component in &app_health.components {
+            if let Some(message) = &component.message {
+                let _ = writeln!(text, "    component {}: {message}", component.component);
+            }
+        }
     }
     text
 }

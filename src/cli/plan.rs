@@ -12,12 +12,19 @@ use super::terminal::write_stdout;
 use super::{Outcome, PlanArgs, PlanFormat};
 
 pub fn run(args: &PlanArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> {
-    // The analysis runs inside plan: its errors block only the affected app.
-    let repo = analyze_repo(&args.path)?;
-    report_render_diagnostics(&repo, style);
-    let plan: Plan = match &args.cluster.kubeconfig {
-        Some(_) => super::live::plan(&args.cluster, &args.path, &repo, style)?.plan,
-        None => agent::offline_plan::plan_against_empty_cluster(&repo.output, None),
+    // The analysis runs inside plan: its errors block only the affected app. A live plan
+    // renders for the cluster's own version, so it connects first.
+    let (repo, plan): (_, Plan) = match &args.cluster.kubeconfig {
+        Some(_) => {
+            let (repo, live_plan) = super::live::plan(&args.cluster, &args.path, style)?;
+            (repo, live_plan.plan)
+        }
+        None => {
+            let repo = analyze_repo(&args.path)?;
+            report_render_diagnostics(&repo, style);
+            let plan = agent::offline_plan::plan_against_empty_cluster(&repo.output, None);
+            (repo, plan)
+        }
     };
     let text = match args.output {
         PlanFormat::Human => plan_human(&plan),

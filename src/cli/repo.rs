@@ -24,6 +24,19 @@ pub struct RenderedRepo {
 ///
 /// When `path` cannot be read. Problems in the repository are diagnostics, not errors.
 pub fn render_repo(path: &Path) -> anyhow::Result<RenderedRepo> {
+    render_repo_for(path, None)
+}
+
+/// [`render_repo`] for a cluster of `cluster_version` (`None`: Kubernetes 1.34, see
+/// [`offline_render_options`]): live applies render what the target cluster's templates see.
+///
+/// # Errors
+///
+/// When `path` cannot be read.
+pub fn render_repo_for(
+    path: &Path,
+    cluster_version: Option<analyzer::ClusterVersion>,
+) -> anyhow::Result<RenderedRepo> {
     let progress = Progress::start(format!("reading {}", path.display()));
     let worktree = read_worktree(path).with_context(|| format!("reading {}", path.display()))?;
     tracing::info!(
@@ -33,8 +46,11 @@ pub fn render_repo(path: &Path) -> anyhow::Result<RenderedRepo> {
     );
     progress.set_message("rendering");
     let definitions = Definitions::builtin();
-    let (output, sources) =
-        analyzer::render_snapshot(&worktree.snapshot, &definitions, &offline_render_options());
+    let mut options = offline_render_options();
+    if let Some(cluster_version) = cluster_version {
+        options.cluster_version = cluster_version;
+    }
+    let (output, sources) = analyzer::render_snapshot(&worktree.snapshot, &definitions, &options);
     tracing::info!(apps = output.apps.len(), "rendered");
     Ok(RenderedRepo { output, sources })
 }
@@ -47,6 +63,18 @@ pub fn render_repo(path: &Path) -> anyhow::Result<RenderedRepo> {
 ///
 /// When `path` cannot be read, or its `driftless.yaml` is invalid.
 pub fn analyze_repo(path: &Path) -> anyhow::Result<RenderedRepo> {
+    analyze_repo_for(path, None)
+}
+
+/// [`analyze_repo`] for a cluster of `cluster_version` (`None`: the analysis' target release).
+///
+/// # Errors
+///
+/// When `path` cannot be read, or its `driftless.yaml` is invalid.
+pub fn analyze_repo_for(
+    path: &Path,
+    cluster_version: Option<analyzer::ClusterVersion>,
+) -> anyhow::Result<RenderedRepo> {
     let progress = Progress::start(format!("reading {}", path.display()));
     let worktree = read_worktree(path).with_context(|| format!("reading {}", path.display()))?;
     let config_path = worktree.root.join("driftless.yaml");
@@ -60,10 +88,13 @@ pub fn analyze_repo(path: &Path) -> anyhow::Result<RenderedRepo> {
     };
     progress.set_message("analyzing");
     let definitions = Definitions::builtin();
-    let options = AnalysisOptions {
+    let mut options = AnalysisOptions {
         config,
         ..AnalysisOptions::default()
     };
+    if let Some(cluster_version) = cluster_version {
+        options.render.cluster_version = cluster_version;
+    }
     let (output, sources) = analyzer::analyze_snapshot(&worktree.snapshot, &definitions, &options);
     tracing::info!(apps = output.apps.len(), "analyzed");
     Ok(RenderedRepo { output, sources })

@@ -461,6 +461,21 @@ async fn health_turns_healthy_once_kwok_makes_the_pods_ready() -> Result<()> {
         stdout.contains(&format!("{}/shop: healthy", ns.name)),
         "{stdout}"
     );
+    // The webservice definition's customStatus, evaluated against the live Deployment.
+    assert!(stdout.contains("component web: Ready:1/1"), "{stdout}");
+    // `plan` reports the same health, per app and per component.
+    let (code, planned) = plan(&cluster, &repo)?;
+    assert_eq!(code, 0, "{planned:#}");
+    assert_eq!(
+        planned["apps"][0]["health"],
+        serde_json::json!({
+            "status": "healthy",
+            "message": "",
+            "components": [
+                {"name": "web", "status": "healthy", "message": "", "customStatus": "Ready:1/1"}
+            ]
+        })
+    );
     Ok(())
 }
 
@@ -1080,6 +1095,292 @@ async fn rbac_forbidden_is_a_per_object_error_of_its_app_only() -> Result<()> {
     assert_eq!(
         config_map_names(&cluster, &ns.name).await?,
         BTreeSet::from(["fine-cfg".to_owned()])
+    );
+    Ok(())
+}
+
+/// A ConfigMap component whose manifest pins `metadata.resourceVersion` (as when a live object
+/// is pasted into Git): the apiserver then applies it only over that very version.
+fn pinned_config_map_component(component: &str, name: &str, color: &str, version: &str) -> String {
+    raw_component(
+        component,
+        &format!(
+            "          - apiVersion: v1
+            kind: ConfigMap
+            metadata:
+              name: {name}
+              resourceVersion: \"{version}\"
+            data:
+              color: {color}
+"
+        ),
+    )
+}
+
+/// Renders the repository and plans it in this process, so a test can act between the plan and
+/// the apply.
+async fn plan_in_process(
+    cluster: &TestCluster,
+    repo: &Repo,
+) -> Result<(
+    agent::cluster::Cluster,
+    agent::live::LivePlan,
+    agent::live::LiveOptions,
+)> {
+    let live_cluster = agent::cluster::Cluster::connect(
+        &cluster.kubeconfig,
+        None,
+        &agent::cluster::ClusterOptions::default(),
+    )
+    .await?;
+    let worktree = agent::source::worktree::read_worktree(repo.path())?;
+    let (output, sources) = analyzer::render_snapshot(
+        &worktree.snapshot,
+        &analyzer::Definitions::builtin(),
+        &analyzer::RenderOptions {
+            cluster_version: analyzer::ClusterVersion::release(1, 34),
+            ..analyzer::RenderOptions::default()
+        },
+    );
+    let policies = agent::live::policies_from_sources(&output, &sources);
+    let mut options = agent::live::LiveOptions {
+        tracker_namespace: repo.tracker_namespace.clone(),
+        ..agent::live::LiveOptions::default()
+    };
+    options.apply.source = Some(std::fs::canonicalize(repo.path())?.display().to_string());
+    let live_plan = agent::live::plan_live(&live_cluster, &output, &policies, None, &options).await;
+    Ok((live_cluster, live_plan, options))
+}
+
+fn planned(live_plan: &agent::live::LivePlan, app: &str) -> Vec<String> {
+    live_plan
+        .plan
+        .apps
+        .iter()
+        .filter(|plan| plan.app.name == app)
+        .flat_map(|plan| &plan.changes)
+        .filter(|change| change.action != agent::plan::Action::Unchanged)
+        .map(|change| format!("{} {}", change.action.as_str(), change.object.name))
+        .collect()
+}
+
+#[tokio::test]
+async fn conflicts_409_during_apply_stop_their_app_without_prune() -> Result<()> {
+    use agent::apply::ApplyOutcome;
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "pa-409").await?;
+    let repo = Repo::new(&ns)?;
+    let two = |app: &str| {
+        application(
+            app,
+            &ns.name,
+            &[
+                config_map_component("keep", &format!("{app}-keep"), "blue"),
+                config_map_component("old", &format!("{app}-old"), "blue"),
+            ],
+        )
+    };
+    repo.write_app("pinned", &two("pinned"))?;
+    repo.write_app("raced", &two("raced"))?;
+    repo.write_app(
+        "bystander",
+        &application(
+            "bystander",
+            &ns.name,
+            &[config_map_component("main", "bystander", "blue")],
+        ),
+    )?;
+    expect_success(&apply(&cluster, &repo)?, "first apply")?;
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &ns.name);
+    let version = config_maps
+        .get("pinned-keep")
+        .await?
+        .metadata
+        .resource_version
+        .context("a live object has a resourceVersion")?;
+
+    // Every app changes its kept object; `pinned` and `raced` also drop `old` (a prune).
+    repo.write_app(
+        "pinned",
+        &application(
+            "pinned",
+            &ns.name,
+            &[pinned_config_map_component(
+                "keep",
+                "pinned-keep",
+                "green",
+                &version,
+            )],
+        ),
+    )?;
+    repo.write_app(
+        "raced",
+        &application(
+            "raced",
+            &ns.name,
+            &[config_map_component("keep", "raced-keep", "green")],
+        ),
+    )?;
+    repo.write_app(
+        "bystander",
+        &application(
+            "bystander",
+            &ns.name,
+            &[config_map_component("main", "bystander", "green")],
+        ),
+    )?;
+    let (live_cluster, live_plan, options) = plan_in_process(&cluster, &repo).await?;
+    assert_eq!(
+        planned(&live_plan, "pinned"),
+        vec!["delete pinned-old", "update pinned-keep"]
+    );
+    assert_eq!(
+        planned(&live_plan, "raced"),
+        vec!["delete raced-old", "update raced-keep"]
+    );
+
+    // Between the plan and the apply, someone else edits `pinned-keep` (its resourceVersion
+    // moves on) and writes `raced`'s tracker (another agent on the same app).
+    let edit = serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"labels": {"edited-by": "someone-else"}}
+    });
+    config_maps
+        .patch(
+            "pinned-keep",
+            &PatchParams::apply("someone-else"),
+            &Patch::Merge(&edit),
+        )
+        .await?;
+    let trackers: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &repo.tracker_namespace);
+    trackers
+        .patch(
+            &format!("{}.raced", ns.name),
+            &PatchParams::default(),
+            &Patch::Merge(&edit),
+        )
+        .await?;
+
+    let reports = agent::live::apply_live(&live_cluster, &live_plan, &options).await;
+    let report = |app: &str| {
+        reports
+            .iter()
+            .find(|report| report.app.name == app)
+            .with_context(|| format!("no apply report for {app}"))
+    };
+    // The object's 409 is its own error, named with the object.
+    let pinned = report("pinned")?;
+    let pinned_error = pinned
+        .objects
+        .iter()
+        .find(|object| object.object.name == "pinned-keep")
+        .and_then(|object| object.error.clone())
+        .context("pinned-keep has an error")?;
+    assert!(
+        pinned_error.starts_with("conflict (409): "),
+        "{pinned_error}"
+    );
+    assert!(
+        matches!(&pinned.outcome, ApplyOutcome::Failed(reason)
+            if reason.starts_with(&format!("ConfigMap/{}/pinned-keep: conflict (409)", ns.name))),
+        "{:?}",
+        pinned.outcome
+    );
+    // The tracker's 409 stops `raced` before any object is touched.
+    let raced = report("raced")?;
+    assert!(
+        matches!(&raced.outcome, ApplyOutcome::Failed(reason)
+            if reason.contains("was changed by someone else meanwhile")),
+        "{:?}",
+        raced.outcome
+    );
+    assert!(raced.objects.is_empty(), "{:?}", raced.objects);
+    assert_eq!(report("bystander")?.outcome, ApplyOutcome::Applied);
+
+    // Nothing pruned, nothing of the stopped apps written; the other app applied.
+    let names = config_map_names(&cluster, &ns.name).await?;
+    for name in ["pinned-old", "raced-old", "pinned-keep", "raced-keep"] {
+        assert!(names.contains(name), "{name} missing: {names:?}");
+    }
+    let color = |name: &'static str| {
+        let config_maps = config_maps.clone();
+        async move {
+            anyhow::Ok(
+                config_maps
+                    .get(name)
+                    .await?
+                    .data
+                    .and_then(|data| data.get("color").cloned()),
+            )
+        }
+    };
+    assert_eq!(color("pinned-keep").await?.as_deref(), Some("blue"));
+    assert_eq!(color("raced-keep").await?.as_deref(), Some("blue"));
+    assert_eq!(color("bystander").await?.as_deref(), Some("green"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn live_renders_see_the_clusters_own_version() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "pa-version").await?;
+    let repo = Repo::new(&ns)?;
+    std::fs::create_dir_all(repo.path().join("definitions"))?;
+    std::fs::write(
+        repo.path().join("definitions/cluster-info.cue"),
+        r#""cluster-info": {
+	type: "component"
+	description: "A ConfigMap recording the cluster version the render saw."
+	attributes: workload: definition: {apiVersion: "v1", kind: "ConfigMap"}
+}
+template: {
+	output: {
+		apiVersion: "v1"
+		kind:       "ConfigMap"
+		metadata: name: context.name
+		data: {
+			gitVersion: context.clusterVersion.gitVersion
+			minor:      "\(context.clusterVersion.minor)"
+		}
+	}
+	parameter: {}
+}
+"#,
+    )?;
+    repo.write_app(
+        "info",
+        &format!(
+            "apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: info
+  namespace: {}
+spec:
+  components:
+    - name: seen
+      type: cluster-info
+",
+            ns.name
+        ),
+    )?;
+    let version = cluster.client.apiserver_version().await?;
+    let (code, planned) = plan(&cluster, &repo)?;
+    assert_eq!(code, 2, "{planned:#}");
+    let diff = planned["apps"][0]["changes"][0]["diff"]
+        .as_str()
+        .context("a create has a diff")?;
+    assert!(
+        diff.contains(&format!("gitVersion: {}", version.git_version)),
+        "{diff}"
+    );
+    // The apply renders for the same version.
+    expect_success(&apply(&cluster, &repo)?, "apply")?;
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &ns.name);
+    let data = config_maps.get("seen").await?.data.unwrap_or_default();
+    assert_eq!(data.get("gitVersion"), Some(&version.git_version));
+    assert_eq!(
+        data.get("minor").map(String::as_str),
+        Some(version.minor.trim_end_matches('+'))
     );
     Ok(())
 }
