@@ -122,7 +122,15 @@ pub async fn apply_app(
     let before = record.clone();
     record.app = Some(app.clone());
     record.source = options.source.clone();
-    record.revision = desired.revision.clone();
+    // The revision is that of the last pass that changed the app: recording every pass would
+    // rewrite every tracker on every commit, 10,000 writes for one changed app among 10,000.
+    if plan
+        .changes
+        .iter()
+        .any(|change| change.action != Action::Unchanged)
+    {
+        record.revision = desired.revision.clone();
+    }
 
     // Adopt what is ours and unchanged but not (yet) recorded as applied: an apply that crashed
     // after the object was written, or before the tracker write.

@@ -68,10 +68,13 @@ pub async fn plan_live(
 ) -> LivePlan {
     let store = TrackerStore::new(cluster, &options.tracker_namespace);
     let desired_apps = observe::desired_apps(cluster, &output.apps, policies, revision).await;
+    // One LIST per (kind, namespace) instead of a GET per object and tracker (issue #9).
+    observe::prefetch(cluster, &desired_apps, &options.tracker_namespace).await;
     let mut observations = Vec::new();
     for desired in desired_apps {
         observations.push(observe::observe_app(cluster, &store, desired, FIELD_MANAGER).await);
     }
+    cluster.clear_prefetched();
     let mut diagnostics = output.diagnostics.clone();
     let rendered: BTreeSet<AppRef> = output.apps.iter().map(|app| app.app.clone()).collect();
     let orphans =
@@ -176,6 +179,14 @@ pub async fn apply_live(
 
 /// The health of each app's rendered objects as they are live now (re-read after an apply).
 pub async fn read_health(cluster: &Cluster, live_plan: &LivePlan) -> BTreeMap<AppRef, AppHealth> {
+    // In bulk, as for the plan: after applying 10,000 apps, one GET per object is ~35,000 requests.
+    let wanted: Vec<crate::plan::ObjectRef> = live_plan
+        .observations
+        .iter()
+        .flat_map(|observation| &observation.desired.objects)
+        .map(|object| object.object_ref.clone())
+        .collect();
+    cluster.prefetch(wanted).await;
     let mut healths = BTreeMap::new();
     for observation in &live_plan.observations {
         let mut live = LiveObjects::default();
@@ -205,6 +216,7 @@ pub async fn read_health(cluster: &Cluster, live_plan: &LivePlan) -> BTreeMap<Ap
             healths.insert(observation.desired.app.clone(), health);
         }
     }
+    cluster.clear_prefetched();
     healths
 }
 

@@ -261,6 +261,36 @@ pub async fn observe_orphans(
     Ok(orphans)
 }
 
+/// Reads in bulk what observing these apps will read: their rendered objects and their trackers
+/// (see [`Cluster::prefetch`]). The reads of [`observe_app`] then take from that snapshot; call
+/// [`Cluster::clear_prefetched`] when the observation is done.
+pub async fn prefetch(
+    cluster: &Cluster,
+    apps: &[DesiredApp],
+    tracker_namespace: &str,
+) -> crate::cluster::PrefetchStats {
+    let objects = apps
+        .iter()
+        .filter(|app| !app.is_blocked())
+        .flat_map(|app| app.objects.iter().map(|object| object.object_ref.clone()));
+    let trackers = apps.iter().map(|app| ObjectRef {
+        api_version: "v1".to_owned(),
+        kind: "ConfigMap".to_owned(),
+        namespace: Some(tracker_namespace.to_owned()),
+        name: crate::tracker::tracker_name(&app.app),
+    });
+    // A Vec, not an iterator of closures: the future must stay `Send` for the agent's tasks.
+    let wanted: Vec<ObjectRef> = objects.chain(trackers).collect();
+    let stats = cluster.prefetch(wanted).await;
+    tracing::debug!(
+        lists = stats.lists,
+        requests = stats.requests,
+        objects = stats.objects,
+        "read live objects in bulk"
+    );
+    stats
+}
+
 /// The message of a kind the cluster does not serve.
 pub fn not_served(object_ref: &ObjectRef) -> String {
     format!(
@@ -279,6 +309,9 @@ pub async fn read(
     resolved: &Resolved,
     object_ref: &ObjectRef,
 ) -> Result<Option<Value>, String> {
+    if let Some(prefetched) = cluster.take_prefetched(object_ref) {
+        return Ok(prefetched);
+    }
     let api = cluster.api(resolved, object_ref).await;
     match api.get_opt(&object_ref.name).await {
         Ok(None) => Ok(None),

@@ -62,7 +62,8 @@ pub struct TrackerRecord {
     /// Which source (repository) last applied the app; apps that vanish from *this* source are
     /// garbage collected, apps of other sources are left alone.
     pub source: Option<String>,
-    /// The git revision of the last apply pass.
+    /// The git revision of the last apply pass that changed the app (an unchanged pass writes
+    /// nothing, so it costs no tracker write).
     pub revision: Option<String>,
     /// Sorted by object reference.
     pub entries: BTreeMap<ObjectRef, TrackedEntry>,

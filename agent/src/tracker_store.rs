@@ -65,6 +65,21 @@ impl<'a> ConfigMapStore<'a> {
     /// # Errors
     /// The read failed.
     pub async fn read(&self, name: &str) -> Result<Option<StoredRecord>, String> {
+        // A plan over many apps lists the records in bulk first (`Cluster::prefetch`).
+        let object_ref = crate::plan::ObjectRef {
+            api_version: "v1".to_owned(),
+            kind: "ConfigMap".to_owned(),
+            namespace: Some(self.namespace.clone()),
+            name: name.to_owned(),
+        };
+        if let Some(prefetched) = self.cluster.take_prefetched(&object_ref) {
+            let parsed = prefetched
+                .map(serde_json::from_value::<ConfigMap>)
+                .transpose();
+            if let Ok(config_map) = parsed {
+                return Ok(config_map.map(|config_map| self.record(config_map)));
+            }
+        }
         self.cluster.throttle().await;
         match self.api().get_opt(name).await {
             Ok(config_map) => Ok(config_map.map(|config_map| self.record(config_map))),

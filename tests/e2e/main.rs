@@ -8,4 +8,5 @@ mod support;
 mod agent;
 mod cluster;
 mod plan_apply;
+mod scale;
 mod workflow;
