@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# Scale benchmarks of the real release binary over generated repositories (issue #9): render,
+# analyze, live plan (cold and warm), apply, and the agent's commit-to-status time, each with its
+# wall time and peak RSS. Prints one table (markdown) on stdout; progress goes to stderr.
+#
+#   hack/scale.sh                      # everything: 1 / 1k / 10k apps, cluster "scale"
+#   hack/scale.sh --max 1000           # iterate quickly: stop at 1,000 apps
+#   hack/scale.sh --only render        # one group: render | analyze | live | agent
+#   hack/scale.sh --vela               # also the side-by-side with `vela dry-run` (hack/vela-compare.sh)
+#
+# Environment: CARGO_TARGET_DIR (default target), SCALE_BIN_DIR (use the binaries there and
+# build nothing), SCALE_WORK (generated repos, default /tmp/driftless-scale), SCALE_QPS / SCALE_BURST (the client budget of plan/apply/agent, default
+# 50 / 100), SCALE_CLUSTER (kwok cluster name, default "scale": not the e2e tests' cluster).
+#
+# The live groups start (or reuse) a local kwok cluster with hack/cluster.sh and leave it running;
+# stop it with `hack/cluster.sh down --name scale`. Generated apps use replicas 0 (as KubeVela's
+# load test does), so kwok runs no pods: the apiserver and etcd hold ~3.5 objects per app plus a
+# ReplicaSet per Deployment and a tracker ConfigMap per app.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+MAX=10000
+ONLY=""
+VELA=0
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --max) MAX=$2; shift 2 ;;
+    --only) ONLY=$2; shift 2 ;;
+    --vela) VELA=1; shift ;;
+    -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "scale.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+WORK=${SCALE_WORK:-/tmp/driftless-scale}
+QPS=${SCALE_QPS:-50}
+BURST=${SCALE_BURST:-100}
+CLUSTER=${SCALE_CLUSTER:-scale}
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+NAMESPACES=10
+
+say() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'scale.sh: error: %s\n' "$*" >&2; exit 1; }
+want() { [[ -z $ONLY || $ONLY == "$1" ]]; }
+
+say "building the release binaries (driftless, driftless-loadgen) into $TARGET"
+if [[ -n ${SCALE_BIN_DIR:-} ]]; then
+  TARGET=$(dirname "$SCALE_BIN_DIR") # binaries built elsewhere (e.g. from a clean worktree)
+else
+  cargo build --release --quiet -p driftless -p loadgen --bin driftless --bin driftless-loadgen >&2
+fi
+DRIFTLESS=${SCALE_BIN_DIR:-$TARGET/release}/driftless
+LOADGEN=${SCALE_BIN_DIR:-$TARGET/release}/driftless-loadgen
+mkdir -p "$WORK"
+
+# repo N: a generated repository of N apps (regenerated each run: generation is fast and it must
+# not carry edits from an earlier run).
+repo() {
+  local n=$1 dir=$WORK/repo-$1
+  rm -rf "$dir"
+  "$LOADGEN" --apps "$n" --out "$dir" --namespaces "$NAMESPACES" >/dev/null 2>&1
+  printf '%s\n' "$dir"
+}
+
+# measure LABEL CMD...: runs CMD with stdout discarded, records wall time and peak RSS (GNU time)
+# and prints one table row. Exit codes 0 and 2 (plan: changes) count as success.
+ROWS=()
+measure() {
+  local label=$1; shift
+  local out=$WORK/time.out status=0
+  /usr/bin/time -f '%e %M' -o "$out" "$@" >/dev/null 2>"$WORK/last.err" || status=$?
+  if [[ $status -ne 0 && $status -ne 2 ]]; then
+    tail -n 20 "$WORK/last.err" >&2
+    die "$label: exit status $status (command: $*)"
+  fi
+  local wall rss
+  read -r wall rss < <(tail -n 1 "$out")
+  local row
+  row=$(printf '| %s | %s s | %s MiB |' "$label" "$wall" "$((rss / 1024))")
+  ROWS+=("$row")
+  say "$row"
+}
+
+table() {
+  printf '\n| what | wall | peak RSS |\n|---|---|---|\n'
+  printf '%s\n' "${ROWS[@]}"
+  printf '\nmachine: %s cores, load average at the end: %s; %s\n' "$(nproc)" \
+    "$(cut -d' ' -f1-3 /proc/loadavg)" "$(date -u +%Y-%m-%dT%H:%MZ)"
+}
+trap 'table' EXIT
+
+sizes=()
+for n in 1 100 1000 10000; do ((n <= MAX)) && sizes+=("$n"); done
+
+if want render; then
+  for n in "${sizes[@]}"; do
+    [[ $n == 100 ]] && continue
+    dir=$(repo "$n")
+    measure "render $n apps (\`driftless render -o json\`)" "$DRIFTLESS" render "$dir" -o json
+  done
+fi
+
+if want analyze; then
+  n=${sizes[-1]}
+  dir=$(repo "$n")
+  measure "analyze $n apps (\`driftless analyze -o json\`)" "$DRIFTLESS" analyze "$dir" -o json
+fi
+
+# ---- live: plan and apply against the kwok cluster ---------------------------------------------
+
+KUBECONFIG_FILE=""
+cluster_up() {
+  [[ -n $KUBECONFIG_FILE ]] && return 0
+  say "starting (or reusing) kwok cluster $CLUSTER"
+  KUBECONFIG_FILE=$(hack/cluster.sh up --name "$CLUSTER" | tail -n 1)
+  local ns server
+  server=$(sed -n 's/^ *server: //p' "$KUBECONFIG_FILE" | head -n 1)
+  local pki
+  pki=$(dirname "$KUBECONFIG_FILE")/pki
+  # The apps' namespaces and the tracker namespace: apply does not create namespaces it does not
+  # render. 409 (already there) is fine.
+  for ns in $("$LOADGEN" --apps "$MAX" --out /dev/null --namespaces "$NAMESPACES" --print-namespaces) driftless-system; do
+    curl -sS -o /dev/null --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
+      -H 'Content-Type: application/json' -X POST "$server/api/v1/namespaces" \
+      -d "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}"
+  done
+}
+
+live_args() {
+  printf '%s\n' --kubeconfig "$KUBECONFIG_FILE" --qps "$QPS" --burst "$BURST" --source "scale-$1" --timeout-seconds 120
+}
+
+if want live; then
+  cluster_up
+  for n in 1000 10000; do
+    ((n <= MAX)) || continue
+    dir=$(repo "$n")
+    # One source identity per size, so the 10k apply does not prune what the 1k one applied
+    # (it re-applies apps 0-999 unchanged and creates the other 9,000).
+    mapfile -t args < <(live_args all)
+    measure "apply $n apps (new: $([[ $n == 1000 ]] && echo 1000 || echo 9000), qps $QPS burst $BURST)" \
+      "$DRIFTLESS" apply "$dir" --yes "${args[@]}"
+    measure "plan $n unchanged apps, 1st run after apply" "$DRIFTLESS" plan "$dir" -o json "${args[@]}"
+    measure "plan $n unchanged apps, 2nd run" "$DRIFTLESS" plan "$dir" -o json "${args[@]}"
+    "$LOADGEN" --apps "$n" --out "$dir" --namespaces "$NAMESPACES" --change 7 --generation 1 --only-changed 2>/dev/null
+    measure "plan $n apps, 1 changed" "$DRIFTLESS" plan "$dir" -o json "${args[@]}"
+  done
+fi
+
+# ---- agent: commit to status for one changed app ---------------------------------------------
+#
+# The agent's poll path against a local git repository (file://, polled every second; no forge,
+# so "status" is the deploy's result page /plans/<commit>, stored when the per-app statuses are
+# sent). The apps are the ones the live group applied, under the same source identity, so the
+# agent's first deploy finds them unchanged. Then app 7 changes, one commit at a time, and we time
+# commit → result page. Run with 100 apps and with the largest size: the cost must not grow with
+# the apps that did not change.
+
+# shellcheck source=hack/lib.sh
+. "$ROOT/hack/lib.sh"
+
+AGENT_PID=""
+stop_agent() {
+  if [[ -n $AGENT_PID ]]; then
+    kill -TERM "$AGENT_PID" 2>/dev/null || true
+    wait "$AGENT_PID" 2>/dev/null || true
+    AGENT_PID=""
+  fi
+}
+
+# wait_page PORT COMMIT: polls the agent's result page of COMMIT (generous deadline: a loaded
+# 2-core machine rendering 10,000 apps).
+wait_page() {
+  local deadline=$((SECONDS + 900))
+  until curl -sf -o /dev/null "http://127.0.0.1:$1/plans/$2"; do
+    alive "$AGENT_PID" || { tail -n 20 "$WORK/agent.log" >&2; die "the agent exited"; }
+    ((SECONDS < deadline)) || die "no result page for $2 within 900 s (log: $WORK/agent.log)"
+    sleep 0.05
+  done
+}
+
+ms_since() { awk -v s="$1" -v e="$(date +%s%N)" 'BEGIN { printf "%.2f", (e - s) / 1e9 }'; }
+
+agent_run() { # N SOURCE
+  local n=$1 source=$2 tree=$WORK/agent-repo-$1 port t0 sha first gen
+  rm -rf "$tree"
+  "$LOADGEN" --apps "$n" --out "$tree" --namespaces "$NAMESPACES" >/dev/null 2>&1
+  git init -q -b main "$tree"
+  git -C "$tree" -c user.name=scale -c user.email=scale@example.invalid add -A
+  git -C "$tree" -c user.name=scale -c user.email=scale@example.invalid commit -qm "$n apps"
+  pick_port ""
+  port=$PICKED_PORT
+  cat >"$WORK/agent-$n.yaml" <<YAML
+sources:
+  - name: $source
+    url: file://$tree
+    pollInterval: 1s
+clusters:
+  - name: local
+    kubeconfig: $KUBECONFIG_FILE
+server:
+  listen: 127.0.0.1:$port
+qps: $QPS
+burst: $BURST
+cacheDir: $WORK/agent-cache-$n
+YAML
+  rm -rf "$WORK/agent-cache-$n"
+  RUST_LOG=info "$DRIFTLESS" agent --config "$WORK/agent-$n.yaml" --log-format text >"$WORK/agent.log" 2>&1 &
+  AGENT_PID=$!
+  t0=$(date +%s%N)
+  wait_page "$port" "$(git -C "$tree" rev-parse HEAD)"
+  first=$(ms_since "$t0")
+  ROWS+=("| agent, $n apps: start to first deploy (all unchanged) | $first s | - |")
+  say "${ROWS[-1]}"
+  for gen in 1 2 3; do
+    "$LOADGEN" --apps "$n" --out "$tree" --namespaces "$NAMESPACES" --change 7 --generation "$gen" --only-changed 2>/dev/null
+    git -C "$tree" -c user.name=scale -c user.email=scale@example.invalid commit -qam "app 7 generation $gen"
+    sha=$(git -C "$tree" rev-parse HEAD)
+    t0=$(date +%s%N)
+    wait_page "$port" "$sha"
+    ROWS+=("| agent, $n apps: commit → result page, 1 app changed (#$gen; poll interval 1 s) | $(ms_since "$t0") s | $(($(sed -n 's/^VmHWM: *\([0-9]*\) kB/\1/p' "/proc/$AGENT_PID/status") / 1024)) MiB (agent so far) |")
+    say "${ROWS[-1]}"
+  done
+  stop_agent
+}
+
+if want agent; then
+  cluster_up
+  trap 'stop_agent; table' EXIT
+  # 100 apps under their own source identity: under "scale-all" the agent would delete the
+  # other apps that source applied, as it should.
+  agent_run 100 scale-100
+  agent_run "${sizes[-1]}" scale-all
+fi
+
+if ((VELA)); then
+  hack/vela-compare.sh >&2
+fi
