@@ -283,4 +283,72 @@ mod tests {
         assert_eq!(location["region"]["startColumn"], 9);
         assert_eq!(location["region"]["endColumn"], 15);
     }
+
+    /// The output validates against the official SARIF 2.1.0 JSON schema (checked in at
+    /// `analyzer/schemas/`, see its README for the source), formats included: every rule in
+    /// the driver, results with and without a position, secondary labels, a built-in
+    /// definition's path that needs percent-encoding, and a message with non-ASCII text.
+    #[test]
+    fn output_validates_against_the_sarif_2_1_0_schema() {
+        let mut schema: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../analyzer/schemas/sarif-schema-2.1.0.json"
+        ))
+        .unwrap();
+        // The published schema's `language` patterns have a stray `]`, which is not a valid
+        // ECMA-262 regular expression, so the validator's own check of the schema (draft-07
+        // `format: regex`) rejects them. Escape them in memory (the same language); our output
+        // has no `language`. Everything else is the file as published.
+        fn escape_bracket(value: &mut serde_json::Value) -> usize {
+            const BROKEN: &str = "^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$";
+            match value {
+                serde_json::Value::String(text) if text == BROKEN => {
+                    *text = r"^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}\]?$".to_owned();
+                    1
+                }
+                serde_json::Value::Array(items) => items.iter_mut().map(escape_bracket).sum(),
+                serde_json::Value::Object(map) => map.values_mut().map(escape_bracket).sum(),
+                _ => 0,
+            }
+        }
+        assert_eq!(escape_bracket(&mut schema), 2);
+        let validator = jsonschema::options()
+            .should_validate_formats(true)
+            .build(&schema)
+            .unwrap();
+        let mut sources = SourceMap::new();
+        let app_text = "metadata:\n  name: café\nspec: {}\n";
+        let app_file = sources.add("apps/shop app.yaml", app_text);
+        let builtin_file = sources.add("<builtin>/components/webservice.cue", "parameter: {}\n");
+        let app = AppRef {
+            namespace: "default".into(),
+            name: "café".into(),
+        };
+        let start = app_text.find("café").unwrap() as u32;
+        let end = start + "café".len() as u32;
+        let diagnostics = [
+            Diagnostic::error(
+                "invalid-name",
+                "`café` is not a DNS-1123 name",
+                Some(Span::new(app_file, start, end)),
+            )
+            .for_app(&app)
+            .with_label(Span::new(app_file, 0, 8), "declared here"),
+            Diagnostic::warning("unknown-kind", "no position", None),
+            Diagnostic::error("cue-error", "conflict", Some(Span::new(builtin_file, 0, 9)))
+                .for_app(&app)
+                .for_component("web"),
+        ];
+        let log = serde_json::from_str::<serde_json::Value>(&sarif_string(&diagnostics, &sources))
+            .unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&log)
+            .map(|error| format!("{error} at {}", error.instance_path()))
+            .collect();
+        assert_eq!(errors, Vec::<String>::new());
+        assert_eq!(log["runs"][0]["results"].as_array().unwrap().len(), 3);
+        // The validator is not vacuous: a level SARIF does not define is rejected.
+        let mut broken = log.clone();
+        broken["runs"][0]["results"][0]["level"] = "fatal".into();
+        assert!(!validator.is_valid(&broken));
+    }
 }
