@@ -310,7 +310,9 @@ pub enum WorkflowResult {
 }
 
 /// Checks every workflow first, then runs each valid one (one pass each, see
-/// [`run_workflow`]). `clusters` is the cluster registry's names, for the topology check.
+/// [`run_workflow`]). With a `fleet`, deploy steps whose topology policies name or select
+/// registered clusters deploy each placement's render to its cluster (a tracker per app in
+/// each); without one, only the cluster given is known and other placements are refused.
 ///
 /// Boxed as `Send` with concrete lifetimes, so the agent's source tasks stay provably `Send`
 /// (rust-lang/rust#110338, as `agent_loop` notes).
@@ -319,11 +321,11 @@ pub fn run_workflows<'a>(
     live_plan: &'a LivePlan,
     output: &'a RenderOutput,
     apps: &'a BTreeMap<AppRef, Application>,
-    clusters: Option<BTreeSet<String>>,
+    fleet: Option<&'a crate::workflow::Fleet>,
     options: &'a DriverOptions,
 ) -> futures::future::BoxFuture<'a, Vec<WorkflowResult>> {
     Box::pin(run_workflows_inner(
-        cluster, live_plan, output, apps, clusters, options,
+        cluster, live_plan, output, apps, fleet, options,
     ))
 }
 
@@ -332,7 +334,7 @@ async fn run_workflows_inner(
     live_plan: &LivePlan,
     output: &RenderOutput,
     apps: &BTreeMap<AppRef, Application>,
-    clusters: Option<BTreeSet<String>>,
+    fleet: Option<&crate::workflow::Fleet>,
     options: &DriverOptions,
 ) -> Vec<WorkflowResult> {
     let mut checked = Vec::new();
@@ -346,27 +348,44 @@ async fn run_workflows_inner(
         };
         let ctx = WorkflowContext {
             policies: app.spec.policies.iter().collect(),
-            clusters: clusters.clone(),
+            clusters: fleet.map(crate::workflow::Fleet::names),
         };
         // A blocked app (render errors) is never applied; its workflow's own problems are
         // still reported.
         let (rollouts, mut rollout_issues) = rollout_plans(app);
-        rollout_issues.extend(remote_placements(app, &options.plan.cluster));
-        match build_workflow(app, &ctx) {
-            (_, mut issues) if !issues.is_empty() || !rollout_issues.is_empty() => {
+        if fleet.is_none() {
+            rollout_issues.extend(remote_placements(app, &options.plan.cluster));
+        }
+        let (spec, mut issues) = build_workflow(app, &ctx);
+        let planned = match (&spec, fleet) {
+            (Some(spec), Some(fleet)) if issues.is_empty() => {
+                match crate::workflow::step_targets(app, app_ref, spec, fleet) {
+                    Ok(planned) => planned,
+                    Err(mut placement_issues) => {
+                        issues.append(&mut placement_issues);
+                        BTreeMap::new()
+                    }
+                }
+            }
+            _ => BTreeMap::new(),
+        };
+        match spec {
+            _ if !issues.is_empty() || !rollout_issues.is_empty() => {
                 issues.append(&mut rollout_issues);
                 checked.push(Checked::Invalid(app_ref.clone(), issues));
             }
-            (Some(spec), _) if !observation.desired.is_blocked() => {
-                checked.push(Checked::Valid(observation, spec, rollouts));
+            Some(spec) if !observation.desired.is_blocked() => {
+                checked.push(Checked::Valid(observation, spec, rollouts, planned));
             }
             _ => {}
         }
     }
     let mut results: Vec<WorkflowResult> = Vec::new();
     for entry in checked {
-        let (observation, spec, rollouts) = match entry {
-            Checked::Valid(observation, spec, rollouts) => (observation, spec, rollouts),
+        let (observation, spec, rollouts, planned) = match entry {
+            Checked::Valid(observation, spec, rollouts, planned) => {
+                (observation, spec, rollouts, planned)
+            }
             Checked::Invalid(app, issues) => {
                 results.push(WorkflowResult::Invalid { app, issues });
                 continue;
@@ -378,12 +397,19 @@ async fn run_workflows_inner(
             .find(|rendered| rendered.app == observation.desired.app)
             .map(|rendered| rendered.input_hash.clone())
             .unwrap_or_default();
+        let targets = match fleet {
+            Some(fleet) => {
+                resolve_targets(cluster, fleet, apps, &observation.desired, planned).await
+            }
+            None => BTreeMap::new(),
+        };
         match run_workflow(
             cluster,
             &observation.desired,
             &spec,
             &revision,
             &rollouts,
+            &targets,
             options,
         )
         .await
@@ -521,12 +547,51 @@ fn remote_placements(app: &Application, local: &str) -> Vec<Issue> {
     issues
 }
 
+/// Each planned placement's objects, scoped by its own cluster's discovery.
+async fn resolve_targets<'a>(
+    local: &'a Cluster,
+    fleet: &'a crate::workflow::Fleet,
+    apps: &BTreeMap<AppRef, Application>,
+    desired: &planner::DesiredApp,
+    planned: BTreeMap<String, Vec<crate::workflow::PlannedTarget<'_>>>,
+) -> crate::workflow::StepTargets<'a> {
+    let policies: BTreeMap<AppRef, Vec<Policy>> = apps
+        .get(&desired.app)
+        .map(|app| BTreeMap::from([(desired.app.clone(), app.spec.policies.clone())]))
+        .unwrap_or_default();
+    let mut targets = BTreeMap::new();
+    for (step, planned) in planned {
+        let mut step_targets = Vec::new();
+        for target in planned {
+            // Checked by `step_targets`: every placement's cluster is connected.
+            let Some(cluster) = fleet.connection(&target.placement.cluster, local) else {
+                continue;
+            };
+            let rendered =
+                crate::workflow::in_namespace(target.rendered, &target.placement.namespace);
+            let resolved =
+                observe::desired_apps(cluster, &[rendered], &policies, desired.revision.as_deref())
+                    .await;
+            for placed in resolved {
+                step_targets.push(crate::workflow::Target {
+                    group: target.group,
+                    cluster,
+                    desired: placed,
+                });
+            }
+        }
+        targets.insert(step, step_targets);
+    }
+    targets
+}
+
 /// A workflow after the checks, before it runs.
 enum Checked<'a> {
     Valid(
         &'a AppObservation,
         WorkflowSpec,
         BTreeMap<String, RolloutPlan>,
+        BTreeMap<String, Vec<crate::workflow::PlannedTarget<'a>>>,
     ),
     Invalid(AppRef, Vec<Issue>),
 }

@@ -120,14 +120,7 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
         let mut text = String::from("\nApply results:\n");
         let mut failed = apply_results_text(&reports, None, &mut text);
         if !workflow_apps.is_empty() {
-            let mut registry: BTreeSet<String> =
-                BTreeSet::from([args.cluster.cluster_name.clone()]);
-            for entry in &args.clusters {
-                let (name, _) = entry
-                    .split_once('=')
-                    .with_context(|| format!("--cluster {entry:?} is not NAME=KUBECONFIG"))?;
-                registry.insert(name.to_owned());
-            }
+            let fleet = fleet(args, &workflow_apps).await?;
             let driver = DriverOptions {
                 plan: options.plan.clone(),
                 apply: options.apply.clone(),
@@ -140,7 +133,7 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
                 &live_plan,
                 &repo.output,
                 &workflow_apps,
-                Some(registry),
+                Some(&fleet),
                 &driver,
             )
             .await;
@@ -155,6 +148,86 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
             Outcome::Success
         })
     })
+}
+
+/// The clusters of `--cluster NAME=KUBECONFIG[:CONTEXT]` (connected, after the `--kubeconfig`
+/// cluster, which is the registry's first: KubeVela's `local`), and, when a workflow app has
+/// a topology policy, every app's render per placement (with its deploy steps' overrides).
+///
+/// # Errors
+/// A `--cluster` entry is malformed, repeats a name, or its kubeconfig cannot be loaded; the
+/// repository cannot be read again.
+async fn fleet(
+    args: &ApplyArgs,
+    workflow_apps: &BTreeMap<AppRef, Application>,
+) -> anyhow::Result<agent::workflow::Fleet> {
+    let local = agent::config::ClusterConfig {
+        name: args.cluster.cluster_name.clone(),
+        kubeconfig: args.cluster.kubeconfig.clone(),
+        context: args.cluster.context.clone(),
+        labels: BTreeMap::new(),
+    };
+    let mut fleet = agent::workflow::Fleet {
+        registry: vec![local],
+        clusters: BTreeMap::new(),
+        placements: BTreeMap::new(),
+    };
+    for entry in &args.clusters {
+        let (name, location) = entry
+            .split_once('=')
+            .with_context(|| format!("--cluster {entry:?} is not NAME=KUBECONFIG[:CONTEXT]"))?;
+        if fleet.registry.iter().any(|known| known.name == name) {
+            anyhow::bail!("--cluster {entry:?}: cluster {name:?} is given twice");
+        }
+        // `path:context`, unless the whole of it is an existing file.
+        let (path, context) = match location.rsplit_once(':') {
+            Some((path, context)) if !Path::new(location).exists() => {
+                (path, Some(context.to_owned()))
+            }
+            _ => (location, None),
+        };
+        let options = ClusterOptions {
+            name: name.to_owned(),
+            qps: args.cluster.qps,
+            burst: args.cluster.burst,
+            timeout: Duration::from_secs(args.cluster.timeout_seconds),
+        };
+        let cluster = Cluster::connect(Path::new(path), context.as_deref(), &options)
+            .await
+            .with_context(|| format!("--cluster {entry:?}"))?;
+        fleet.registry.push(agent::config::ClusterConfig {
+            name: name.to_owned(),
+            kubeconfig: Some(path.into()),
+            context,
+            labels: BTreeMap::new(),
+        });
+        fleet.clusters.insert(name.to_owned(), cluster);
+    }
+    let placed = workflow_apps.values().any(|app| {
+        app.spec
+            .policies
+            .iter()
+            .any(|policy| policy.policy_type == "topology")
+    });
+    if placed {
+        let worktree = agent::source::worktree::read_worktree(&args.path)
+            .with_context(|| format!("reading {}", args.path.display()))?;
+        let options = analyzer::RenderOptions {
+            cluster_version: analyzer::ClusterVersion::release(1, 34),
+            ..analyzer::RenderOptions::default()
+        };
+        let (apps, _) = analyzer::render_placements(
+            &worktree.snapshot,
+            &analyzer::Definitions::builtin(),
+            &options,
+        );
+        fleet.placements = apps
+            .into_iter()
+            .filter(|app| workflow_apps.contains_key(&app.app))
+            .map(|app| (app.app, app.placements))
+            .collect();
+    }
+    Ok(fleet)
 }
 
 /// Appends one line per object acted on and one per app; returns whether any app failed.

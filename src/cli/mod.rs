@@ -173,9 +173,10 @@ pub struct ApplyArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     pub workflow_wait: u64,
 
-    /// A further cluster for topology policies, as NAME=KUBECONFIG (repeatable). The
-    /// `--kubeconfig` cluster is always registered, under `--cluster-name`.
-    #[arg(long = "cluster", value_name = "NAME=KUBECONFIG")]
+    /// A further cluster for topology policies, as NAME=KUBECONFIG[:CONTEXT] (repeatable):
+    /// deploy steps whose topology names it apply there, with a tracker in that cluster. The
+    /// `--kubeconfig` cluster is always registered, under `--cluster-name`, and is `local`.
+    #[arg(long = "cluster", value_name = "NAME=KUBECONFIG[:CONTEXT]")]
     pub clusters: Vec<String>,
 
     #[command(flatten)]

@@ -1,7 +1,9 @@
 //! `driftless apply` running Application workflows against the real local cluster: a `suspend`
 //! step stops the workflow until `driftless resume`, also across separate apply processes; a
 //! step that times out fails the workflow with its name and reason; DAG `dependsOn` decides
-//! the order objects are applied in; invalid workflows are refused before anything is applied.
+//! the order objects are applied in; invalid workflows are refused before anything is applied;
+//! two clusters (the shared one and an own kwok cluster) get the replicas and images their
+//! deploy steps' overrides declare.
 //!
 //! Each test owns a namespace holding the apps' objects, trackers and workflow states, and a
 //! temporary repository whose path is its source identity.
@@ -546,4 +548,148 @@ fn apply_waiting(
         String::from_utf8_lossy(&output.stderr)
     );
     Ok((output.status.success(), text))
+}
+
+/// Two deploy steps, one topology each (the shared cluster as `local`, a second cluster as
+/// `edge`), each with its own override of replicas and image, as KubeVela's multi-environment
+/// example does.
+fn two_cluster_app(namespace: &str) -> String {
+    format!(
+        "apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: spread
+  namespace: {namespace}
+spec:
+  components:
+    - name: web
+      type: webservice
+      properties:
+        image: nginx:1.25
+      traits:
+        - type: scaler
+          properties:
+            replicas: 1
+  policies:
+    - name: on-local
+      type: topology
+      properties:
+        clusters: [local]
+    - name: on-edge
+      type: topology
+      properties:
+        clusters: [edge]
+    - name: local-size
+      type: override
+      properties:
+        components:
+          - name: web
+            properties:
+              image: nginx:1.26
+            traits:
+              - type: scaler
+                properties:
+                  replicas: 2
+    - name: edge-size
+      type: override
+      properties:
+        components:
+          - name: web
+            properties:
+              image: nginx:1.27
+            traits:
+              - type: scaler
+                properties:
+                  replicas: 3
+  workflow:
+    steps:
+      - name: deploy-local
+        type: deploy
+        properties:
+          policies: [on-local, local-size]
+      - name: deploy-edge
+        type: deploy
+        properties:
+          policies: [on-edge, edge-size]
+"
+    )
+}
+
+/// `(spec.replicas, first container image)` of Deployment `web`.
+async fn replicas_and_image(cluster: &TestCluster, namespace: &str) -> Result<(i32, String)> {
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(cluster.client.clone(), namespace);
+    let deployment = deployments.get("web").await?;
+    let spec = deployment.spec.context("Deployment without spec")?;
+    let image = spec
+        .template
+        .spec
+        .and_then(|pod| pod.containers.into_iter().next())
+        .and_then(|container| container.image)
+        .unwrap_or_default();
+    Ok((spec.replicas.unwrap_or(0), image))
+}
+
+#[tokio::test]
+async fn topology_and_override_deploy_different_replicas_and_images_per_cluster() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let edge = crate::support::cluster::OwnedCluster::up("e2e-edge").await?;
+    let ns = TestNamespace::new(&cluster, "wf-multi").await?;
+    // The same namespace on the edge cluster, for the app's objects and its tracker there.
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(edge.cluster.client.clone());
+    let namespace = k8s_openapi::api::core::v1::Namespace {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some(ns.name.clone()),
+            ..Default::default()
+        },
+        ..k8s_openapi::api::core::v1::Namespace::default()
+    };
+    namespaces
+        .create(&kube::api::PostParams::default(), &namespace)
+        .await?;
+    let repo = Repo::new()?;
+    repo.write_app("spread", &two_cluster_app(&ns.name))?;
+    let path = repo.path().to_str().context("utf-8 path")?;
+    let edge_entry = format!("edge={}", edge.cluster.kubeconfig.display());
+    let output = driftless(
+        &cluster,
+        &[
+            "apply",
+            path,
+            "--yes",
+            "--workflow-wait",
+            "120",
+            "--tracker-namespace",
+            &ns.name,
+            "--cluster",
+            &edge_entry,
+        ],
+    )?;
+    let text = format!(
+        "{}\n--- stderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    ensure!(output.status.success(), "apply failed:\n{text}");
+    ensure!(text.contains("workflow succeeded"), "{text}");
+    let local = replicas_and_image(&cluster, &ns.name).await?;
+    ensure!(
+        local == (2, "nginx:1.26".to_owned()),
+        "local cluster: {local:?}\n{text}"
+    );
+    let remote = replicas_and_image(&edge.cluster, &ns.name).await?;
+    ensure!(
+        remote == (3, "nginx:1.27".to_owned()),
+        "edge cluster: {remote:?}\n{text}"
+    );
+    // Each cluster tracks the app in its own tracker.
+    let trackers: Api<ConfigMap> = Api::namespaced(edge.cluster.client.clone(), &ns.name);
+    let tracked = trackers
+        .list(&ListParams::default().labels("driftless.dev/tracker"))
+        .await?
+        .items
+        .len();
+    ensure!(tracked == 1, "edge trackers: {tracked}\n{text}");
+    edge.down()
 }

@@ -19,6 +19,7 @@ use analyzer::AppRef;
 use serde_json::Value;
 
 use super::engine::{Dispatch, StepOutcome, advance, record};
+use super::fleet::{StepTargets, Target};
 use super::spec::{StepType, WorkflowSpec};
 use super::state::{StepPhase, Timestamp, WorkflowPhase, WorkflowState};
 use super::store::{StoredWorkflow, WorkflowStore, WorkflowStoreError};
@@ -71,7 +72,8 @@ pub fn now() -> Timestamp {
     )
 }
 
-/// Runs one pass of the workflow of `desired` (an app's full render) at `revision`.
+/// Runs one pass of the workflow of `desired` (an app's full render) at `revision`. Deploy
+/// steps in `targets` deploy to their placements' clusters instead of `cluster`.
 ///
 /// # Errors
 /// The workflow state cannot be read or written. Step failures are not errors: they end in
@@ -82,6 +84,7 @@ pub async fn run_workflow(
     spec: &WorkflowSpec,
     revision: &str,
     rollouts: &BTreeMap<String, RolloutPlan>,
+    targets: &StepTargets<'_>,
     options: &DriverOptions,
 ) -> Result<WorkflowReport, WorkflowStoreError> {
     let store = WorkflowStore::new(cluster, &options.tracker_namespace);
@@ -116,7 +119,12 @@ pub async fn run_workflow(
                 rollouts,
                 options,
             };
-            let outcome = run_step(&run, dispatch, &http, &mut report).await;
+            let outcome = match targets.get(&dispatch.step) {
+                Some(step_targets) if dispatch.step_type == StepType::Deploy => {
+                    deploy_to_targets(&run, step_targets, &dispatch.step, &mut report).await
+                }
+                _ => run_step(&run, dispatch, &http, &mut report).await,
+            };
             // A rollout held by batchPartition or paused does not move by waiting: the pass
             // ends there, like a suspension.
             waiting |= matches!(&outcome, StepOutcome::Waiting { message } if !is_held(message));
@@ -133,7 +141,7 @@ pub async fn run_workflow(
                 rollouts,
                 options,
             };
-            collect_garbage(&run, spec, &state, &mut report).await;
+            collect_garbage(&run, spec, &state, targets, &mut report).await;
         }
         let mut stored = StoredWorkflow {
             state,
@@ -356,13 +364,64 @@ pub(crate) async fn objects_health(
     health::aggregate(healths.iter().map(|(object, health)| (object, health)))
 }
 
+/// A deploy step with placements: the topologies' groups in order, each group's clusters one
+/// after another, and a health gate between groups (the first topology is the canary: the
+/// next is not touched until every cluster of the first is healthy). Every poll re-applies the
+/// groups already through, which is a no-op when nothing changed.
+async fn deploy_to_targets(
+    run: &Run<'_>,
+    targets: &[Target<'_>],
+    step: &str,
+    report: &mut WorkflowReport,
+) -> StepOutcome {
+    let mut groups: Vec<usize> = targets.iter().map(|target| target.group).collect();
+    groups.dedup();
+    for group in groups {
+        let mut waiting = Vec::new();
+        for target in targets.iter().filter(|target| target.group == group) {
+            let placed = Run {
+                cluster: target.cluster,
+                desired: &target.desired,
+                rollouts: run.rollouts,
+                options: run.options,
+            };
+            let cluster = target.cluster.name();
+            let label = format!("{step}@{cluster}");
+            match apply_step(&placed, None, Prune::Disabled, &label, report).await {
+                StepOutcome::Succeeded { .. } => {}
+                StepOutcome::Waiting { message } => {
+                    // The cluster goes last: a held rollout's message keeps its prefix.
+                    waiting.push(format!("{message} (cluster {cluster})"));
+                }
+                StepOutcome::Failed { reason, message } => {
+                    return StepOutcome::Failed {
+                        reason,
+                        message: format!("cluster {cluster}: {message}"),
+                    };
+                }
+            }
+        }
+        if !waiting.is_empty() {
+            return StepOutcome::Waiting {
+                message: waiting.join("; "),
+            };
+        }
+    }
+    StepOutcome::Succeeded {
+        result: serde_json::json!({}),
+    }
+}
+
 /// After success: apply what the workflow deployed once more with pruning allowed, so objects
 /// the app no longer renders (or whose components no step deploys) are collected under the
-/// app's garbage-collection policy.
+/// app's garbage-collection policy. Each cluster gets one such apply of everything the
+/// workflow put there (its tracker is that cluster's), so two steps placing on one cluster do
+/// not prune each other's objects.
 async fn collect_garbage(
     run: &Run<'_>,
     spec: &WorkflowSpec,
     state: &WorkflowState,
+    targets: &StepTargets<'_>,
     report: &mut WorkflowReport,
 ) {
     let succeeded = |name: &str| {
@@ -370,9 +429,12 @@ async fn collect_garbage(
             .step(name)
             .is_some_and(|step_state| step_state.phase == StepPhase::Succeeded)
     };
-    let deployed_all = spec
-        .all_steps()
-        .any(|step| step.step_type == StepType::Deploy && succeeded(&step.name));
+    // Deploy steps without placements deploy the whole render to the workflow's cluster.
+    let deployed_all = spec.all_steps().any(|step| {
+        step.step_type == StepType::Deploy
+            && succeeded(&step.name)
+            && !targets.contains_key(&step.name)
+    });
     let components: BTreeSet<String> = spec
         .all_steps()
         .filter(|step| step.step_type == StepType::ApplyComponent && succeeded(&step.name))
@@ -385,15 +447,62 @@ async fn collect_garbage(
         ran: Vec::new(),
         applies: Vec::new(),
     };
-    let _ = apply_step(
-        run,
-        (!deployed_all).then_some(&components),
-        Prune::Allowed,
-        "garbage-collect",
-        &mut silent,
-    )
-    .await;
+    let mut placed: BTreeMap<String, (&Cluster, DesiredApp)> = BTreeMap::new();
+    for (step, step_targets) in targets {
+        if !succeeded(step) {
+            continue;
+        }
+        for target in step_targets {
+            let (_, desired) = placed
+                .entry(target.cluster.name().to_owned())
+                .or_insert_with(|| {
+                    let mut empty = target.desired.clone();
+                    empty.objects.clear();
+                    (target.cluster, empty)
+                });
+            merge_objects(desired, &target.desired);
+        }
+    }
+    let local = placed.remove(run.cluster.name());
+    if targets.is_empty() || deployed_all || !components.is_empty() || local.is_some() {
+        let mut desired = run.desired.clone();
+        if !deployed_all {
+            desired
+                .objects
+                .retain(|object| components.contains(&object.component));
+        }
+        if let Some((_, local)) = &local {
+            merge_objects(&mut desired, local);
+        }
+        let whole = Run {
+            desired: &desired,
+            ..*run
+        };
+        let _ = apply_step(&whole, None, Prune::Allowed, "garbage-collect", &mut silent).await;
+    }
+    for (name, (cluster, desired)) in &placed {
+        let remote = Run {
+            cluster: *cluster,
+            desired,
+            ..*run
+        };
+        let label = format!("garbage-collect@{name}");
+        let _ = apply_step(&remote, None, Prune::Allowed, &label, &mut silent).await;
+    }
     report.applies.extend(silent.applies);
+}
+
+/// Adds `from`'s objects that `into` does not have yet.
+fn merge_objects(into: &mut DesiredApp, from: &DesiredApp) {
+    for object in &from.objects {
+        if !into
+            .objects
+            .iter()
+            .any(|known| known.object_ref == object.object_ref)
+        {
+            into.objects.push(object.clone());
+        }
+    }
 }
 
 /// What a workload under a rollout plan gets now.

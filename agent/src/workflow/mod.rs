@@ -13,6 +13,8 @@
 //!
 //! - `notify.rs`: the `notification` step's webhook POST (an effect the caller runs).
 //! - `store.rs`: persisting the state in a ConfigMap per app (the trackers' ConfigMap store).
+//! - `fleet.rs`: where deploy steps with topology policies put the app (registered,
+//!   connected clusters, each placement's render with the step's overrides).
 //! - `driver.rs`: the effectful loop that runs a workflow against a cluster: reads the state,
 //!   advances, runs each step's effect through the apply path, records and stores.
 //!
@@ -24,6 +26,7 @@ mod condition;
 mod driver;
 mod duration;
 mod engine;
+mod fleet;
 mod notify;
 mod spec;
 mod state;
@@ -33,6 +36,7 @@ pub use condition::{Condition, ConditionError};
 pub use driver::{DriverOptions, WorkflowReport, now, run_workflow};
 pub use duration::{DurationError, parse_duration};
 pub use engine::{Dispatch, ResumeError, StepOutcome, advance, record, resume};
+pub use fleet::{Fleet, PlannedTarget, StepTargets, Target, in_namespace, step_targets};
 pub use notify::send_notification;
 pub use spec::{
     Issue, StepInput, StepOutput, StepSpec, StepType, WorkflowContext, WorkflowSpec, build_workflow,
