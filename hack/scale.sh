@@ -45,10 +45,10 @@ say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'scale.sh: error: %s\n' "$*" >&2; exit 1; }
 want() { [[ -z $ONLY || $ONLY == "$1" ]]; }
 
-say "building the release binaries (driftless, driftless-loadgen) into $TARGET"
 if [[ -n ${SCALE_BIN_DIR:-} ]]; then
   TARGET=$(dirname "$SCALE_BIN_DIR") # binaries built elsewhere (e.g. from a clean worktree)
 else
+  say "building the release binaries (driftless, driftless-loadgen) into $TARGET"
   cargo build --release --quiet -p driftless -p loadgen --bin driftless --bin driftless-loadgen >&2
 fi
 DRIFTLESS=${SCALE_BIN_DIR:-$TARGET/release}/driftless
@@ -220,7 +220,7 @@ YAML
     sha=$(git -C "$tree" rev-parse HEAD)
     t0=$(date +%s%N)
     wait_page "$port" "$sha"
-    ROWS+=("| agent, $n apps: commit → result page, 1 app changed (#$gen; poll interval 1 s) | $(ms_since "$t0") s | $(($(sed -n 's/^VmHWM: *\([0-9]*\) kB/\1/p' "/proc/$AGENT_PID/status") / 1024)) MiB (agent so far) |")
+    ROWS+=("| agent, $n apps: commit → result page, 1 app changed (#$gen; poll interval 1 s) | $(ms_since "$t0") s | $(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$AGENT_PID/status") MiB (agent so far) |")
     say "${ROWS[-1]}"
   done
   stop_agent
