@@ -482,7 +482,7 @@ async fn collect_garbage(
     }
     for (name, (cluster, desired)) in &placed {
         let remote = Run {
-            cluster: *cluster,
+            cluster,
             desired,
             ..*run
         };
