@@ -10,6 +10,11 @@
 use analyzer::{Definitions, RenderOptions, Snapshot, SourceFile, render_snapshot};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
+// The allocator the binary uses (src/main.rs): rendering allocates many small, short-lived
+// values, and glibc malloc spent ~45 % of the render time in malloc/free (BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn app(index: usize) -> SourceFile {
     let shard = index % 10;
     let contents = format!(

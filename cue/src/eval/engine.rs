@@ -17,6 +17,7 @@
 
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::ast::{self, BinaryOp, Clause, Decl, Expr, FieldConstraint, Label, UnaryOp};
 use crate::exported::KindSet;
@@ -40,6 +41,11 @@ pub const STACK_SEGMENT: usize = 4 * 1024 * 1024;
 pub const MAX_STRING_LEN: usize = 1 << 24;
 /// Most alternatives a disjunction expansion may produce.
 const MAX_DISJUNCTS: usize = 512;
+/// Initial vertex arena size: the largest evaluation seen so far in this process (templates are
+/// evaluated over and over with similar sizes), capped so one huge input does not make every
+/// later evaluation reserve a large block.
+static VERTEX_CAPACITY_HINT: AtomicUsize = AtomicUsize::new(64);
+const MAX_VERTEX_CAPACITY_HINT: usize = 4096;
 
 /// How closedness applies to a conjunct.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -293,11 +299,17 @@ pub struct Engine<'a> {
     envs: Vec<Env<'a>>,
     pub syms: Vec<Rc<str>>,
     sym_index: HashMap<Rc<str>, Sym, FxBuild>,
-    lets: HashMap<(EnvId, usize), VId>,
+    /// Symbols of label strings borrowed from the AST, keyed by address and length: the same
+    /// label text is interned again and again (every selector, every field of every unified
+    /// conjunct), and hashing a pointer is cheaper than hashing and comparing the text.
+    ast_syms: HashMap<(usize, usize), Sym, FxBuild>,
+    /// Symbols of list indices `0`, `1`, … (interned without formatting the number each time).
+    index_syms: Vec<Sym>,
+    lets: HashMap<(EnvId, usize), VId, FxBuild>,
     /// The environment [`Engine::field_env`] made for (outer environment, field, arc), reused
     /// so that re-adding the same aliased conjunct is recognised as a duplicate (keeps alias
     /// cycles finite and fast).
-    alias_envs: HashMap<(EnvId, usize, VId), EnvId>,
+    alias_envs: HashMap<(EnvId, usize, VId), EnvId, FxBuild>,
     strings: HashMap<usize, Rc<str>, FxBuild>,
     regexes: HashMap<String, Rc<regex::Regex>>,
     depth: u32,
@@ -367,12 +379,14 @@ pub fn is_definition(label: &str) -> bool {
 impl<'a> Engine<'a> {
     pub fn new() -> Engine<'a> {
         let mut engine = Engine {
-            vs: Vec::with_capacity(64),
-            envs: Vec::with_capacity(32),
-            syms: Vec::new(),
-            sym_index: HashMap::with_capacity_and_hasher(256, FxBuild),
-            lets: HashMap::new(),
-            alias_envs: HashMap::new(),
+            vs: Vec::with_capacity(VERTEX_CAPACITY_HINT.load(Ordering::Relaxed)),
+            envs: Vec::with_capacity(64),
+            syms: Vec::with_capacity(128),
+            sym_index: HashMap::with_capacity_and_hasher(128, FxBuild),
+            ast_syms: HashMap::with_capacity_and_hasher(128, FxBuild),
+            index_syms: Vec::new(),
+            lets: HashMap::with_hasher(FxBuild),
+            alias_envs: HashMap::with_hasher(FxBuild),
             strings: HashMap::with_hasher(FxBuild),
             regexes: HashMap::new(),
             depth: 0,
@@ -409,6 +423,34 @@ impl<'a> Engine<'a> {
         self.syms.push(rc.clone());
         self.sym_index.insert(rc, sym);
         sym
+    }
+
+    /// [`Engine::intern`] for label text that lives in the AST (stable address for `'a`).
+    pub fn intern_ast(&mut self, s: &'a str) -> Sym {
+        let key = (s.as_ptr() as usize, s.len());
+        if let Some(sym) = self.ast_syms.get(&key) {
+            return *sym;
+        }
+        let sym = self.intern(s);
+        self.ast_syms.insert(key, sym);
+        sym
+    }
+
+    /// The symbol of list index `i`.
+    fn index_sym(&mut self, i: usize) -> Sym {
+        while self.index_syms.len() <= i {
+            let next = self.index_syms.len().to_string();
+            let sym = self.intern(&next);
+            self.index_syms.push(sym);
+        }
+        self.index_syms[i]
+    }
+
+    /// Remembers how many vertices this evaluation needed, so the next one allocates its arena
+    /// once instead of growing (and copying) it several times.
+    pub fn record_size(&self) {
+        let needed = self.vs.len().min(MAX_VERTEX_CAPACITY_HINT);
+        VERTEX_CAPACITY_HINT.fetch_max(needed, Ordering::Relaxed);
     }
 
     pub fn sym(&self, sym: Sym) -> &str {
@@ -1100,7 +1142,7 @@ impl<'a> Engine<'a> {
                 return;
             }
         };
-        let sym = self.intern(name);
+        let sym = self.intern_ast(name);
         self.add_field_named(v, sym, field, env, child, g);
     }
 
@@ -1297,7 +1339,7 @@ impl<'a> Engine<'a> {
         {
             return *elem;
         }
-        let sym = self.intern(&i.to_string());
+        let sym = self.index_sym(i);
         let elem = self.new_vertex(Some(v), sym);
         self.vm(elem).field = FieldKind::Regular;
         let list = self.vm(v).list.get_or_insert_with(ListState::default);
@@ -2298,15 +2340,17 @@ impl<'a> Engine<'a> {
                                 let matches_label =
                                     matches!(label, Label::Ident(id) if id.name == name);
                                 if alias.is_some_and(|a| a == name) || matches_label {
-                                    let label_name: Rc<str> = match label {
-                                        Label::Ident(id) => Rc::from(id.name.as_str()),
-                                        Label::String(s, _) => Rc::from(s.as_str()),
+                                    // Static labels are interned by address (no
+                                    // string built per reference).
+                                    let label_sym: Sym = match label {
+                                        Label::Ident(id) => self.intern_ast(&id.name),
+                                        Label::String(s, _) => self.intern_ast(s),
                                         Label::Dynamic(expr, _) => {
                                             // `X=(expr): value`: the field the label
                                             // evaluates to.
                                             let r = self.eval_expr(expr, e);
                                             match self.concrete(r, expr.span()) {
-                                                Ok(Atom::Str(s)) => s,
+                                                Ok(Atom::Str(s)) => self.intern(&s),
                                                 Ok(other) => {
                                                     return Resolved::Error(Error::new(
                                                         ErrorKind::Conflict,
@@ -2327,7 +2371,7 @@ impl<'a> Engine<'a> {
                                             );
                                         }
                                     };
-                                    let sym = self.intern(&label_name);
+                                    let sym = label_sym;
                                     let arc = self
                                         .find_arc(vertex, sym)
                                         .unwrap_or_else(|| self.arc(vertex, sym));
@@ -2469,7 +2513,7 @@ impl<'a> Engine<'a> {
                     R::Pkg(pkg) => super::builtins::member(pkg, label, *span),
                     R::Err(e) => R::Err(e),
                     other => {
-                        let sym = self.intern(label);
+                        let sym = self.intern_ast(label);
                         self.select(other, sym, *label_span)
                     }
                 }
@@ -3139,7 +3183,7 @@ impl<'a> Engine<'a> {
                 if !self.v(x).errors.is_empty() {
                     return None;
                 }
-                let sym = self.intern(label);
+                let sym = self.intern_ast(label);
                 let arc = self.find_arc(x, sym)?;
                 if self.v(arc).field == FieldKind::Optional {
                     return None;

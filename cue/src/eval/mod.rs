@@ -59,6 +59,7 @@ impl Evaluator {
         engine.legacy_list_arithmetic = self.legacy_list_arithmetic;
         engine.load(files, injections);
         let root = node::build(&mut engine, engine::ROOT);
+        engine.record_size();
         if stats_enabled() {
             eprintln!("cue: {}", engine.stats());
         }

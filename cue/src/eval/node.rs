@@ -99,10 +99,10 @@ fn build_inner(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32)
             default,
         });
     }
-    if let Some(list) = vertex.list.clone() {
+    // Only the element ids: the list's element types (conjuncts) are not needed here.
+    if let Some(list_elems) = vertex.list.as_ref().map(|list| list.elems.clone()) {
         let open = engine.list_is_open(v);
-        let elems = list
-            .elems
+        let elems = list_elems
             .iter()
             .map(|e| build_at(engine, *e, depth + 1, optional_depth))
             .collect();

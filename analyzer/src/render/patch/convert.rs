@@ -43,19 +43,36 @@ pub(crate) fn to_json(
     }
 }
 
-fn convert(
-    value: &Exported,
+/// One step of the path to the value being converted. Kept borrowed and turned into strings
+/// only when an error is reported: conversion runs on every rendered object.
+#[derive(Debug, Clone, Copy)]
+enum Step<'v> {
+    Label(&'v str),
+    Index(usize),
+}
+
+fn owned_path(path: &[Step<'_>]) -> Vec<String> {
+    path.iter()
+        .map(|step| match step {
+            Step::Label(label) => (*label).to_owned(),
+            Step::Index(index) => index.to_string(),
+        })
+        .collect()
+}
+
+fn convert<'v>(
+    value: &'v Exported,
     concreteness: Concreteness,
-    path: &mut Vec<String>,
+    path: &mut Vec<Step<'v>>,
     errors: &mut Vec<ExportError>,
 ) -> Option<serde_json::Value> {
     match value {
         Exported::Scalar(scalar) => Some(scalar.clone()),
         Exported::Default { default, .. } => convert(default, concreteness, path, errors),
         Exported::Struct(fields) => {
-            let mut object = serde_json::Map::new();
+            let mut object = serde_json::Map::with_capacity(fields.len());
             for field in fields.iter().filter(|field| is_data_field(field)) {
-                path.push(field.label.clone());
+                path.push(Step::Label(&field.label));
                 if let Some(json) = convert(&field.value, concreteness, path, errors) {
                     object.insert(field.label.clone(), json);
                 }
@@ -66,7 +83,7 @@ fn convert(
         Exported::List { elems, .. } => {
             let mut items = Vec::with_capacity(elems.len());
             for (index, elem) in elems.iter().enumerate() {
-                path.push(index.to_string());
+                path.push(Step::Index(index));
                 // A non-concrete list element cannot be left out without shifting the others.
                 match convert(elem, concreteness, path, errors) {
                     Some(json) => items.push(json),
@@ -79,7 +96,7 @@ fn convert(
         Exported::Incomplete(constraint) => {
             if concreteness == Concreteness::Required {
                 errors.push(ExportError {
-                    path: path.clone(),
+                    path: owned_path(path),
                     message: format!("incomplete value {}", constraint.text),
                     causes: Vec::new(),
                 });
@@ -88,7 +105,7 @@ fn convert(
         }
         Exported::Bottom(causes) => {
             errors.push(ExportError {
-                path: path.clone(),
+                path: owned_path(path),
                 message: causes.first().map_or_else(
                     || "explicit error (_|_ literal)".to_owned(),
                     |e| e.message.clone(),
