@@ -20,6 +20,10 @@ use analyzer::{
 };
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
+// The binary's allocator, so these figures match `driftless` (see src/main.rs).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn snapshot(n_apps: usize) -> Snapshot {
     Snapshot {
         commit: None,
