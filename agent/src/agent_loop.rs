@@ -444,13 +444,19 @@ impl SourceWorker {
             .await
             .map_err(|error| format!("reading the commit: {error}"))?;
         let definitions = self.shared.definitions.clone();
+        // Templates see the cluster's own release as `context.clusterVersion`, as in `plan
+        // --kubeconfig`; an unreadable /version keeps the target release (the plan reports it).
+        let mut options = AnalysisOptions::default();
+        if let Ok(version) = crate::observe::cluster_version(&self.shared.cluster).await {
+            options.render.cluster_version = version;
+        }
         let started = Instant::now();
         let rendered = tokio::task::spawn_blocking(move || {
             // A panic in the renderer must not take the agent down: it becomes this commit's
             // failure, with a request to report it.
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 // The analysis rules run with the render (issue 8): their errors block the app.
-                analyzer::analyze_snapshot(&snapshot, &definitions, &AnalysisOptions::default())
+                analyzer::analyze_snapshot(&snapshot, &definitions, &options)
             }))
         })
         .await;
@@ -478,12 +484,19 @@ impl SourceWorker {
         let policies = live::policies_from_sources(&rendered.output, &rendered.sources);
         // The live planner observes one app at a time: one permit covers it.
         let _permit = self.shared.work_permits.acquire().await.ok();
+        let mut options = self.live_options(cluster);
+        // Health also evaluates the definitions' healthPolicy/customStatus CUE.
+        options.statuses = crate::health::status::from_sources(
+            &rendered.output,
+            &rendered.sources,
+            &self.shared.definitions,
+        );
         let live_plan = live::plan_live(
             cluster,
             &rendered.output,
             &policies,
             Some(commit.as_str()),
-            &self.live_options(cluster),
+            &options,
         )
         .await;
         self.shared
