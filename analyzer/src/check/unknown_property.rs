@@ -139,53 +139,70 @@ fn schema_of(exported: &Exported) -> Schema {
 pub(crate) fn check(ctx: &AppContext<'_>, out: &mut Vec<Diagnostic>) {
     let spec = &ctx.loaded.app.spec;
     for (index, component) in spec.components.iter().enumerate() {
-        let pointer = format!("/spec/components/{index}/properties");
-        if let (Some(properties), Some(schema)) = (
-            &component.properties,
-            ctx.parameter_schemas
-                .get(DefinitionKind::Component, &component.component_type),
-        ) {
-            let subject = format!("component type `{}`", component.component_type);
-            walk(
-                ctx,
-                properties,
-                schema,
-                &pointer,
-                &subject,
-                Some(&component.name),
-                out,
-            );
-        }
+        let block = Block {
+            kind: DefinitionKind::Component,
+            type_name: &component.component_type,
+            subject: "component type",
+            properties: component.properties.as_ref(),
+            pointer: format!("/spec/components/{index}/properties"),
+            component: Some(&component.name),
+        };
+        block.check(ctx, out);
         for (trait_index, component_trait) in component.traits.iter().enumerate() {
-            let pointer = format!("/spec/components/{index}/traits/{trait_index}/properties");
-            if let (Some(properties), Some(schema)) = (
-                &component_trait.properties,
-                ctx.parameter_schemas
-                    .get(DefinitionKind::Trait, &component_trait.trait_type),
-            ) {
-                let subject = format!("trait `{}`", component_trait.trait_type);
-                walk(
-                    ctx,
-                    properties,
-                    schema,
-                    &pointer,
-                    &subject,
-                    Some(&component.name),
-                    out,
-                );
-            }
+            let block = Block {
+                kind: DefinitionKind::Trait,
+                type_name: &component_trait.trait_type,
+                subject: "trait",
+                properties: component_trait.properties.as_ref(),
+                pointer: format!("/spec/components/{index}/traits/{trait_index}/properties"),
+                component: Some(&component.name),
+            };
+            block.check(ctx, out);
         }
     }
     for (index, policy) in spec.policies.iter().enumerate() {
-        let pointer = format!("/spec/policies/{index}/properties");
-        if let (Some(properties), Some(schema)) = (
-            &policy.properties,
-            ctx.parameter_schemas
-                .get(DefinitionKind::Policy, &policy.policy_type),
-        ) {
-            let subject = format!("policy type `{}`", policy.policy_type);
-            walk(ctx, properties, schema, &pointer, &subject, None, out);
-        }
+        let block = Block {
+            kind: DefinitionKind::Policy,
+            type_name: &policy.policy_type,
+            subject: "policy type",
+            properties: policy.properties.as_ref(),
+            pointer: format!("/spec/policies/{index}/properties"),
+            component: None,
+        };
+        block.check(ctx, out);
+    }
+}
+
+/// One `properties` block of the Application and the definition it is checked against.
+struct Block<'a> {
+    kind: DefinitionKind,
+    type_name: &'a str,
+    /// How messages name the definition: "component type", "trait", "policy type".
+    subject: &'static str,
+    properties: Option<&'a serde_json::Value>,
+    /// JSON pointer of the block in the Application.
+    pointer: String,
+    component: Option<&'a str>,
+}
+
+impl Block<'_> {
+    fn check(&self, ctx: &AppContext<'_>, out: &mut Vec<Diagnostic>) {
+        let (Some(properties), Some(schema)) = (
+            self.properties,
+            ctx.parameter_schemas.get(self.kind, self.type_name),
+        ) else {
+            return;
+        };
+        let subject = format!("{} `{}`", self.subject, self.type_name);
+        walk(
+            ctx,
+            properties,
+            schema,
+            &self.pointer,
+            &subject,
+            self.component,
+            out,
+        );
     }
 }
 
