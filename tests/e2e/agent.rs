@@ -18,7 +18,6 @@
 //! If Gitea cannot be started the test fails and says why; it never skips. Waiting is bounded
 //! polling of Gitea's API and the cluster, never fixed sleeps.
 
-use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -30,7 +29,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use serde_json::{Value, json};
 
-use crate::support::cluster::{TestCluster, TestNamespace};
+use crate::support::cluster::{TestCluster, TestNamespace, hack_script};
 
 /// How long to wait for the agent to react (statuses, comments).
 const AGENT_WAIT: Duration = Duration::from_secs(180);
@@ -179,35 +178,7 @@ impl Gitea {
 }
 
 fn gitea_sh_up() -> Result<(String, PathBuf)> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("hack/gitea.sh");
-    let mut child = Command::new(&script)
-        .args(["up", "--name", GITEA_INSTANCE])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("running {}", script.display()))?;
-    let stderr = child.stderr.take().expect("stderr is piped");
-    let relay = std::thread::spawn(move || {
-        let mut kept = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            eprintln!("{line}");
-            kept.push_str(&line);
-            kept.push('\n');
-        }
-        kept
-    });
-    let mut stdout = String::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout is piped")
-        .read_to_string(&mut stdout)?;
-    let status = child.wait()?;
-    let err_output = relay.join().unwrap_or_default();
-    if !status.success() {
-        bail!("`hack/gitea.sh up --name {GITEA_INSTANCE}` failed ({status}):\n{err_output}");
-    }
+    let stdout = hack_script("gitea.sh", &["up", "--name", GITEA_INSTANCE])?;
     let lines: Vec<&str> = stdout.lines().collect();
     let [url, token_file] = lines.as_slice() else {
         bail!("`hack/gitea.sh up` printed {stdout:?}, expected the base URL and the token file");

@@ -139,17 +139,19 @@ impl Drop for OwnedCluster {
     }
 }
 
-/// Runs `hack/cluster.sh CMD --name NAME`: its progress is shown on stderr as it happens, its
-/// stderr is kept for the error, and the last stdout line (the kubeconfig path) is returned.
-pub fn cluster_sh(cmd: &str, name: &str) -> Result<PathBuf> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("hack/cluster.sh");
-    let mut child = Command::new(&script)
-        .args([cmd, "--name", name])
+/// Runs `hack/SCRIPT ARGS...` from the repository: its progress is shown on stderr as it happens,
+/// its stderr is kept for the error, and its stdout is returned.
+pub fn hack_script(script: &str, args: &[&str]) -> Result<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("hack")
+        .join(script);
+    let mut child = Command::new(&path)
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .with_context(|| format!("running {}", script.display()))?;
+        .with_context(|| format!("running {}", path.display()))?;
     let stderr = child.stderr.take().expect("stderr is piped");
     // Forward progress lines straight to the real stderr (not libtest's capture) and keep them.
     let relay = std::thread::spawn(move || {
@@ -170,8 +172,18 @@ pub fn cluster_sh(cmd: &str, name: &str) -> Result<PathBuf> {
     let status = child.wait()?;
     let err_output = relay.join().unwrap_or_default();
     if !status.success() {
-        bail!("`hack/cluster.sh {cmd} --name {name}` failed ({status}):\n{err_output}");
+        bail!(
+            "`hack/{script} {}` failed ({status}):\n{err_output}",
+            args.join(" ")
+        );
     }
+    Ok(stdout)
+}
+
+/// Runs `hack/cluster.sh CMD --name NAME` and returns, for `up`, the last stdout line (the
+/// kubeconfig path).
+pub fn cluster_sh(cmd: &str, name: &str) -> Result<PathBuf> {
+    let stdout = hack_script("cluster.sh", &[cmd, "--name", name])?;
     if cmd != "up" {
         return Ok(PathBuf::new());
     }
