@@ -49,6 +49,7 @@
 // large but built once per problem, never on a hot path.
 #![allow(clippy::result_large_err)]
 
+mod cache;
 mod check;
 mod definitions;
 mod diagnostic;
@@ -59,6 +60,7 @@ pub mod rules;
 pub mod schema;
 mod snapshot;
 
+pub use cache::{AnalysisCache, CacheStats, analyze_snapshot_incremental};
 pub use check::{
     AnalysisConfig, AnalysisOptions, IGNORE_ANNOTATION, IgnoreRule, RuleLevel, analyze_snapshot,
 };

@@ -91,6 +91,23 @@ impl SourceMap {
             .map_or("<unknown>", |entry| entry.path.as_str())
     }
 
+    /// How many texts are registered (file ids are `0..len`).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when no text is registered.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Where an embedded text sits in its file; `None` for a file of its own.
+    pub fn embedding(&self, file: FileId) -> Option<Embedding> {
+        self.entries
+            .get(file.0 as usize)
+            .and_then(|entry| entry.embedded_in)
+    }
+
     /// The source text registered under `file`.
     pub fn text(&self, file: FileId) -> &str {
         self.entries

@@ -47,7 +47,6 @@ pub use config::{AnalysisConfig, IgnoreRule, RuleLevel};
 
 use crate::definitions::Definitions;
 use crate::load::application::LoadedApp;
-use crate::model::Definition;
 use crate::{Diagnostic, RenderOutput, RenderedApp, RenderedObject, Severity, Snapshot, SourceMap};
 
 /// The annotation that suppresses rules for one Application: a comma-separated list of rule
@@ -88,6 +87,19 @@ pub fn analyze_snapshot(
     definitions: &Definitions,
     options: &AnalysisOptions,
 ) -> (RenderOutput, SourceMap) {
+    analyze(snapshot, definitions, options, None)
+}
+
+/// The pipeline of [`analyze_snapshot`]. With a `cache`, an app whose inputs are unchanged
+/// takes its per-app result from it instead of rendering and checking again
+/// ([`crate::analyze_snapshot_incremental`]); everything else runs as without.
+pub(crate) fn analyze(
+    snapshot: &Snapshot,
+    definitions: &Definitions,
+    options: &AnalysisOptions,
+    mut cache: Option<&mut crate::cache::AnalysisCache>,
+) -> (RenderOutput, SourceMap) {
+    use crate::cache::Reused;
     use rayon::prelude::*;
     let namespaces = crate::load::application::NamespaceRules {
         forced: options.render.forced_namespace.as_deref(),
@@ -98,10 +110,17 @@ pub fn analyze_snapshot(
     let parameter_schemas =
         unknown_property::ParameterSchemas::new(&loaded.definitions, &loaded.apps, &evaluator);
     let crd_schemas = crate::schema::SchemaSet::from_crds(&loaded.crds);
-    let analyzed: Vec<(RenderedApp, Vec<Arc<Definition>>)> = loaded
+    if let Some(cache) = cache.as_deref_mut() {
+        cache.begin(&loaded, options);
+    }
+    let lookup = cache.as_deref();
+    let analyzed: Vec<crate::cache::Analyzed> = loaded
         .apps
         .par_iter()
         .map(|app| {
+            if let Some(reused) = lookup.and_then(|cache| cache.lookup(app, &loaded)) {
+                return reused;
+            }
             let (mut rendered, used) = crate::render::render_app(
                 app,
                 &loaded.definitions,
@@ -120,15 +139,18 @@ pub fn analyze_snapshot(
             let found = check_app(&ctx);
             property_constraints::classify(&ctx, &mut rendered.diagnostics);
             rendered.diagnostics.extend(found);
-            (rendered, used)
+            (rendered, used, Reused::No)
         })
         .collect();
+    if let Some(cache) = cache {
+        cache.store(&loaded, &analyzed);
+    }
     let mut diagnostics = loaded.diagnostics;
     diagnostics.extend(definitions.diagnostics().iter().cloned());
     for definition in loaded.definitions.iter() {
         let used = analyzed
             .iter()
-            .any(|(_, used)| used.iter().any(|u| Arc::ptr_eq(u, definition)));
+            .any(|(_, used, _)| used.iter().any(|u| Arc::ptr_eq(u, definition)));
         if !used {
             diagnostics.extend(definition.errors.iter().cloned());
         }
@@ -137,7 +159,7 @@ pub fn analyze_snapshot(
         &loaded.definitions,
         &parameter_schemas,
     ));
-    let mut apps: Vec<RenderedApp> = analyzed.into_iter().map(|(app, _)| app).collect();
+    let mut apps: Vec<RenderedApp> = analyzed.into_iter().map(|(app, _, _)| app).collect();
     duplicate_object::check(&loaded.apps, &mut apps);
 
     // Settings and suppressions apply to every phase's diagnostics alike.

@@ -1,0 +1,344 @@
+//! The incremental analysis cache: an app whose inputs did not change since the previous
+//! analysis reuses that analysis's per-app result (its [`RenderedApp`] with the per-app rules'
+//! diagnostics) instead of being rendered and checked again.
+//!
+//! It is plain data owned by the caller (the agent keeps one per source, across commits) and
+//! does no I/O. [`analyze_snapshot_incremental`] gives exactly what [`crate::analyze_snapshot`]
+//! gives for the same snapshot, whatever the cache holds: loading, the cross-app rules
+//! (`duplicate-object`, `duplicate-app`), the definition rules, severities and suppressions
+//! still run over every app on every call; only the per-app render and per-app rules are
+//! skipped.
+//!
+//! An app's inputs, and so its cache key:
+//! - its manifest: the file's path and content digest (git blob ids would do as well, but the
+//!   snapshot carries text) under the app's identity, the namespace included;
+//! - the definitions it names (component, trait, policy and workflow step types) and those its
+//!   render used, each by kind, name and source digest, or its absence;
+//! - what every app reads (a change drops the whole cache): the render and analysis options,
+//!   the set of definition names, every `WorkloadDefinition`, the standalone `Workflow` and
+//!   `Policy` objects and the repository's CRDs (the schemas of `schema-violation`).
+//!
+//! Apps with loading problems (`duplicate-app` labels point into another app's file) are never
+//! cached: they are rare and re-rendered every time.
+//!
+//! Diagnostics carry [`FileId`]s, which depend on the files a snapshot holds (a file added
+//! before an app's file shifts its id). A reused result is re-pointed at the new snapshot's ids
+//! by file identity (path, and the position of an embedded template in its file); a result
+//! whose file cannot be found again is rendered afresh.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use cue::FileId;
+use sha2::Digest;
+
+use crate::load::Loaded;
+use crate::load::application::LoadedApp;
+use crate::model::{Application, Definition, DefinitionKind, WorkflowStep};
+use crate::{AnalysisOptions, AppRef, Definitions, RenderOutput, RenderedApp, Snapshot, SourceMap};
+
+/// Loads, renders and checks every Application of `snapshot` like
+/// [`crate::analyze_snapshot`], reusing from `cache` the per-app results of apps whose inputs
+/// are unchanged, and leaving in `cache` the results of this snapshot (and nothing of apps no
+/// longer in it).
+///
+/// Never fails; the output is identical to [`crate::analyze_snapshot`]'s for the same
+/// arguments. [`AnalysisCache::last_run`] says how many apps were reused.
+pub fn analyze_snapshot_incremental(
+    snapshot: &Snapshot,
+    definitions: &Definitions,
+    options: &AnalysisOptions,
+    cache: &mut AnalysisCache,
+) -> (RenderOutput, SourceMap) {
+    crate::check::analyze(snapshot, definitions, options, Some(cache))
+}
+
+/// Per-app analysis results from an earlier snapshot, for [`analyze_snapshot_incremental`].
+#[derive(Debug, Default)]
+pub struct AnalysisCache {
+    /// Digest of what every app reads; when it changes, nothing is reused.
+    global: Option<[u8; 32]>,
+    entries: BTreeMap<AppRef, Entry>,
+    /// The new snapshot's file ids by identity, built by [`AnalysisCache::begin`].
+    file_ids: HashMap<FileKey, FileId>,
+    last_run: CacheStats,
+}
+
+/// What one analysis did with the cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Apps whose earlier result was reused.
+    pub reused: usize,
+    /// Apps rendered and checked (new, changed, or not cacheable).
+    pub analyzed: usize,
+    /// Entries dropped because their app left the snapshot.
+    pub evicted: usize,
+}
+
+/// One app's cached result.
+#[derive(Debug)]
+struct Entry {
+    manifest: [u8; 32],
+    /// Every definition the result depends on, with its digest then (`None`: it did not exist).
+    dependencies: Vec<(DefinitionKind, String, Option<[u8; 32]>)>,
+    /// The definitions the render used (for the "unused broken definition" report).
+    used: Vec<(DefinitionKind, String)>,
+    /// The identity of every file id `rendered` refers to.
+    files: Vec<(FileId, FileKey)>,
+    /// After the per-app rules, before cross-app rules and settings.
+    rendered: RenderedApp,
+}
+
+/// A file of a source map, independent of its id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct FileKey {
+    path: String,
+    /// `(first line, indentation)` of an embedded template in `path`.
+    embedded: Option<(u32, u32)>,
+}
+
+/// A per-app result as the analysis pipeline passes it on: the app, the definitions it used,
+/// and whether it came from the cache.
+pub(crate) type Analyzed = (RenderedApp, Vec<Arc<Definition>>, Reused);
+
+/// Whether a per-app result was taken from the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reused {
+    Yes,
+    No,
+}
+
+impl AnalysisCache {
+    /// An empty cache.
+    pub fn new() -> AnalysisCache {
+        AnalysisCache::default()
+    }
+
+    /// What the last analysis with this cache did.
+    pub fn last_run(&self) -> CacheStats {
+        self.last_run
+    }
+
+    /// The number of apps cached.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Prepares a lookup pass over `loaded`: drops everything when a global input changed, and
+    /// indexes the new snapshot's files.
+    pub(crate) fn begin(&mut self, loaded: &Loaded, options: &AnalysisOptions) {
+        let global = global_digest(loaded, options);
+        if self.global != Some(global) {
+            self.entries.clear();
+            self.global = Some(global);
+        }
+        self.file_ids.clear();
+        for index in 0..loaded.sources.len() {
+            let id = FileId(index as u32);
+            self.file_ids
+                .entry(file_key(&loaded.sources, id))
+                .or_insert(id);
+        }
+    }
+
+    /// The cached result of `app`, re-pointed at this snapshot's file ids, when its inputs are
+    /// unchanged.
+    pub(crate) fn lookup(&self, app: &LoadedApp, loaded: &Loaded) -> Option<Analyzed> {
+        if !app.diagnostics.is_empty() {
+            return None;
+        }
+        let entry = self.entries.get(&app.app_ref)?;
+        if entry.manifest != manifest_digest(app, &loaded.sources) {
+            return None;
+        }
+        let unchanged = entry.dependencies.iter().all(|(kind, name, digest)| {
+            loaded
+                .definitions
+                .get(*kind, name)
+                .map(|definition| definition.source_digest)
+                == *digest
+        });
+        if !unchanged {
+            return None;
+        }
+        let mut remap: Vec<(FileId, FileId)> = Vec::with_capacity(entry.files.len());
+        for (old, key) in &entry.files {
+            remap.push((*old, *self.file_ids.get(key)?));
+        }
+        let mut used = Vec::with_capacity(entry.used.len());
+        for (kind, name) in &entry.used {
+            used.push(loaded.definitions.get(*kind, name)?.clone());
+        }
+        let mut rendered = entry.rendered.clone();
+        if remap.iter().any(|(old, new)| old != new) {
+            let new_id = |old: FileId| {
+                remap
+                    .iter()
+                    .find(|(from, _)| *from == old)
+                    .map_or(old, |(_, to)| *to)
+            };
+            rendered.file = new_id(rendered.file);
+            for diagnostic in &mut rendered.diagnostics {
+                if let Some(span) = &mut diagnostic.span {
+                    span.file = new_id(span.file);
+                }
+                for label in &mut diagnostic.labels {
+                    label.span.file = new_id(label.span.file);
+                }
+            }
+        }
+        Some((rendered, used, Reused::Yes))
+    }
+
+    /// Records this pass's results (`analyzed` is in `loaded.apps` order) and forgets apps no
+    /// longer in the snapshot.
+    pub(crate) fn store(&mut self, loaded: &Loaded, analyzed: &[Analyzed]) {
+        let mut stats = CacheStats::default();
+        let mut kept: BTreeMap<AppRef, Entry> = BTreeMap::new();
+        for (app, (rendered, used, reused)) in loaded.apps.iter().zip(analyzed) {
+            match reused {
+                Reused::Yes => {
+                    stats.reused += 1;
+                    if let Some(entry) = self.entries.remove(&app.app_ref) {
+                        kept.insert(app.app_ref.clone(), entry);
+                    }
+                }
+                Reused::No => {
+                    stats.analyzed += 1;
+                    self.entries.remove(&app.app_ref);
+                    if app.diagnostics.is_empty() {
+                        kept.insert(app.app_ref.clone(), new_entry(app, loaded, rendered, used));
+                    }
+                }
+            }
+        }
+        // Entries left in `self.entries` belong to apps that are gone.
+        stats.evicted = self.entries.len();
+        self.entries = kept;
+        self.file_ids.clear();
+        self.last_run = stats;
+    }
+}
+
+fn new_entry(
+    app: &LoadedApp,
+    loaded: &Loaded,
+    rendered: &RenderedApp,
+    used: &[Arc<Definition>],
+) -> Entry {
+    let mut names: Vec<(DefinitionKind, String)> = referenced(&app.app);
+    names.extend(
+        used.iter()
+            .map(|definition| (definition.kind, definition.name.clone())),
+    );
+    names.sort();
+    names.dedup();
+    let dependencies = names
+        .into_iter()
+        .map(|(kind, name)| {
+            let digest = loaded
+                .definitions
+                .get(kind, &name)
+                .map(|definition| definition.source_digest);
+            (kind, name, digest)
+        })
+        .collect();
+    let mut ids: Vec<FileId> = vec![rendered.file];
+    for diagnostic in &rendered.diagnostics {
+        ids.extend(diagnostic.span.map(|span| span.file));
+        ids.extend(diagnostic.labels.iter().map(|label| label.span.file));
+    }
+    ids.sort_by_key(|id| id.0);
+    ids.dedup();
+    Entry {
+        manifest: manifest_digest(app, &loaded.sources),
+        dependencies,
+        used: used
+            .iter()
+            .map(|definition| (definition.kind, definition.name.clone()))
+            .collect(),
+        files: ids
+            .into_iter()
+            .map(|id| (id, file_key(&loaded.sources, id)))
+            .collect(),
+        rendered: rendered.clone(),
+    }
+}
+
+/// The definitions an Application names, by kind.
+fn referenced(app: &Application) -> Vec<(DefinitionKind, String)> {
+    fn steps(found: &mut Vec<(DefinitionKind, String)>, list: &[WorkflowStep]) {
+        for step in list {
+            found.push((DefinitionKind::WorkflowStep, step.step_type.clone()));
+            steps(found, &step.sub_steps);
+        }
+    }
+    let mut found = Vec::new();
+    for component in &app.spec.components {
+        found.push((DefinitionKind::Component, component.component_type.clone()));
+        for component_trait in &component.traits {
+            found.push((DefinitionKind::Trait, component_trait.trait_type.clone()));
+        }
+    }
+    for policy in &app.spec.policies {
+        found.push((DefinitionKind::Policy, policy.policy_type.clone()));
+    }
+    if let Some(workflow) = &app.spec.workflow {
+        steps(&mut found, &workflow.steps);
+    }
+    found
+}
+
+/// The app's file (path and content) and identity.
+fn manifest_digest(app: &LoadedApp, sources: &SourceMap) -> [u8; 32] {
+    let mut hasher = sha2::Sha256::new();
+    for part in [
+        sources.path(app.file),
+        app.app_ref.namespace.as_str(),
+        app.app_ref.name.as_str(),
+    ] {
+        hasher.update(part.as_bytes());
+        hasher.update([0]);
+    }
+    hasher.update(app.file_digest);
+    hasher.finalize().into()
+}
+
+/// Everything every app's result may depend on.
+fn global_digest(loaded: &Loaded, options: &AnalysisOptions) -> [u8; 32] {
+    let mut hasher = sha2::Sha256::new();
+    // Debug output of plain option structs: deterministic (no hash maps in them), and any new
+    // field is covered without touching this function.
+    hasher.update(format!("{options:?}").as_bytes());
+    for definition in loaded.definitions.iter() {
+        hasher.update([0]);
+        hasher.update(definition.kind.cr_kind().as_bytes());
+        hasher.update(definition.name.as_bytes());
+        if definition.kind == DefinitionKind::Workload {
+            hasher.update(definition.source_digest);
+        }
+    }
+    hasher.update(format!("{:?}", loaded.standalone).as_bytes());
+    for crd in &loaded.crds {
+        hasher.update([0]);
+        hasher.update(crd.to_string().as_bytes());
+    }
+    hasher.finalize().into()
+}
+
+fn file_key(sources: &SourceMap, file: FileId) -> FileKey {
+    FileKey {
+        path: sources.path(file).to_owned(),
+        embedded: sources
+            .embedding(file)
+            .map(|embedding| (embedding.first_line, embedding.indent)),
+    }
+}
+
+#[cfg(test)]
+mod tests;
