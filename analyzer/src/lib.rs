@@ -170,7 +170,10 @@ pub fn render_snapshot(
 /// Renders every Application of `snapshot` once per placement, like `vela dry-run`: one render
 /// per topology policy of each deploy step, with that step's override policies applied (an app
 /// without deploy step renders once, without its overrides). [`render_snapshot`] renders one
-/// placement per app (the local cluster's); this shows what each cluster would get.
+/// placement per app (the local cluster's); this shows what each cluster would get. Beyond
+/// `vela dry-run`, as KubeVela's controller deploys: after the top-level deploy steps come the
+/// deploy sub-steps of step groups, and a step's `replication` policies render the selected
+/// components once per key (`context.replicaKey`, label `app.oam.dev/replicaKey`).
 ///
 /// Never fails, like [`render_snapshot`]: problems are diagnostics of each placement's render.
 pub fn render_placements(

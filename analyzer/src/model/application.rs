@@ -67,6 +67,11 @@ pub struct Component {
     pub outputs: Vec<serde_json::Value>,
     #[serde(default)]
     pub external_revision: Option<String>,
+    /// Set by a `replication` policy on each copy of a replicated component (KubeVela's
+    /// `ApplicationComponent.ReplicaKey`, never read from YAML): the template's
+    /// `context.replicaKey`.
+    #[serde(skip)]
+    pub replica_key: Option<String>,
 }
 
 /// One entry of a component's `traits`.

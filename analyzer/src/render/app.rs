@@ -231,7 +231,12 @@ fn render_app_inner(
                 cluster_version,
                 check,
             ) {
-                Ok(rendered) => objects.extend(rendered),
+                Ok(mut rendered) => {
+                    if let Some(key) = &component.replica_key {
+                        super::policies::label_replica(&mut rendered, key);
+                    }
+                    objects.extend(rendered);
+                }
                 Err(problems) => diagnostics.extend(
                     problems
                         .into_iter()
@@ -239,6 +244,12 @@ fn render_app_inner(
                 ),
             }
         }
+    }
+    if effective
+        .iter()
+        .any(|effective| effective.component.replica_key.is_some())
+    {
+        diagnostics.extend(super::policies::replica_collisions(loaded, &objects));
     }
     if !diagnostics.iter().any(|d| d.severity == Severity::Error) {
         match render_custom_policies(loaded, definitions, evaluator, &objects, &mut used) {

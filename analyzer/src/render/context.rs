@@ -63,7 +63,7 @@ pub(crate) fn component_context(
         "appAnnotations": app.metadata.annotations,
         "workflowName": annotation("app.oam.dev/workflowName"),
         "publishVersion": annotation("app.oam.dev/publishVersion"),
-        "replicaKey": "",
+        "replicaKey": component.replica_key.as_deref().unwrap_or(""),
         "cluster": "",
         "clusterVersion": {
             "major": cluster_version.major,

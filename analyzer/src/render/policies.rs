@@ -1,4 +1,4 @@
-//! The effect of `override` and `topology` policies on what is rendered
+//! The effect of `override`, `topology` and `replication` policies on what is rendered
 //! (kubevela-render-semantics.md §4.2 and §5).
 //!
 //! Which overrides apply comes from the deploy steps: explicit `spec.workflow.steps` of type
@@ -7,11 +7,19 @@
 //! all, overrides are not applied, like `vela dry-run`. Topology contents do not change the
 //! objects offline (no cluster or namespace rewrite).
 //!
-//! Deviation: KubeVela renders once per topology. Driftless's render output has no
-//! per-cluster placement yet (FIXME(#4)): when the placements of an app would render different
-//! objects (different override lists), the placement on the local cluster is rendered and each
-//! other one gets a `remote-placement` warning; with no single local placement the app is
-//! blocked with `unsupported-policy`.
+//! Per placement ([`placement_components`], behind `analyzer::render_placements`) the deploy
+//! sub-steps of step groups are placed too, after the top-level ones, and a deploy step's
+//! `replication` policies render the selected components once per key with
+//! `context.replicaKey` set, as KubeVela's controller deploys them. `vela dry-run` does
+//! neither (it walks top-level steps only and ignores replication; checked with vela v1.11.0:
+//! one render, `context.replicaKey` empty), so the single render ([`effective_components`],
+//! `driftless render`) does neither either.
+//!
+//! Deviation: KubeVela renders once per topology. The single render has no per-cluster
+//! placement: when the placements of an app would render different objects (different
+//! override lists), the placement on the local cluster is rendered and each other one gets a
+//! `remote-placement` warning; with no single local placement the app is blocked with
+//! `unsupported-policy`.
 
 use serde_json::{Map, Value};
 
@@ -43,10 +51,24 @@ pub(crate) struct PlacementComponents {
 struct PlacementPlan<'a> {
     components: Vec<EffectiveComponent>,
     all_policies: Vec<&'a Policy>,
-    /// (topology policy index, override policy indexes) per placement, in `vela dry-run`'s
-    /// order: one per topology of each deploy step, or one per deploy step without topology.
-    /// `None` when the app has no deploy step (overrides are then not applied at all).
-    variants: Option<Vec<(Option<usize>, Vec<usize>)>>,
+    /// One per placement: one per topology of each deploy step, or one per deploy step without
+    /// topology; top-level deploy steps first in `vela dry-run`'s order, then the deploy
+    /// sub-steps of step groups in order. `None` when the app has no deploy step (overrides
+    /// are then not applied at all).
+    variants: Option<Vec<Variant>>,
+}
+
+/// One placement of a deploy step, as policy indexes into `all_policies`.
+#[derive(Debug, Clone)]
+struct Variant {
+    topology: Option<usize>,
+    /// Override policies, in the step's order.
+    overrides: Vec<usize>,
+    /// Replication policies, in the step's order.
+    replications: Vec<usize>,
+    /// From a deploy sub-step of a step group: `vela dry-run` ignores those (it walks
+    /// top-level steps only), so only [`placement_components`] renders them.
+    nested: bool,
 }
 
 /// The components to render, after the override policies that the app's deploy steps apply.
@@ -65,6 +87,15 @@ pub(crate) fn effective_components(
     let Some(variants) = variants else {
         return Ok((components, Vec::new()));
     };
+    // Like `vela dry-run`: top-level deploy steps only, and no replication.
+    let variants: Vec<(Option<usize>, Vec<usize>)> = variants
+        .into_iter()
+        .filter(|variant| !variant.nested)
+        .map(|variant| (variant.topology, variant.overrides))
+        .collect();
+    if variants.is_empty() {
+        return Ok((components, Vec::new()));
+    }
     let (chosen, warnings) = choose_placement(loaded, &all_policies, &variants)?;
     let components = apply_overrides(loaded, &all_policies, components, &chosen)?;
     Ok((components, warnings))
@@ -92,13 +123,103 @@ pub(crate) fn placement_components(
     };
     variants
         .iter()
-        .map(|(topology, overrides)| {
+        .map(|variant| {
+            let overridden = apply_overrides(
+                loaded,
+                &all_policies,
+                components.clone(),
+                &variant.overrides,
+            )?;
             Ok(PlacementComponents {
-                topology: topology.map(|index| all_policies[index].name.clone()),
-                components: apply_overrides(loaded, &all_policies, components.clone(), overrides)?,
+                topology: variant
+                    .topology
+                    .map(|index| all_policies[index].name.clone()),
+                components: apply_replications(
+                    loaded,
+                    &all_policies,
+                    overridden,
+                    &variant.replications,
+                )?,
             })
         })
         .collect()
+}
+
+/// Applies the replication policies `replications` (indexes into `all_policies`) in order,
+/// as KubeVela's deploy step does after the overrides (`pkg/policy/replication.go`): the
+/// components a policy's `selector` names are rendered once per key, each with
+/// `context.replicaKey` set to its key (the definition uses it in names); the others once.
+/// Each selected component is expanded in place, key by key, so objects keep component order.
+///
+/// Deviation: KubeVela silently deploys nothing replicated for a policy with no keys;
+/// Driftless refuses it, since an empty key list is almost certainly a mistake.
+fn apply_replications(
+    loaded: &LoadedApp,
+    all_policies: &[&Policy],
+    mut components: Vec<EffectiveComponent>,
+    replications: &[usize],
+) -> Result<Vec<EffectiveComponent>, Vec<Diagnostic>> {
+    let positions = &loaded.document.positions;
+    for index in replications {
+        let policy = all_policies[*index];
+        let pointer = format!("/spec/policies/{index}/properties");
+        let error = |message: String| {
+            vec![Diagnostic::error(
+                "invalid-properties",
+                format!("replication policy `{}`: {message}", policy.name),
+                Some(positions.value_span(&pointer)),
+            )]
+        };
+        let properties = policy.properties.clone().unwrap_or_default();
+        let strings = |key: &str| -> Option<Vec<String>> {
+            properties.get(key).and_then(Value::as_array).map(|items| {
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+        };
+        let keys = strings("keys").unwrap_or_default();
+        if keys.is_empty() {
+            return Err(error(
+                "`keys` is empty: nothing would be replicated".to_owned(),
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(duplicate) = keys.iter().find(|key| !seen.insert(key.as_str())) {
+            return Err(error(format!(
+                "key `{duplicate}` is listed twice; its replicas would be the same objects"
+            )));
+        }
+        let selector = strings("selector").unwrap_or_default();
+        let selected = |effective: &EffectiveComponent| {
+            effective.component.replica_key.is_none()
+                && selector.contains(&effective.component.name)
+        };
+        if !components.iter().any(selected) {
+            return Err(error(format!(
+                "`selector` {selector:?} selects no component to replicate"
+            )));
+        }
+        components = components
+            .into_iter()
+            .flat_map(|effective| {
+                if selected(&effective) {
+                    keys.iter()
+                        .map(|key| {
+                            let mut replica = effective.clone();
+                            replica.component.replica_key = Some(key.clone());
+                            replica
+                        })
+                        .collect()
+                } else {
+                    vec![effective]
+                }
+            })
+            .collect();
+    }
+    Ok(components)
 }
 
 /// Applies the override policies `overrides` (indexes into `all_policies`) in order.
@@ -163,8 +284,8 @@ fn placement_plan<'a>(
         .and_then(|workflow| workflow.workflow_ref.as_deref())
         .filter(|name| !name.is_empty());
 
-    // (override policy indexes, topology present) per deploy step.
-    let mut deploy_steps: Vec<(Vec<String>, String)> = Vec::new();
+    // (policy names, pointer for errors, nested in a step group) per deploy step.
+    let mut deploy_steps: Vec<(Vec<String>, String, bool)> = Vec::new();
     let explicit_steps = spec
         .workflow
         .as_ref()
@@ -202,12 +323,8 @@ fn placement_plan<'a>(
         Vec::new()
     };
     if explicit_steps || workflow_ref.is_some() {
-        for (step, pointer) in steps {
-            if step.step_type != "deploy" {
-                continue;
-            }
-            let names: Vec<String> = step
-                .properties
+        let policy_names = |step: &WorkflowStep| -> Vec<String> {
+            step.properties
                 .as_ref()
                 .and_then(|properties| properties.get("policies"))
                 .and_then(Value::as_array)
@@ -217,9 +334,24 @@ fn placement_plan<'a>(
                         .filter_map(|n| n.as_str().map(str::to_owned))
                         .collect()
                 })
-                .unwrap_or_default();
-            deploy_steps.push((names, pointer));
+                .unwrap_or_default()
+        };
+        // Top-level deploy steps first (what `vela dry-run` prints), then the deploy
+        // sub-steps of step groups, which the controller places per topology too.
+        let mut nested = Vec::new();
+        for (step, pointer) in steps {
+            if step.step_type == "deploy" {
+                deploy_steps.push((policy_names(step), pointer.clone(), false));
+            }
+            for sub_step in step
+                .sub_steps
+                .iter()
+                .filter(|sub| sub.step_type == "deploy")
+            {
+                nested.push((policy_names(sub_step), pointer.clone(), true));
+            }
         }
+        deploy_steps.extend(nested);
     } else {
         let overrides: Vec<String> = spec
             .policies
@@ -236,10 +368,10 @@ fn placement_plan<'a>(
         for topology in &topologies {
             let mut names = overrides.clone();
             names.push(topology.clone());
-            deploy_steps.push((names, "/spec/policies".to_owned()));
+            deploy_steps.push((names, "/spec/policies".to_owned(), false));
         }
         if topologies.is_empty() && !overrides.is_empty() {
-            deploy_steps.push((overrides, "/spec/policies".to_owned()));
+            deploy_steps.push((overrides, "/spec/policies".to_owned(), false));
         }
     }
     if deploy_steps.is_empty() {
@@ -251,10 +383,10 @@ fn placement_plan<'a>(
     }
 
     let mut errors = Vec::new();
-    // One variant per placement: (topology policy, override policies).
-    let mut variants: Vec<(Option<usize>, Vec<usize>)> = Vec::new();
-    for (names, pointer) in &deploy_steps {
+    let mut variants: Vec<Variant> = Vec::new();
+    for (names, pointer, nested) in &deploy_steps {
         let mut overrides = Vec::new();
+        let mut replications = Vec::new();
         let mut topologies = Vec::new();
         for name in names {
             match policy_index(name) {
@@ -264,17 +396,24 @@ fn placement_plan<'a>(
                     Some(positions.value_span(pointer)),
                 )),
                 Some(index) if is_type(index, "override") => overrides.push(index),
+                Some(index) if is_type(index, "replication") => replications.push(index),
                 Some(index) if is_type(index, "topology") => topologies.push(index),
                 Some(_) => {}
             }
         }
+        let variant = |topology: Option<usize>| Variant {
+            topology,
+            overrides: overrides.clone(),
+            replications: replications.clone(),
+            nested: *nested,
+        };
         if topologies.is_empty() {
-            variants.push((None, overrides));
+            variants.push(variant(None));
         } else {
             variants.extend(
                 topologies
                     .into_iter()
-                    .map(|topology| (Some(topology), overrides.clone())),
+                    .map(|topology| variant(Some(topology))),
             );
         }
     }
@@ -355,6 +494,85 @@ fn choose_placement(
         })
         .collect();
     Ok((chosen, warnings))
+}
+
+/// KubeVela's label on every object of a replica (`oam.LabelReplicaKey`, set by the
+/// controller when it dispatches a replicated component).
+const REPLICA_KEY_LABEL: &str = "app.oam.dev/replicaKey";
+
+/// Labels the objects of one replica with its key.
+pub(crate) fn label_replica(objects: &mut [crate::RenderedObject], key: &str) {
+    for object in objects {
+        let Some(metadata) = object
+            .object
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+        else {
+            continue;
+        };
+        let labels = metadata
+            .entry("labels")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(labels) = labels.as_object_mut() {
+            labels.insert(REPLICA_KEY_LABEL.to_owned(), Value::String(key.to_owned()));
+        }
+    }
+}
+
+/// Replicas whose definition does not put `context.replicaKey` into a name render the same
+/// object for every key; applied, the last key would silently win. An error per such object.
+///
+/// Deviation: KubeVela applies such replicas one over the other; Driftless refuses the app.
+pub(crate) fn replica_collisions(
+    loaded: &LoadedApp,
+    objects: &[crate::RenderedObject],
+) -> Vec<Diagnostic> {
+    let text = |object: &Value, pointer: &str| {
+        object
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let mut seen: std::collections::BTreeMap<(String, String, String, String), &str> =
+        std::collections::BTreeMap::new();
+    let mut diagnostics = Vec::new();
+    for object in objects {
+        let namespace = Some(text(&object.object, "/metadata/namespace"))
+            .filter(|namespace| !namespace.is_empty())
+            .unwrap_or_else(|| loaded.app_ref.namespace.clone());
+        let key = (
+            text(&object.object, "/apiVersion"),
+            text(&object.object, "/kind"),
+            namespace,
+            text(&object.object, "/metadata/name"),
+        );
+        let replica = object
+            .object
+            .pointer(&format!(
+                "/metadata/labels/{}",
+                REPLICA_KEY_LABEL.replace('/', "~1")
+            ))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if let Some(first) = seen.get(&key) {
+            diagnostics.push(
+                Diagnostic::error(
+                    "invalid-properties",
+                    format!(
+                        "replicas `{first}` and `{replica}` of component `{}` render the same {} {}/{}; \
+                         its definition must use `context.replicaKey` in the names",
+                        object.component, key.1, key.2, key.3
+                    ),
+                    Some(loaded.document.positions.value_span("/spec/policies")),
+                )
+                .for_component(&object.component),
+            );
+        } else {
+            seen.insert(key, replica);
+        }
+    }
+    diagnostics
 }
 
 /// One override policy (`pkg/policy/envbinding/patch.go` `PatchComponents`).
