@@ -66,6 +66,41 @@ pub async fn plan_live(
     revision: Option<&str>,
     options: &LiveOptions,
 ) -> LivePlan {
+    plan_live_apps(
+        cluster,
+        output,
+        policies,
+        revision,
+        options,
+        &Orphans::NotRendered,
+    )
+    .await
+}
+
+/// Which tracked apps of the source a plan deletes as removed from Git.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Orphans {
+    /// Every app of the source the cluster tracks and the render does not hold: right when the
+    /// render holds every app of the source (the CLI, a full deploy).
+    NotRendered,
+    /// Every tracked app of the source not in this set, which must hold every app still in
+    /// Git: for a plan of only some of them (the agent plans the apps that changed).
+    NotIn(BTreeSet<AppRef>),
+    /// None, without listing the trackers: for a caller that knows no app left Git since its
+    /// last complete look.
+    Skip,
+}
+
+/// [`plan_live`] with the orphans to look for given: the agent plans only the apps of a commit
+/// that changed, so the render it passes holds only those.
+pub async fn plan_live_apps(
+    cluster: &Cluster,
+    output: &RenderOutput,
+    policies: &BTreeMap<AppRef, Vec<Policy>>,
+    revision: Option<&str>,
+    options: &LiveOptions,
+    orphans: &Orphans,
+) -> LivePlan {
     let store = TrackerStore::new(cluster, &options.tracker_namespace);
     let desired_apps = observe::desired_apps(cluster, &output.apps, policies, revision).await;
     // One LIST per (kind, namespace) instead of a GET per object and tracker (issue #9).
@@ -77,20 +112,28 @@ pub async fn plan_live(
     cluster.clear_prefetched();
     let mut diagnostics = output.diagnostics.clone();
     let rendered: BTreeSet<AppRef> = output.apps.iter().map(|app| app.app.clone()).collect();
-    let orphans =
-        match observe::observe_orphans(cluster, &store, &rendered, options.apply.source.as_deref())
-            .await
-        {
-            Ok(orphans) => orphans,
-            Err(error) => {
-                diagnostics.push(analyzer::Diagnostic::error(
-                    "cluster-error",
-                    error.to_string(),
-                    None,
-                ));
-                Vec::new()
-            }
-        };
+    let in_git = match orphans {
+        Orphans::NotRendered => Some(&rendered),
+        Orphans::NotIn(in_git) => Some(in_git),
+        Orphans::Skip => None,
+    };
+    let found = match in_git {
+        Some(in_git) => {
+            observe::observe_orphans(cluster, &store, in_git, options.apply.source.as_deref()).await
+        }
+        None => Ok(Vec::new()),
+    };
+    let orphans = match found {
+        Ok(orphans) => orphans,
+        Err(error) => {
+            diagnostics.push(analyzer::Diagnostic::error(
+                "cluster-error",
+                error.to_string(),
+                None,
+            ));
+            Vec::new()
+        }
+    };
     let mut app_plans = Vec::new();
     let mut health = BTreeMap::new();
     for observation in &observations {
