@@ -21,6 +21,14 @@
 //! once across all sources. Apps of one revision are applied side by side under that bound;
 //! their statuses still go out in app order.
 //!
+//! Work per commit grows with what changed, not with what exists (issue #9): each source keeps
+//! an [`AnalysisCache`], so only apps whose inputs changed are rendered and checked again, and
+//! the deploy plans and applies only the apps whose render differs from their last successful
+//! deploy (plus apps that failed, never deployed, or run a workflow). The others keep their
+//! result; drift in them is the drift schedule's job, which plans every app. Apps removed from
+//! Git are garbage-collected: the trackers are listed (one LIST of every app's tracker) on the
+//! first deploy, when an app left the render, and after a deletion that did not complete.
+//!
 //! Shutdown: when the shutdown future resolves, each source task finishes the step in flight
 //! (a deploy is never cut in the middle of an apply), then the outbox gets a last chance to
 //! deliver, then the HTTP server stops.
@@ -30,7 +38,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use analyzer::{AnalysisOptions, AppRef, Definitions, RenderOutput, Severity, SourceMap};
+use analyzer::{
+    AnalysisCache, AnalysisOptions, AppRef, Definitions, RenderOutput, RenderedApp, Severity,
+    SourceMap,
+};
 use futures::future::BoxFuture;
 use tokio::sync::{Notify, Semaphore, watch};
 use tracing::Instrument;
@@ -40,7 +51,7 @@ use crate::cluster::{Cluster, ClusterOptions};
 use crate::config::{Config, DriftMode, RepoSlug, SourceConfig};
 use crate::forge::outbox::{ForgeOp, Outbox, RetryPolicy};
 use crate::forge::{CommitStatus, Forge, ForgeError, PullRequest, StatusState};
-use crate::live::{self, LiveOptions, LivePlan};
+use crate::live::{self, LiveOptions, LivePlan, Orphans};
 use crate::metrics::{ApiTarget, ErrorKind, Metrics};
 use crate::plan::{Action, AppPlan, Plan};
 use crate::report::{MarkdownOptions, plan_human, plan_markdown};
@@ -110,6 +121,12 @@ pub async fn run(
     let metrics = Arc::new(Metrics::new());
     let plans = PlanStore::default();
     let cluster = connect_cluster(&config).await?;
+    let fleet = crate::workflow::Fleet::from_config(&config)
+        .await
+        .map_err(|error| AgentError::ClusterConnectFailed {
+            cluster: error.cluster,
+            source: error.source,
+        })?;
     let (forge, outbox, outbox_task) = match &config.forge {
         Some(forge_config) => {
             let forge: Arc<dyn Forge> = Arc::from(
@@ -131,6 +148,7 @@ pub async fn run(
         outbox: outbox.clone(),
         forge,
         cluster,
+        fleet,
         definitions: Arc::new(Definitions::builtin()),
         external_url: config.server.external_url.clone(),
         drift: config.drift.clone(),
@@ -263,6 +281,8 @@ struct Shared {
     outbox: Option<Outbox>,
     forge: Option<Arc<dyn Forge>>,
     cluster: Arc<Cluster>,
+    /// The cluster registry (its first is `cluster`): where workflows place apps.
+    fleet: crate::workflow::Fleet,
     definitions: Arc<Definitions>,
     external_url: String,
     drift: Option<crate::config::DriftConfig>,
@@ -290,6 +310,21 @@ struct Rendered {
     sources: Arc<SourceMap>,
 }
 
+/// An app's result from the deploy that last planned it, kept while its render is unchanged.
+struct AppRecord {
+    state: StatusState,
+    /// Workflows may still be running or suspended: such apps are planned on every deploy.
+    uses_workflow: bool,
+}
+
+/// What one deploy plans: the apps to plan (a subset of the render) and the orphans to look for.
+struct Selection {
+    output: Arc<RenderOutput>,
+    orphans: Orphans,
+    /// Apps of the render left out: unchanged since their last successful deploy.
+    n_unchanged: usize,
+}
+
 struct SourceWorker {
     git: GitSource,
     config: Arc<SourceConfig>,
@@ -300,6 +335,13 @@ struct SourceWorker {
     previewed: BTreeMap<u64, CommitId>,
     drift_timer: Option<DriftTimer>,
     polled_once: bool,
+    /// Per-app render and analysis results of the last snapshot rendered (deploy or preview).
+    cache: Arc<std::sync::Mutex<AnalysisCache>>,
+    /// Per app of the deployed revision, its last deploy's result.
+    records: BTreeMap<AppRef, AppRecord>,
+    /// The next deploy must look for apps removed from Git (list every tracker): true until a
+    /// deploy has looked and deleted all it found.
+    gc_pending: bool,
 }
 
 impl SourceWorker {
@@ -322,6 +364,9 @@ impl SourceWorker {
             previewed: BTreeMap::new(),
             drift_timer,
             polled_once: false,
+            cache: Arc::new(std::sync::Mutex::new(AnalysisCache::new())),
+            records: BTreeMap::new(),
+            gc_pending: true,
         }
     }
 
@@ -437,6 +482,38 @@ impl SourceWorker {
         });
     }
 
+    /// The cluster registry with this commit's renders per placement, for the workflows of
+    /// `workflows` (none needed without topology or replication policies). A commit that
+    /// cannot be read again leaves the placements empty: such apps are refused, not misplaced.
+    async fn fleet_for(
+        &self,
+        commit: &CommitId,
+        workflows: &BTreeMap<AppRef, analyzer::model::Application>,
+    ) -> crate::workflow::Fleet {
+        if !crate::workflow::needs_placements(workflows.values()) {
+            return self.shared.fleet.with_placements(BTreeMap::new());
+        }
+        let snapshot = match self.git.snapshot(commit.clone()).await {
+            Ok(snapshot) => snapshot,
+            Err(error) => {
+                tracing::warn!(error = %error, "reading the commit for per-placement renders failed");
+                return self.shared.fleet.with_placements(BTreeMap::new());
+            }
+        };
+        let mut options = AnalysisOptions::default().render;
+        if let Ok(version) = crate::observe::cluster_version(&self.shared.cluster).await {
+            options.cluster_version = version;
+        }
+        let definitions = self.shared.definitions.clone();
+        let apps = workflows.clone();
+        let placements = tokio::task::spawn_blocking(move || {
+            crate::workflow::placements_of(&snapshot, &definitions, &options, &apps)
+        })
+        .await
+        .unwrap_or_default();
+        self.shared.fleet.with_placements(placements)
+    }
+
     async fn render(&self, commit: &CommitId) -> Result<Rendered, String> {
         let snapshot = self
             .git
@@ -451,24 +528,53 @@ impl SourceWorker {
             options.render.cluster_version = version;
         }
         let started = Instant::now();
+        let cache = self.cache.clone();
         let rendered = tokio::task::spawn_blocking(move || {
+            // A panic while holding the lock leaves the cache behind; it is reset below.
+            let mut cache = cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             // A panic in the renderer must not take the agent down: it becomes this commit's
             // failure, with a request to report it.
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 // The analysis rules run with the render (issue 8): their errors block the app.
-                analyzer::analyze_snapshot(&snapshot, &definitions, &options)
-            }))
+                analyzer::analyze_snapshot_incremental(
+                    &snapshot,
+                    &definitions,
+                    &options,
+                    &mut cache,
+                )
+            }));
+            if result.is_err() {
+                // Interrupted half-way: trust nothing of it.
+                *cache = AnalysisCache::new();
+            }
+            drop(snapshot);
+            (result, cache.last_run())
         })
         .await;
         self.shared
             .metrics
             .observe_render(&self.config.name, started.elapsed());
         match rendered {
-            Ok(Ok((output, sources))) => Ok(Rendered {
-                output: Arc::new(output),
-                sources: Arc::new(sources),
-            }),
-            Ok(Err(_)) | Err(_) => {
+            Ok((Ok((output, sources)), stats)) => {
+                self.shared.metrics.record_render_cache(
+                    &self.config.name,
+                    stats.reused,
+                    stats.analyzed,
+                );
+                tracing::debug!(
+                    reused = stats.reused,
+                    analyzed = stats.analyzed,
+                    evicted = stats.evicted,
+                    "rendered"
+                );
+                Ok(Rendered {
+                    output: Arc::new(output),
+                    sources: Arc::new(sources),
+                })
+            }
+            Ok((Err(_), _)) | Err(_) => {
                 self.shared.metrics.record_error(ErrorKind::Render);
                 Err(
                     "internal error: the renderer panicked; please report this with the repository"
@@ -478,7 +584,7 @@ impl SourceWorker {
         }
     }
 
-    async fn plan(&self, rendered: &Rendered, commit: &CommitId) -> LivePlan {
+    async fn plan(&self, rendered: &Rendered, commit: &CommitId, orphans: &Orphans) -> LivePlan {
         let started = Instant::now();
         let cluster = &self.shared.cluster;
         let policies = live::policies_from_sources(&rendered.output, &rendered.sources);
@@ -491,17 +597,21 @@ impl SourceWorker {
             &rendered.sources,
             &self.shared.definitions,
         );
-        let live_plan = live::plan_live(
+        let live_plan = live::plan_live_apps(
             cluster,
             &rendered.output,
             &policies,
             Some(commit.as_str()),
             &options,
+            orphans,
         )
         .await;
         self.shared
             .metrics
             .observe_plan(&self.config.name, started.elapsed());
+        self.shared
+            .metrics
+            .record_planned(&self.config.name, rendered.output.apps.len());
         live_plan
     }
 
@@ -510,7 +620,7 @@ impl SourceWorker {
     fn apply<'a>(
         &'a self,
         cluster: &'a Cluster,
-        live_plan: &'a LivePlan,
+        live_plan: LivePlan,
     ) -> BoxFuture<'a, Vec<AppApplyReport>> {
         // Boxed as `Send` here, with concrete lifetimes: as a plain `async fn` the compiler
         // cannot prove the source task's future `Send` for all lifetimes (rust-lang/rust#110338).
@@ -519,8 +629,11 @@ impl SourceWorker {
             let per_app = split_per_app(live_plan);
             let mut tasks: Vec<BoxFuture<'_, Vec<AppApplyReport>>> =
                 Vec::with_capacity(per_app.len());
-            for single in &per_app {
-                tasks.push(Box::pin(live::apply_live(cluster, single, &options)));
+            for single in per_app {
+                let options = &options;
+                tasks.push(Box::pin(async move {
+                    live::apply_live(cluster, &single, options).await
+                }));
             }
             let reports = run_bounded(tasks, &self.shared.work_permits).await;
             reports.into_iter().flatten().collect()
@@ -534,7 +647,8 @@ impl SourceWorker {
         options
     }
 
-    /// Deploys a commit of the tracked branch.
+    /// Deploys a commit of the tracked branch: plans and applies the apps whose render changed
+    /// (see [`SourceWorker::select`]); the others keep their last result.
     async fn deploy(&mut self, commit: CommitId) {
         let span = tracing::info_span!("deploy", source = %self.config.name, commit = %commit, revision = commit.short());
         async {
@@ -556,19 +670,29 @@ impl SourceWorker {
                 self.store_page(&commit, "deploy (refused)", &[], &message);
                 return;
             }
-            for app in &rendered.output.apps {
+            let selection = self.select(&rendered.output, true);
+            let scanned = !matches!(selection.orphans, Orphans::Skip);
+            for app in &selection.output.apps {
                 self.status(&commit, &app_context(&app.app), StatusState::Pending, "planning");
             }
-            let plan = self.plan(&rendered, &commit).await;
+            let selected = Rendered {
+                output: selection.output.clone(),
+                sources: rendered.sources.clone(),
+            };
+            let plan = self.plan(&selected, &commit, &selection.orphans).await;
             let cluster = self.shared.cluster.clone();
             // Apps with a workflow are applied step by step by it (agent::workflow), the rest
             // as a whole.
-            let workflows = live::workflow_apps(&rendered.output, &rendered.sources);
-            let mut reports = self.apply(&cluster, &plan.without(&workflows)).await;
+            let workflows = live::workflow_apps(&selected.output, &selected.sources);
+            let whole_plan = plan.plan.clone();
+            let (rest, plan) = partition(plan, &workflows);
+            let mut reports = self.apply(&cluster, rest).await;
             let driver = live::driver_options(&self.live_options(&cluster), WORKFLOW_WAIT);
-            let results = live::run_workflows(&cluster, &plan, &rendered.output, &workflows, None, &driver).await;
+            let fleet = self.fleet_for(&commit, &workflows).await;
+            let results = live::run_workflows(&cluster, &plan, &selected.output, &workflows, Some(&fleet), &driver).await;
+            drop(plan);
             reports.extend(live::workflow_reports(&results));
-            let results = app_results_from_apply(&plan.plan, &reports);
+            let results = app_results_from_apply(&whole_plan, &reports);
             let mut failed = Vec::new();
             for (app, (state, description)) in &results {
                 let span = tracing::info_span!("reconcile", app.namespace = %app.namespace, app.name = %app.name, revision = commit.short(), commit = %commit);
@@ -583,11 +707,58 @@ impl SourceWorker {
                 }
                 self.status(&commit, &app_context(app), *state, description);
             }
-            let (summary_state, summary) = summarize(&results, &failed);
+            // Apps that left Git and whose deletion completed are forgotten; a deletion that
+            // failed, or a tracker list that failed, makes the next deploy look again.
+            let in_render: std::collections::BTreeSet<&AppRef> =
+                rendered.output.apps.iter().map(|app| &app.app).collect();
+            let listing_failed = whole_plan
+                .diagnostics
+                .iter()
+                .any(|diagnostic| diagnostic.rule == "cluster-error");
+            let gc_failed = results.iter().any(|(app, (state, _))| {
+                !in_render.contains(app) && *state != StatusState::Success
+            });
+            if scanned {
+                self.gc_pending = listing_failed || gc_failed;
+            } else if gc_failed {
+                self.gc_pending = true;
+            }
+            self.records.retain(|app, _| in_render.contains(app));
+            for (app, (state, _)) in &results {
+                if in_render.contains(app) {
+                    self.records.insert(
+                        app.clone(),
+                        AppRecord {
+                            state: *state,
+                            uses_workflow: workflows.contains_key(app),
+                        },
+                    );
+                }
+            }
+            let (summary_state, mut summary) = summarize(&results, &failed);
+            if selection.n_unchanged > 0 {
+                summary = format!(
+                    "{summary}; {} app(s) unchanged, not planned",
+                    selection.n_unchanged
+                );
+            }
             self.status(&commit, SUMMARY_CONTEXT, summary_state, &summary);
             let rows = page_rows(&results);
-            self.store_page(&commit, &format!("deploy of {}", self.config.branch), &rows, &plan_human(&plan.plan));
-            tracing::info!(apps = n_apps, failed = failed.len(), "deployed");
+            let mut body = plan_human(&whole_plan);
+            if selection.n_unchanged > 0 {
+                body = format!(
+                    "{} app(s) unchanged since their last deploy: not planned (the drift schedule checks them).\n\n{body}",
+                    selection.n_unchanged
+                );
+            }
+            drop(whole_plan);
+            self.store_page(&commit, &format!("deploy of {}", self.config.branch), &rows, &body);
+            tracing::info!(
+                apps = n_apps,
+                planned = selection.output.apps.len(),
+                failed = failed.len(),
+                "deployed"
+            );
             self.deployed = Some(Deployed {
                 commit,
                 output: rendered.output,
@@ -596,6 +767,63 @@ impl SourceWorker {
         }
         .instrument(span)
         .await;
+    }
+
+    /// The apps of `output` to plan, and whether to look for apps removed from Git. Planned:
+    /// apps never deployed by this process, apps whose last result was not a success, apps
+    /// with a workflow, and apps whose render (objects, blocking diagnostics, input hash)
+    /// differs from the deployed revision's. For a deploy, every app when nothing was deployed
+    /// yet; for a preview (`deploy` false), every app that differs from the deployed revision.
+    fn select(&self, output: &Arc<RenderOutput>, deploy: bool) -> Selection {
+        let previous: BTreeMap<&AppRef, &RenderedApp> = self
+            .deployed
+            .as_ref()
+            .map(|deployed| {
+                deployed
+                    .output
+                    .apps
+                    .iter()
+                    .map(|app| (&app.app, app))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let unchanged = |app: &RenderedApp| {
+            let Some(previous) = previous.get(&app.app) else {
+                return false;
+            };
+            let kept = if deploy {
+                self.records.get(&app.app).is_some_and(|record| {
+                    record.state == StatusState::Success && !record.uses_workflow
+                })
+            } else {
+                true
+            };
+            kept && !render_changed(previous, app)
+        };
+        let wanted: Vec<&RenderedApp> = output.apps.iter().filter(|app| !unchanged(app)).collect();
+        let n_unchanged = output.apps.len() - wanted.len();
+        let in_render: std::collections::BTreeSet<AppRef> =
+            output.apps.iter().map(|app| app.app.clone()).collect();
+        let removed = previous.keys().any(|app| !in_render.contains(*app));
+        let look_for_orphans = removed || (deploy && (self.gc_pending || self.deployed.is_none()));
+        let orphans = if look_for_orphans {
+            Orphans::NotIn(in_render)
+        } else {
+            Orphans::Skip
+        };
+        let output = if n_unchanged == 0 {
+            output.clone()
+        } else {
+            Arc::new(RenderOutput {
+                apps: wanted.into_iter().cloned().collect(),
+                diagnostics: output.diagnostics.clone(),
+            })
+        };
+        Selection {
+            output,
+            orphans,
+            n_unchanged,
+        }
     }
 
     /// Plan-only previews of open pull requests into the tracked branch.
@@ -657,7 +885,13 @@ impl SourceWorker {
                     return;
                 }
             };
-            let live_plan = self.plan(&rendered, commit).await;
+            // Only what differs from the deployed revision: that is what the pull request changes.
+            let selection = self.select(&rendered.output, false);
+            let selected = Rendered {
+                output: selection.output,
+                sources: rendered.sources.clone(),
+            };
+            let live_plan = self.plan(&selected, commit, &selection.orphans).await;
             let plan = &live_plan.plan;
             let limit = self
                 .shared
@@ -717,7 +951,8 @@ impl SourceWorker {
         };
         let span = tracing::info_span!("drift", source = %self.config.name, commit = %commit, revision = commit.short());
         async {
-            let live_plan = self.plan(&rendered, &commit).await;
+            // Every app, and every orphan: drift checks are what covers the unchanged apps.
+            let live_plan = self.plan(&rendered, &commit, &Orphans::NotRendered).await;
             let mut drifted = Vec::new();
             for app_plan in &live_plan.plan.apps {
                 let has_drift = app_plan
@@ -752,15 +987,17 @@ impl SourceWorker {
                 DriftMode::Correct => {
                     // Workflow apps are corrected by their workflow, never around a suspension.
                     let workflows = live::workflow_apps(&rendered.output, &rendered.sources);
-                    let reports = self.apply(&cluster, &live_plan.without(&workflows)).await;
-                    let results = app_results_from_apply(&live_plan.plan, &reports);
+                    let whole_plan = live_plan.plan.clone();
+                    let (rest, _) = partition(live_plan, &workflows);
+                    let reports = self.apply(&cluster, rest).await;
+                    let results = app_results_from_apply(&whole_plan, &reports);
                     let still_failing: Vec<String> = results
                         .iter()
                         .filter(|(_, (state, _))| *state != StatusState::Success)
                         .map(|(app, _)| app.to_string())
                         .collect();
                     if still_failing.is_empty() {
-                        for app_plan in &live_plan.plan.apps {
+                        for app_plan in &whole_plan.apps {
                             self.shared.metrics.set_drifted(
                                 &self.config.name,
                                 &app_plan.app.namespace,
@@ -805,38 +1042,96 @@ impl SourceWorker {
 }
 
 /// One live plan per app of `live_plan`, each with that app's observation or orphan, so apps
-/// can be applied independently.
-fn split_per_app(live_plan: &LivePlan) -> Vec<LivePlan> {
-    live_plan
-        .plan
-        .apps
-        .iter()
-        .map(|app_plan| LivePlan {
-            plan: Plan {
-                target: live_plan.plan.target.clone(),
-                apps: vec![app_plan.clone()],
-                diagnostics: Vec::new(),
-            },
-            observations: live_plan
-                .observations
-                .iter()
-                .filter(|observation| observation.desired.app == app_plan.app)
-                .cloned()
-                .collect(),
-            orphans: live_plan
-                .orphans
-                .iter()
-                .filter(|orphan| orphan.app == app_plan.app)
-                .cloned()
-                .collect(),
-            health: BTreeMap::new(),
-            statuses: live_plan
-                .statuses
-                .get(&app_plan.app)
-                .map(|statuses| BTreeMap::from([(app_plan.app.clone(), statuses.clone())]))
-                .unwrap_or_default(),
+/// can be applied independently. Moves the observations (live objects and dry runs are most
+/// of a plan's memory) instead of copying them, in one pass.
+fn split_per_app(live_plan: LivePlan) -> Vec<LivePlan> {
+    let LivePlan {
+        plan,
+        observations,
+        orphans,
+        health: _,
+        mut statuses,
+    } = live_plan;
+    let mut observations: BTreeMap<AppRef, crate::observe::AppObservation> = observations
+        .into_iter()
+        .map(|observation| (observation.desired.app.clone(), observation))
+        .collect();
+    let mut orphans: BTreeMap<AppRef, crate::observe::OrphanObservation> = orphans
+        .into_iter()
+        .map(|orphan| (orphan.app.clone(), orphan))
+        .collect();
+    plan.apps
+        .into_iter()
+        .map(|app_plan| {
+            let app = app_plan.app.clone();
+            LivePlan {
+                plan: Plan {
+                    target: plan.target.clone(),
+                    apps: vec![app_plan],
+                    diagnostics: Vec::new(),
+                },
+                observations: observations.remove(&app).into_iter().collect(),
+                orphans: orphans.remove(&app).into_iter().collect(),
+                health: BTreeMap::new(),
+                statuses: statuses
+                    .remove(&app)
+                    .map(|statuses| BTreeMap::from([(app, statuses)]))
+                    .unwrap_or_default(),
+            }
         })
         .collect()
+}
+
+/// Splits a live plan into the apps applied as a whole and those a workflow applies, moving
+/// its parts (no copy of the observations).
+fn partition(
+    live_plan: LivePlan,
+    workflows: &BTreeMap<AppRef, analyzer::model::Application>,
+) -> (LivePlan, LivePlan) {
+    let LivePlan {
+        plan,
+        observations,
+        orphans,
+        health,
+        statuses,
+    } = live_plan;
+    let (workflow_apps, rest_apps): (Vec<_>, Vec<_>) = plan
+        .apps
+        .into_iter()
+        .partition(|app_plan| workflows.contains_key(&app_plan.app));
+    let (workflow_observations, rest_observations): (Vec<_>, Vec<_>) = observations
+        .into_iter()
+        .partition(|observation| workflows.contains_key(&observation.desired.app));
+    let workflow = LivePlan {
+        plan: Plan {
+            target: plan.target.clone(),
+            apps: workflow_apps,
+            diagnostics: Vec::new(),
+        },
+        observations: workflow_observations,
+        orphans: Vec::new(),
+        health: health.clone(),
+        statuses: statuses.clone(),
+    };
+    let rest = LivePlan {
+        plan: Plan {
+            target: plan.target,
+            apps: rest_apps,
+            diagnostics: plan.diagnostics,
+        },
+        observations: rest_observations,
+        orphans,
+        health,
+        statuses,
+    };
+    (rest, workflow)
+}
+
+/// True when an app's render differs from an earlier one in anything a deploy acts on.
+fn render_changed(previous: &RenderedApp, new: &RenderedApp) -> bool {
+    previous.input_hash != new.input_hash
+        || previous.is_blocked() != new.is_blocked()
+        || previous.objects != new.objects
 }
 
 /// Runs every task, each holding one of `permits` while it runs, and returns the results in

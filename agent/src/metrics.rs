@@ -1,5 +1,6 @@
 //! The agent's Prometheus metrics (served at `/metrics`): apps, drift, render and plan
-//! durations, API calls and errors. One [`Metrics`] per process, passed around in an `Arc`;
+//! durations, the render cache and the apps planned (what makes a commit cost what changed),
+//! API calls and errors. One [`Metrics`] per process, passed around in an `Arc`;
 //! never a global.
 
 use std::fmt;
@@ -72,6 +73,9 @@ pub struct Metrics {
     api_calls: Family<ApiLabels, Counter>,
     errors: Family<ErrorLabels, Counter>,
     polls: Family<SourceLabels, Counter>,
+    apps_rendered: Family<SourceLabels, Counter>,
+    apps_reused: Family<SourceLabels, Counter>,
+    apps_planned: Family<SourceLabels, Counter>,
 }
 
 impl fmt::Debug for Metrics {
@@ -133,8 +137,29 @@ impl Metrics {
             "Fetches of a source, by poll or webhook",
             polls.clone(),
         );
+        let apps_rendered = Family::<SourceLabels, Counter>::default();
+        registry.register(
+            "apps_rendered",
+            "Apps rendered and checked (new or changed inputs)",
+            apps_rendered.clone(),
+        );
+        let apps_reused = Family::<SourceLabels, Counter>::default();
+        registry.register(
+            "apps_reused",
+            "Apps whose render and checks were reused from the render cache (inputs unchanged)",
+            apps_reused.clone(),
+        );
+        let apps_planned = Family::<SourceLabels, Counter>::default();
+        registry.register(
+            "apps_planned",
+            "Apps planned against the cluster (deploys, previews and drift checks)",
+            apps_planned.clone(),
+        );
         Metrics {
             registry,
+            apps_rendered,
+            apps_reused,
+            apps_planned,
             apps,
             app_drifted,
             render_seconds,
@@ -194,6 +219,24 @@ impl Metrics {
         self.errors.get_or_create(&ErrorLabels { kind }).inc();
     }
 
+    /// One render of a source: `reused` apps came from the render cache, `rendered` did not.
+    pub fn record_render_cache(&self, source: &str, reused: usize, rendered: usize) {
+        let labels = source_labels(source);
+        self.apps_reused
+            .get_or_create(&labels)
+            .inc_by(u64::try_from(reused).unwrap_or(u64::MAX));
+        self.apps_rendered
+            .get_or_create(&labels)
+            .inc_by(u64::try_from(rendered).unwrap_or(u64::MAX));
+    }
+
+    /// `n_apps` apps planned against the cluster.
+    pub fn record_planned(&self, source: &str, n_apps: usize) {
+        self.apps_planned
+            .get_or_create(&source_labels(source))
+            .inc_by(u64::try_from(n_apps).unwrap_or(u64::MAX));
+    }
+
     pub fn record_poll(&self, source: &str) {
         self.polls.get_or_create(&source_labels(source)).inc();
     }
@@ -217,7 +260,21 @@ mod tests {
         metrics.observe_render("platform", Duration::from_millis(3));
         metrics.record_api_call(ApiTarget::Forge, false);
         metrics.record_error(ErrorKind::Render);
+        metrics.record_render_cache("platform", 9_999, 1);
+        metrics.record_planned("platform", 1);
         let text = metrics.encode();
+        assert!(
+            text.contains("driftless_apps_reused_total{source=\"platform\"} 9999"),
+            "{text}"
+        );
+        assert!(
+            text.contains("driftless_apps_rendered_total{source=\"platform\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("driftless_apps_planned_total{source=\"platform\"} 1"),
+            "{text}"
+        );
         assert!(
             text.contains("driftless_apps{source=\"platform\"} 3"),
             "{text}"

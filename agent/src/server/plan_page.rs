@@ -41,6 +41,10 @@ pub struct PlanStore {
 impl PlanStore {
     /// Pages kept; the oldest is dropped first. Memory stays bounded however long the agent runs.
     pub const CAPACITY: usize = 256;
+    /// Bytes of page text kept (rows and body): a first deploy of 10,000 apps writes a body of
+    /// megabytes, and 256 of those would be most of the agent's memory. The newest page is
+    /// always kept.
+    pub const MAX_BYTES: usize = 32 << 20;
 
     /// Stores (or replaces) the page of `page.commit`.
     pub fn insert(&self, page: PlanPage) {
@@ -52,8 +56,11 @@ impl PlanStore {
         let key = page.commit.to_string();
         pages.shift_remove(&key);
         pages.insert(key, page);
-        while pages.len() > Self::CAPACITY {
-            pages.shift_remove_index(0);
+        let mut bytes: usize = pages.values().map(page_bytes).sum();
+        while pages.len() > 1 && (pages.len() > Self::CAPACITY || bytes > Self::MAX_BYTES) {
+            if let Some((_, oldest)) = pages.shift_remove_index(0) {
+                bytes = bytes.saturating_sub(page_bytes(&oldest));
+            }
         }
     }
 
@@ -65,6 +72,16 @@ impl PlanStore {
         };
         pages.get(&commit.to_ascii_lowercase()).cloned()
     }
+}
+
+/// Roughly the heap a page holds.
+fn page_bytes(page: &PlanPage) -> usize {
+    page.body.len()
+        + page
+            .apps
+            .iter()
+            .map(|app| app.app.len() + app.description.len() + 16)
+            .sum::<usize>()
 }
 
 /// The page as a complete HTML document.
@@ -145,6 +162,31 @@ mod tests {
         assert!(html.contains("ns/&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert!(html.contains("error: &quot;x&quot; &amp; &#39;y&#39;"));
         assert!(html.contains("+  image: &lt;b&gt;nginx&lt;/b&gt;"));
+    }
+
+    #[test]
+    fn store_keeps_at_most_max_bytes_of_pages() {
+        let store = PlanStore::default();
+        let big = |n: u32| PlanPage {
+            source: "s".into(),
+            commit: commit(n),
+            title: format!("page {n}"),
+            apps: vec![],
+            body: "x".repeat(PlanStore::MAX_BYTES / 3),
+        };
+        for n in 0..4 {
+            store.insert(big(n));
+        }
+        // Three thirds fit with room for nothing more: the oldest went.
+        assert!(store.get(commit(0).as_str()).is_none());
+        assert!((1..4).all(|n| store.get(commit(n).as_str()).is_some()));
+        // A page bigger than the budget is still kept, alone.
+        store.insert(PlanPage {
+            body: "x".repeat(PlanStore::MAX_BYTES + 1),
+            ..big(9)
+        });
+        assert!(store.get(commit(9).as_str()).is_some());
+        assert!(store.get(commit(3).as_str()).is_none());
     }
 
     #[test]
