@@ -13,7 +13,10 @@
 //!   status lands, in order;
 //! - broken sources (rejected token, refused remote, no Applications) fail alone, reported;
 //! - `deploy/rbac.yaml` is enough: the agent deploys acting as that ServiceAccount;
-//! - SIGTERM during a deploy lets it finish before the agent exits.
+//! - SIGTERM during a deploy lets it finish before the agent exits;
+//! - a commit costs what changed: only the changed app is rendered again and planned, the
+//!   others are neither re-rendered nor re-applied, and an app removed from Git is still
+//!   garbage-collected.
 //!
 //! If Gitea cannot be started the test fails and says why; it never skips. Waiting is bounded
 //! polling of Gitea's API and the cluster, never fixed sleeps.
@@ -1286,5 +1289,111 @@ async fn sigterm_finishes_the_deploy_in_flight() -> Result<()> {
         .filter(|name| name.ends_with("-settings"))
         .collect();
     assert_eq!(names.len(), N_APPS, "{names:?}");
+    Ok(())
+}
+
+/// The value of the one sample of counter `name` in a `/metrics` text (one source).
+fn counter(metrics: &str, name: &str) -> Result<u64> {
+    let prefix = format!("{name}{{");
+    metrics
+        .lines()
+        .find(|line| line.starts_with(&prefix))
+        .and_then(|line| line.rsplit(' ').next())
+        .and_then(|value| value.parse().ok())
+        .with_context(|| format!("no sample of {name} in:\n{metrics}"))
+}
+
+/// The render, plan and apply of a commit grow with what changed (issue #9): after the first
+/// deploy, a commit changing one app of five renders that app again and plans only it (the
+/// render cache and plan metrics say so), the unchanged apps' objects are not written (same
+/// resourceVersion), and a commit removing an app still deletes that app's objects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_renders_and_plans_only_what_changed() -> Result<()> {
+    const N_APPS: usize = 5;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "incremental").await?;
+    let ns = namespace.name.as_str();
+    let repo = WorkTree::new("file-source".to_owned())?;
+    for idx in 0..N_APPS {
+        repo.write(
+            &format!("apps/app-{idx}.yaml"),
+            &config_map_app(&format!("app-{idx}"), ns, "blue"),
+        )?;
+    }
+    let first = repo.commit_all("five apps")?;
+    let work = tempfile::tempdir()?;
+    let port = free_port()?;
+    let config = work.path().join("driftless.yaml");
+    // Polled every second: commits are picked up without a forge's webhook.
+    let text = file_source_config(
+        "incremental",
+        &repo,
+        &cluster.kubeconfig,
+        port,
+        work.path(),
+        "",
+    )?
+    .replace("pollInterval: 1h", "pollInterval: 1s");
+    std::fs::write(&config, text)?;
+    let agent = AgentProcess::start(&config, &[], port)?;
+    let page = |commit: String| {
+        let agent = &agent;
+        async move {
+            wait_for(&format!("the result page of {commit}"), || {
+                agent.plan_page(&commit)
+            })
+            .await
+        }
+    };
+    let counts = || async {
+        let metrics = agent.metrics().await?;
+        Ok::<_, anyhow::Error>((
+            counter(&metrics, "driftless_apps_rendered_total")?,
+            counter(&metrics, "driftless_apps_reused_total")?,
+            counter(&metrics, "driftless_apps_planned_total")?,
+        ))
+    };
+    page(first).await?;
+    // (rendered, reused, planned), cumulative.
+    assert_eq!(counts().await?, (5, 0, 5));
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    let untouched_version = config_maps
+        .get("app-0-settings")
+        .await?
+        .metadata
+        .resource_version;
+
+    repo.write("apps/app-2.yaml", &config_map_app("app-2", ns, "green"))?;
+    let second = repo.commit_all("app-2 turns green")?;
+    let body = page(second).await?;
+    assert_eq!(counts().await?, (6, 4, 6), "{body}");
+    assert!(body.contains("app-2"), "{body}");
+    assert_eq!(
+        color(&config_maps.get("app-2-settings").await?),
+        Some("green")
+    );
+
+    std::fs::remove_file(repo.dir.path().join("apps/app-4.yaml"))?;
+    let third = repo.commit_all("app-4 leaves")?;
+    page(third).await?;
+    assert_eq!(counts().await?, (6, 8, 6));
+    wait_for("app-4's ConfigMap to be garbage-collected", || async {
+        Ok(config_maps
+            .get_opt("app-4-settings")
+            .await?
+            .is_none()
+            .then_some(()))
+    })
+    .await?;
+    assert_eq!(
+        config_maps
+            .get("app-0-settings")
+            .await?
+            .metadata
+            .resource_version,
+        untouched_version,
+        "an unchanged app was written again"
+    );
+    agent.stop_checked(&[])?;
     Ok(())
 }
