@@ -175,6 +175,24 @@ async fn first_poll_snapshots_filtered_files_then_tracks_changes() {
         ]
     );
     assert!(change.touches_source);
+    // Snapshots reuse the texts of unchanged blobs from the previous one; changed files are
+    // read anew, and an older commit still reads as it was.
+    let snapshot = source.snapshot(change.commit.clone()).await.unwrap();
+    let files: Vec<(&str, &str)> = snapshot
+        .files
+        .iter()
+        .map(|file| (file.path.as_str(), file.contents.as_str()))
+        .collect();
+    assert_eq!(
+        files,
+        vec![
+            ("apps/web-renamed.yaml", APP),
+            ("definitions/web.cue", "web: { changed: true }")
+        ]
+    );
+    let first_commit = CommitId::parse(&first.to_string()).unwrap();
+    let snapshot = source.snapshot(first_commit).await.unwrap();
+    assert_eq!(snapshot.files[1].contents, "web: {}");
 }
 
 #[tokio::test]
