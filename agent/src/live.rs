@@ -446,6 +446,24 @@ async fn run_workflows_inner(
             }
             None => BTreeMap::new(),
         };
+        // Where the app may now be deployed is recorded first, so clusters it leaves later
+        // are known (`workflow::collect_departed`).
+        let placed = crate::workflow::placed_clusters(&spec, &targets, cluster.name());
+        if fleet.is_some()
+            && let Err(message) = crate::workflow::record_placements(
+                cluster,
+                &options.tracker_namespace,
+                &observation.desired.app,
+                &placed,
+            )
+            .await
+        {
+            results.push(WorkflowResult::Failed {
+                app: observation.desired.app.clone(),
+                message: format!("recording where the app is deployed: {message}"),
+            });
+            continue;
+        }
         match run_workflow(
             cluster,
             &observation.desired,
@@ -457,7 +475,23 @@ async fn run_workflows_inner(
         )
         .await
         {
-            Ok(report) => results.push(WorkflowResult::Ran(report)),
+            Ok(mut report) => {
+                if let Some(fleet) = fleet
+                    && report.state.phase == WorkflowPhase::Succeeded
+                {
+                    let collected = crate::workflow::collect_departed(
+                        fleet,
+                        cluster,
+                        &observation.desired,
+                        &placed,
+                        &options.tracker_namespace,
+                        &options.apply,
+                    )
+                    .await;
+                    report.applies.extend(collected);
+                }
+                results.push(WorkflowResult::Ran(report));
+            }
             Err(error) => results.push(WorkflowResult::Failed {
                 app: observation.desired.app.clone(),
                 message: error.to_string(),
@@ -514,7 +548,13 @@ pub fn workflow_reports(results: &[WorkflowResult]) -> Vec<AppApplyReport> {
                     .iter()
                     .flat_map(|(_, applied)| applied.objects.iter().cloned())
                     .collect();
+                // A cluster the app left but that could not be collected fails the app.
+                let collection_failed = crate::workflow::collection_failure(&report.applies);
                 let outcome = match &report.state.failure {
+                    _ if collection_failed.is_some() => ApplyOutcome::Failed(format!(
+                        "garbage collection: {}",
+                        collection_failed.unwrap_or_default()
+                    )),
                     Some(failure) if report.state.phase == WorkflowPhase::Failed => {
                         ApplyOutcome::Failed(format!(
                             "workflow failed at step {}: {}: {}",

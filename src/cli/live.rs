@@ -201,31 +201,23 @@ async fn fleet(
             context,
             labels: BTreeMap::new(),
         });
-        fleet.clusters.insert(name.to_owned(), cluster);
+        fleet
+            .clusters
+            .insert(name.to_owned(), std::sync::Arc::new(cluster));
     }
-    let placed = workflow_apps.values().any(|app| {
-        app.spec
-            .policies
-            .iter()
-            .any(|policy| policy.policy_type == "topology")
-    });
-    if placed {
+    if agent::workflow::needs_placements(workflow_apps.values()) {
         let worktree = agent::source::worktree::read_worktree(&args.path)
             .with_context(|| format!("reading {}", args.path.display()))?;
         let options = analyzer::RenderOptions {
             cluster_version: analyzer::ClusterVersion::release(1, 34),
             ..analyzer::RenderOptions::default()
         };
-        let (apps, _) = analyzer::render_placements(
+        fleet.placements = agent::workflow::placements_of(
             &worktree.snapshot,
             &analyzer::Definitions::builtin(),
             &options,
+            workflow_apps,
         );
-        fleet.placements = apps
-            .into_iter()
-            .filter(|app| workflow_apps.contains_key(&app.app))
-            .map(|app| (app.app, app.placements))
-            .collect();
     }
     Ok(fleet)
 }
@@ -301,6 +293,11 @@ fn workflow_text(results: &[WorkflowResult], text: &mut String) -> bool {
                     apply_results_text(std::slice::from_ref(applied), Some(step), text);
                 }
                 let app = &report.app;
+                // Clusters the app left that could not be collected (named in the message).
+                if let Some(message) = agent::workflow::collection_failure(&report.applies) {
+                    failed = true;
+                    let _ = writeln!(text, "app {app}: garbage collection failed: {message}");
+                }
                 for (name, step) in &report.state.steps {
                     let detail = match (&step.reason, &step.message) {
                         (Some(reason), Some(message)) => format!(" ({reason}: {message})"),

@@ -36,7 +36,11 @@ pub use condition::{Condition, ConditionError};
 pub use driver::{DriverOptions, WorkflowReport, now, run_workflow};
 pub use duration::{DurationError, parse_duration};
 pub use engine::{Dispatch, ResumeError, StepOutcome, advance, record, resume};
-pub use fleet::{Fleet, PlannedTarget, StepTargets, Target, in_namespace, step_targets};
+pub use fleet::{
+    Fleet, FleetConnectError, PlannedTarget, StepTargets, Target, collect_departed,
+    collection_failure, in_namespace, needs_placements, placed_clusters, placements_of,
+    record_placements, step_targets,
+};
 pub use notify::send_notification;
 pub use spec::{
     Issue, StepInput, StepOutput, StepSpec, StepType, WorkflowContext, WorkflowSpec, build_workflow,
