@@ -426,6 +426,10 @@ template: {
 		batchPartition?: int
 		// +usage=Hold before the next batch
 		paused?: bool
+		// +usage=Time a batch may take to become healthy
+		gateTimeout?: string
+		// +usage=Restore the previous revision when a gate fails
+		rollbackOnFailure?: bool
 	}
 }
 "#;
@@ -692,4 +696,543 @@ async fn topology_and_override_deploy_different_replicas_and_images_per_cluster(
         .len();
     ensure!(tracked == 1, "edge trackers: {tracked}\n{text}");
     edge.down()
+}
+
+/// A cluster of the test's own registered as `name`, with the test's namespace created there
+/// (for the app's objects and its tracker in that cluster).
+async fn own_cluster(
+    name: &str,
+    ns: &TestNamespace,
+) -> Result<crate::support::cluster::OwnedCluster> {
+    let owned = crate::support::cluster::OwnedCluster::up(name).await?;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(owned.cluster.client.clone());
+    let namespace = k8s_openapi::api::core::v1::Namespace {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some(ns.name.clone()),
+            ..Default::default()
+        },
+        ..k8s_openapi::api::core::v1::Namespace::default()
+    };
+    namespaces
+        .create(&kube::api::PostParams::default(), &namespace)
+        .await?;
+    Ok(owned)
+}
+
+/// `driftless apply` of `repo` with `extra` arguments; `(success, stdout + stderr)`.
+fn apply_with(
+    cluster: &TestCluster,
+    repo: &Repo,
+    ns: &TestNamespace,
+    extra: &[&str],
+) -> Result<(bool, String)> {
+    let path = repo.path().to_str().context("utf-8 path")?;
+    let mut args = vec![
+        "apply",
+        path,
+        "--yes",
+        "--workflow-wait",
+        "90",
+        "--tracker-namespace",
+        &ns.name,
+    ];
+    args.extend_from_slice(extra);
+    let output = driftless(cluster, &args)?;
+    let text = format!(
+        "{}\n--- stderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok((output.status.success(), text))
+}
+
+/// An app placed on `canary` and `local` by one topology, whose deploy step rolls out over
+/// the clusters in batches: the canary first, then (implied) the rest. `workload` is the
+/// component list; `rollout` the extra lines of the step's `rollout`.
+fn placement_rollout_app(name: &str, namespace: &str, workload: &str, rollout: &str) -> String {
+    format!(
+        "apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  components:
+{workload}  policies:
+    - name: everywhere
+      type: topology
+      properties:
+        clusters: [local, canary]
+  workflow:
+    steps:
+      - name: deploy
+        type: deploy
+        properties:
+          policies: [everywhere]
+          parallelism: 2
+          rollout:
+            batches:
+              - clusters: [canary]
+{rollout}"
+    )
+}
+
+/// Ready replicas of Deployment `name`, `None` when it does not exist.
+async fn ready_replicas(cluster: &TestCluster, namespace: &str, name: &str) -> Result<Option<i32>> {
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(cluster.client.clone(), namespace);
+    Ok(deployments.get_opt(name).await?.map(|deployment| {
+        deployment
+            .status
+            .and_then(|status| status.ready_replicas)
+            .unwrap_or(0)
+    }))
+}
+
+#[tokio::test]
+async fn a_deploy_rolls_out_over_clusters_canary_first_with_approval_and_a_failed_gate_stops_it()
+-> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "wf-canary").await?;
+    let canary = own_cluster("e2e-canary", &ns).await?;
+    let canary_entry = format!("canary={}", canary.cluster.kubeconfig.display());
+    let extra = ["--cluster", canary_entry.as_str()];
+
+    // 1. The canary batch, gated on health, then a hold until approved.
+    let repo = Repo::new()?;
+    let web = "    - name: web
+      type: webservice
+      properties:
+        image: nginx:1.25
+      traits:
+        - type: scaler
+          properties:
+            replicas: 2
+";
+    repo.write_app(
+        "canaried",
+        &placement_rollout_app(
+            "canaried",
+            &ns.name,
+            web,
+            "            pauseBetweenBatches: true\n            gateTimeout: 60s\n",
+        ),
+    )?;
+    let (ok, text) = apply_with(&cluster, &repo, &ns, &extra)?;
+    ensure!(ok, "first apply failed:\n{text}");
+    ensure!(
+        text.contains("held after batch 0 (cluster canary): batch 1 waits for approval")
+            && text.contains("workflow still running"),
+        "the rollout holds after the canary batch:\n{text}"
+    );
+    ensure!(
+        ready_replicas(&canary.cluster, &ns.name, "web").await? == Some(2),
+        "the canary batch passed its health gate before the hold:\n{text}"
+    );
+    ensure!(
+        ready_replicas(&cluster, &ns.name, "web").await?.is_none(),
+        "the next batch is not touched before approval:\n{text}"
+    );
+
+    // A new process finds the held batch in the stored state and does not pass it.
+    let (ok, text) = apply_with(&cluster, &repo, &ns, &extra)?;
+    ensure!(ok, "second apply failed:\n{text}");
+    ensure!(text.contains("waits for approval"), "{text}");
+    ensure!(ready_replicas(&cluster, &ns.name, "web").await?.is_none());
+
+    let output = driftless(
+        &cluster,
+        &[
+            "resume",
+            "canaried",
+            "-n",
+            &ns.name,
+            "--tracker-namespace",
+            &ns.name,
+        ],
+    )?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    ensure!(
+        output.status.success() && stdout.contains("deploy (batch 1 approved)"),
+        "resume approves the next batch: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let (ok, text) = apply_with(&cluster, &repo, &ns, &extra)?;
+    ensure!(ok, "apply after approval failed:\n{text}");
+    ensure!(text.contains("workflow succeeded"), "{text}");
+    ensure!(
+        ready_replicas(&cluster, &ns.name, "web").await? == Some(2),
+        "the second batch (local) is deployed and healthy:\n{text}"
+    );
+
+    // 2. A canary that never becomes ready (no node matches its selector, so its pods stay
+    // Pending): the gate times out, the rollout stops at batch 0 with the reason, and the
+    // other cluster is never touched.
+    let broken_repo = Repo::new()?;
+    let stuck = "    - name: stuck
+      type: k8s-objects
+      properties:
+        objects:
+          - apiVersion: apps/v1
+            kind: Deployment
+            metadata:
+              name: stuck
+            spec:
+              replicas: 1
+              selector:
+                matchLabels: {app: stuck}
+              template:
+                metadata:
+                  labels: {app: stuck}
+                spec:
+                  nodeSelector: {no-such-node: here}
+                  containers:
+                    - name: main
+                      image: nginx:1.25
+";
+    broken_repo.write_app(
+        "stuck",
+        &placement_rollout_app("stuck", &ns.name, stuck, "            gateTimeout: 3s\n"),
+    )?;
+    let (ok, text) = apply_with(&cluster, &broken_repo, &ns, &extra)?;
+    ensure!(!ok, "a failed gate exits non-zero:\n{text}");
+    ensure!(
+        text.contains(
+            "workflow failed at step deploy: RolloutGateFailed: batch 0 (cluster canary): batch 0 not healthy after 3s"
+        ),
+        "the failure names the step, the batch and the reason:\n{text}"
+    );
+    ensure!(
+        ready_replicas(&canary.cluster, &ns.name, "stuck").await? == Some(0),
+        "the canary got the workload:\n{text}"
+    );
+    ensure!(
+        ready_replicas(&cluster, &ns.name, "stuck").await?.is_none(),
+        "the batch after a failed gate is never applied:\n{text}"
+    );
+    canary.down()
+}
+
+#[tokio::test]
+async fn invalid_rollouts_are_refused_before_anything_is_applied() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "wf-bad-rollout").await?;
+    let repo = Repo::new()?;
+    std::fs::create_dir_all(repo.path().join("definitions/traits"))?;
+    std::fs::write(
+        repo.path().join("definitions/traits/rollout.cue"),
+        ROLLOUT_TRAIT,
+    )?;
+    let deploy = |name: &str, properties: &str| {
+        let policies = "  policies:
+    - name: here
+      type: topology
+      properties:
+        clusters: [local]
+";
+        let mut manifest = application(
+            name,
+            &ns.name,
+            &[&format!("{name}-cm")],
+            &format!(
+                "    steps:
+      - name: deploy
+        type: deploy
+        properties:
+          policies: [here]
+{properties}"
+            ),
+        );
+        manifest.push_str(policies);
+        manifest
+    };
+    let with_plan = |plan: &str| {
+        let mut manifest = rollout_app(&ns.name, None);
+        manifest = manifest.replace(
+            "            rolloutBatches:
+              - replicas: 2
+              - replicas: 3
+              - replicas: 5
+",
+            plan,
+        );
+        manifest
+    };
+    let cases = [
+        (
+            "sum",
+            with_plan(
+                "            rolloutBatches:\n              - replicas: 2\n              - replicas: 3\n",
+            ),
+            "invalid-rollout",
+            "rollout batches add up to 5 replicas, not targetSize 10",
+        ),
+        (
+            "partition",
+            with_plan("            numBatches: 2\n            batchPartition: 2\n"),
+            "invalid-rollout",
+            "batchPartition 2 is past the last batch (2 batches)",
+        ),
+        (
+            "cluster",
+            deploy(
+                "cluster",
+                "          rollout:\n            batches:\n              - clusters: [moon]\n",
+            ),
+            "unknown-cluster",
+            "rollout batch names cluster \"moon\"",
+        ),
+        (
+            "batch",
+            deploy(
+                "batch",
+                "          rollout:\n            batches:\n              - percent: 150\n",
+            ),
+            "invalid-rollout",
+            "rollout.batches[0] is none of",
+        ),
+        (
+            "parallelism",
+            deploy("parallelism", "          parallelism: 0\n"),
+            "invalid-parallelism",
+            "parallelism 0 is not a positive integer",
+        ),
+    ];
+    for (name, manifest, _, _) in &cases {
+        // The plan cases share the rollout app; each gets its own name.
+        let manifest = manifest.replace("name: rolled\n", &format!("name: {name}\n"));
+        repo.write_app(name, &manifest)?;
+    }
+    let (ok, text) = apply(&cluster, &repo, &ns)?;
+    ensure!(!ok, "invalid rollouts exit non-zero:\n{text}");
+    for (name, _, rule, message) in &cases {
+        ensure!(
+            text.contains(&format!(
+                "app {}/{name}: workflow not valid, nothing applied:",
+                ns.name
+            )),
+            "{name} is not refused:\n{text}"
+        );
+        ensure!(
+            text.lines()
+                .any(|line| line.contains(&format!("error[{rule}]")) && line.contains(message)),
+            "{name} is not reported as {rule} with {message:?}:\n{text}"
+        );
+    }
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(cluster.client.clone(), &ns.name);
+    let deployed = deployments.list(&ListParams::default()).await?.items.len();
+    ensure!(
+        deployed == 0 && config_map_names(&cluster, &ns.name).await?.is_empty(),
+        "objects of invalid rollouts were applied:\n{text}"
+    );
+    Ok(())
+}
+
+/// A 4-pod StatefulSet (`db`) at `image` under a rollout plan of batches [1, 1, 2]. A
+/// `broken` revision's pods select no node, so they stay Pending (never ready), and its plan
+/// fails a batch after 3 s and rolls back.
+fn statefulset_app(namespace: &str, image: &str, partition: Option<u32>, broken: bool) -> String {
+    let mut partition = partition
+        .map(|index| format!("            batchPartition: {index}\n"))
+        .unwrap_or_default();
+    let mut pod = String::new();
+    if broken {
+        partition.push_str("            gateTimeout: 3s\n            rollbackOnFailure: true\n");
+        pod.push_str("                  nodeSelector: {no-such-node: here}\n");
+    }
+    format!(
+        "apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: stateful
+  namespace: {namespace}
+spec:
+  components:
+    - name: db
+      type: k8s-objects
+      properties:
+        objects:
+          - apiVersion: apps/v1
+            kind: StatefulSet
+            metadata:
+              name: db
+            spec:
+              replicas: 4
+              serviceName: db
+              podManagementPolicy: Parallel
+              selector:
+                matchLabels: {{app: db}}
+              template:
+                metadata:
+                  labels: {{app: db}}
+                spec:
+{pod}                  containers:
+                    - name: main
+                      image: {image}
+      traits:
+        - type: rollout
+          properties:
+            targetSize: 4
+            rolloutBatches:
+              - replicas: 1
+              - replicas: 1
+              - replicas: 2
+{partition}  workflow:
+    steps:
+      - name: db
+        type: apply-component
+        properties:
+          component: db
+"
+    )
+}
+
+/// Per image, how many of the StatefulSet's pods run it and are ready, and how many revisions
+/// (`controller-revision-hash`) the pods are spread over.
+async fn pods_by_image(
+    cluster: &TestCluster,
+    namespace: &str,
+) -> Result<(std::collections::BTreeMap<String, usize>, usize)> {
+    let pods: Api<k8s_openapi::api::core::v1::Pod> =
+        Api::namespaced(cluster.client.clone(), namespace);
+    let mut images = std::collections::BTreeMap::new();
+    let mut revisions = BTreeSet::new();
+    for pod in pods
+        .list(&ListParams::default().labels("app=db"))
+        .await?
+        .items
+    {
+        if pod.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let ready = pod
+            .status
+            .as_ref()
+            .and_then(|status| status.conditions.as_ref())
+            .is_some_and(|conditions| {
+                conditions
+                    .iter()
+                    .any(|condition| condition.type_ == "Ready" && condition.status == "True")
+            });
+        if !ready {
+            continue;
+        }
+        if let Some(hash) = pod
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get("controller-revision-hash"))
+        {
+            revisions.insert(hash.clone());
+        }
+        let image = pod
+            .spec
+            .and_then(|spec| spec.containers.into_iter().next())
+            .and_then(|container| container.image)
+            .unwrap_or_default();
+        *images.entry(image).or_insert(0) += 1;
+    }
+    Ok((images, revisions.len()))
+}
+
+#[tokio::test]
+async fn a_statefulset_rolls_out_by_partition_with_both_revisions_side_by_side() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "wf-sts").await?;
+    let repo = Repo::new()?;
+    std::fs::create_dir_all(repo.path().join("definitions/traits"))?;
+    std::fs::write(
+        repo.path().join("definitions/traits/rollout.cue"),
+        ROLLOUT_TRAIT,
+    )?;
+    let counts = |pairs: &[(&str, usize)]| {
+        pairs
+            .iter()
+            .map(|(image, count)| ((*image).to_owned(), *count))
+            .collect::<std::collections::BTreeMap<String, usize>>()
+    };
+
+    repo.write_app(
+        "stateful",
+        &statefulset_app(&ns.name, "nginx:1.25", None, false),
+    )?;
+    let (ok, text) = apply(&cluster, &repo, &ns)?;
+    ensure!(
+        ok && text.contains("workflow succeeded"),
+        "first rollout:\n{text}"
+    );
+    let pods = pods_by_image(&cluster, &ns.name).await?;
+    ensure!(
+        pods == (counts(&[("nginx:1.25", 4)]), 1),
+        "{pods:?}\n{text}"
+    );
+
+    // A new image held by batchPartition after each batch: the updated pods (highest
+    // ordinals first) run the new revision next to the old one, every pod ready.
+    for (partition, new) in [(0, 1), (1, 2)] {
+        repo.write_app(
+            "stateful",
+            &statefulset_app(&ns.name, "nginx:1.26", Some(partition), false),
+        )?;
+        let (ok, text) = apply(&cluster, &repo, &ns)?;
+        ensure!(ok, "apply with batchPartition {partition} failed:\n{text}");
+        ensure!(
+            text.contains(&format!("held after batch {partition}"))
+                && text.contains("workflow still running"),
+            "the rollout holds after batch {partition}:\n{text}"
+        );
+        let pods = pods_by_image(&cluster, &ns.name).await?;
+        ensure!(
+            pods == (counts(&[("nginx:1.25", 4 - new), ("nginx:1.26", new)]), 2),
+            "after batch {partition}: ready pods by image and revisions {pods:?}\n{text}"
+        );
+    }
+
+    // Unpaused in Git: the last batch finishes the rollout.
+    repo.write_app(
+        "stateful",
+        &statefulset_app(&ns.name, "nginx:1.26", None, false),
+    )?;
+    let (ok, text) = apply(&cluster, &repo, &ns)?;
+    ensure!(
+        ok && text.contains("workflow succeeded"),
+        "last batch:\n{text}"
+    );
+    let pods = pods_by_image(&cluster, &ns.name).await?;
+    ensure!(
+        pods == (counts(&[("nginx:1.26", 4)]), 1),
+        "{pods:?}\n{text}"
+    );
+
+    // A revision whose first batch never becomes ready: the gate times out, the workflow
+    // fails with the batch and the reason, and the previous revision comes back.
+    repo.write_app(
+        "stateful",
+        &statefulset_app(&ns.name, "nginx:1.27", None, true),
+    )?;
+    let (ok, text) = apply(&cluster, &repo, &ns)?;
+    ensure!(!ok, "a failed gate exits non-zero:\n{text}");
+    ensure!(
+        text.contains("workflow failed at step db: RolloutGateFailed: StatefulSet")
+            && text.contains("batch 0: batch 0 not healthy after 3s")
+            && text.contains("rolled back to revision db-"),
+        "the failure names the batch, the reason and the rollback:\n{text}"
+    );
+    // The controller replaces the Pending pod with the previous revision's.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let pods = pods_by_image(&cluster, &ns.name).await?;
+        if pods == (counts(&[("nginx:1.26", 4)]), 1) {
+            break;
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the previous revision did not come back: {pods:?}\n{text}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    Ok(())
 }

@@ -40,9 +40,18 @@ pub struct BatchLimits {
 #[serde(rename_all = "camelCase", tag = "phase")]
 pub enum RolloutPhase {
     Rolling,
-    Holding { reason: String },
+    /// Healthy but not going on; `approval`: until `driftless resume` approves the next
+    /// batch (the other holds, `batchPartition` and `paused`, end by a change in Git).
+    Holding {
+        reason: String,
+        #[serde(default)]
+        approval: bool,
+    },
     Succeeded,
-    Failed { batch: usize, reason: String },
+    Failed {
+        batch: usize,
+        reason: String,
+    },
 }
 
 /// Persisted rollout progress.
@@ -92,6 +101,12 @@ impl RolloutState {
     pub fn approve_next(&mut self) {
         self.approved_through = self.approved_through.max(self.batch + 1);
     }
+
+    /// Whether the rollout holds until `driftless resume` approves its next batch.
+    pub fn awaits_approval(&self) -> bool {
+        matches!(self.phase, RolloutPhase::Holding { approval: true, .. })
+            && self.approved_through <= self.batch
+    }
 }
 
 /// Moves the rollout by at most one batch. See the module doc.
@@ -137,19 +152,21 @@ pub fn advance_rollout(
                 return GateDecision::Done;
             }
             let hold = if limits.partition.is_some_and(|partition| batch >= partition) {
-                Some(format!(
-                    "batchPartition holds the rollout after batch {batch}"
+                Some((
+                    format!("batchPartition holds the rollout after batch {batch}"),
+                    false,
                 ))
             } else if limits.paused {
-                Some("the rollout is paused".to_owned())
+                Some(("the rollout is paused".to_owned(), false))
             } else if limits.pause_between_batches && state.approved_through <= batch {
-                Some(format!("batch {} waits for approval", batch + 1))
+                Some((format!("batch {} waits for approval", batch + 1), true))
             } else {
                 None
             };
-            if let Some(reason) = hold {
+            if let Some((reason, approval)) = hold {
                 state.phase = RolloutPhase::Holding {
                     reason: reason.clone(),
+                    approval,
                 };
                 return GateDecision::Hold { batch, reason };
             }
@@ -278,7 +295,9 @@ mod tests {
             advance_rollout(&mut state, &approval, BatchGate::Healthy, Timestamp(1)),
             GateDecision::Hold { batch: 0, .. }
         ));
+        assert!(state.awaits_approval());
         state.approve_next();
+        assert!(!state.awaits_approval());
         assert_eq!(
             advance_rollout(&mut state, &approval, BatchGate::Healthy, Timestamp(2)),
             GateDecision::Apply { batch: 1 }

@@ -21,5 +21,7 @@ mod placements;
 mod plan;
 
 pub use gate::{BatchGate, BatchLimits, GateDecision, RolloutPhase, RolloutState, advance_rollout};
-pub use placements::{PlacementBatchSpec, split_placements};
+pub use placements::{
+    PlacementBatchSpec, PlacementRollout, PlacementRolloutError, split_placements,
+};
 pub use plan::{RolloutError, RolloutPlan};

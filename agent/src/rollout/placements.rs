@@ -3,6 +3,9 @@
 //! clusters (`{clusters: [canary]}`), a percentage of all placements (`{percent: 50}`,
 //! rounded up, taken in placement order from those not yet placed), or the rest
 //! (`{rest: true}`, also implied after the last batch). Empty batches are dropped.
+//! `rollout.pauseBetweenBatches: true` holds after every batch until `driftless resume`
+//! approves the next; `rollout.gateTimeout` (a Go duration) fails a batch that is not healthy
+//! in time.
 
 use crate::placement::Placement;
 
@@ -36,6 +39,87 @@ impl PlacementBatchSpec {
             .and_then(serde_json::Value::as_bool)
             .filter(|rest| *rest)
             .map(|_| PlacementBatchSpec::Rest)
+    }
+}
+
+/// A deploy step's `rollout` property, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlacementRollout {
+    pub batches: Vec<PlacementBatchSpec>,
+    /// Hold after each batch until approved.
+    pub pause_between_batches: bool,
+    pub gate_timeout_secs: Option<u64>,
+}
+
+/// A deploy step's `rollout` property that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlacementRolloutError {
+    #[error("rollout.batches must be a non-empty list")]
+    NoBatches,
+    #[error(
+        "rollout.batches[{index}] is none of {{clusters: [...]}}, {{percent: 1-100}}, {{rest: true}}"
+    )]
+    BadBatch { index: usize },
+    #[error("rollout.gateTimeout: {0}")]
+    BadTimeout(String),
+}
+
+impl PlacementRollout {
+    /// Reads a deploy step's properties; `Ok(None)` when the step has no `rollout`.
+    ///
+    /// # Errors
+    /// A `rollout` whose batches or gate timeout cannot be used.
+    pub fn from_step_properties(
+        properties: &serde_json::Value,
+    ) -> Result<Option<PlacementRollout>, PlacementRolloutError> {
+        let Some(rollout) = properties.get("rollout") else {
+            return Ok(None);
+        };
+        let entries = rollout
+            .get("batches")
+            .and_then(serde_json::Value::as_array)
+            .filter(|entries| !entries.is_empty())
+            .ok_or(PlacementRolloutError::NoBatches)?;
+        let batches = entries
+            .iter()
+            .enumerate()
+            .map(|(index, entry)| {
+                let percent_ok = entry
+                    .get("percent")
+                    .is_none_or(|percent| percent.as_u64().is_some_and(|p| (1..=100).contains(&p)));
+                PlacementBatchSpec::from_json(entry)
+                    .filter(|_| percent_ok)
+                    .ok_or(PlacementRolloutError::BadBatch { index })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let gate_timeout_secs = match rollout.get("gateTimeout") {
+            None => None,
+            Some(value) => {
+                let text = value.as_str().unwrap_or_default();
+                let duration = crate::workflow::parse_duration(text)
+                    .map_err(|error| PlacementRolloutError::BadTimeout(error.to_string()))?;
+                Some(duration.as_secs())
+            }
+        };
+        Ok(Some(PlacementRollout {
+            batches,
+            pause_between_batches: rollout
+                .get("pauseBetweenBatches")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false),
+            gate_timeout_secs,
+        }))
+    }
+
+    /// The clusters the batches name explicitly, to check against the registry.
+    pub fn named_clusters(&self) -> impl Iterator<Item = &str> {
+        self.batches
+            .iter()
+            .flat_map(|batch| match batch {
+                PlacementBatchSpec::Clusters(names) => names.as_slice(),
+                _ => &[],
+            })
+            .map(String::as_str)
     }
 }
 
@@ -75,6 +159,46 @@ pub fn split_placements(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rollout_properties_are_checked() {
+        let rollout = PlacementRollout::from_step_properties(&serde_json::json!({
+            "policies": ["all"],
+            "rollout": {
+                "batches": [{"clusters": ["canary"]}, {"percent": 50}],
+                "pauseBetweenBatches": true,
+                "gateTimeout": "2m",
+            },
+        }))
+        .unwrap()
+        .unwrap();
+        assert_eq!(rollout.gate_timeout_secs, Some(120));
+        assert!(rollout.pause_between_batches);
+        assert_eq!(rollout.named_clusters().collect::<Vec<_>>(), vec!["canary"]);
+        assert_eq!(
+            PlacementRollout::from_step_properties(&serde_json::json!({})),
+            Ok(None)
+        );
+        let bad = |rollout: serde_json::Value| {
+            PlacementRollout::from_step_properties(&serde_json::json!({ "rollout": rollout }))
+        };
+        assert_eq!(
+            bad(serde_json::json!({"batches": []})),
+            Err(PlacementRolloutError::NoBatches)
+        );
+        assert_eq!(
+            bad(serde_json::json!({"batches": [{"rest": true}, {"percent": 0}]})),
+            Err(PlacementRolloutError::BadBatch { index: 1 })
+        );
+        assert_eq!(
+            bad(serde_json::json!({"batches": [{"canary": "x"}]})),
+            Err(PlacementRolloutError::BadBatch { index: 0 })
+        );
+        assert!(matches!(
+            bad(serde_json::json!({"batches": [{"rest": true}], "gateTimeout": "soon"})),
+            Err(PlacementRolloutError::BadTimeout(_))
+        ));
+    }
 
     fn placement(cluster: &str) -> Placement {
         Placement {

@@ -2,6 +2,8 @@
 //! batch adds. `rolloutBatches[].replicas` takes a count or a percentage of `targetSize`
 //! (`"20%"`); with `numBatches` instead, replicas are split evenly and the last batch takes the
 //! remainder, as KubeVela's rollout controller does. Batches must add up to `targetSize`.
+//! Two Driftless extensions: `gateTimeout` (a Go duration) fails a batch whose gate has not
+//! passed in time, and `rollbackOnFailure: true` then restores the previous revision.
 
 /// A rollout plan that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -16,6 +18,8 @@ pub enum RolloutError {
     SumMismatch { sum: u32, target: u32 },
     #[error("batchPartition {partition} is past the last batch ({batches} batches)")]
     PartitionOutOfRange { partition: usize, batches: usize },
+    #[error("gateTimeout: {0}")]
+    BadGateTimeout(String),
 }
 
 /// A checked rollout plan.
@@ -28,8 +32,10 @@ pub struct RolloutPlan {
     pub batch_partition: Option<usize>,
     /// Hold before the next batch until unpaused.
     pub paused: bool,
-    /// Scale the previous revision back when a gate fails.
+    /// Restore the previous revision when a gate fails.
     pub rollback_on_failure: bool,
+    /// Seconds a batch may take to pass its gate.
+    pub gate_timeout_secs: Option<u64>,
 }
 
 impl RolloutPlan {
@@ -85,7 +91,16 @@ impl RolloutPlan {
                 batches: batch_sizes.len(),
             });
         }
+        let gate_timeout_secs = match properties.get("gateTimeout") {
+            None => None,
+            Some(value) => Some(
+                crate::workflow::parse_duration(value.as_str().unwrap_or_default())
+                    .map_err(|error| RolloutError::BadGateTimeout(error.to_string()))?
+                    .as_secs(),
+            ),
+        };
         Ok(RolloutPlan {
+            gate_timeout_secs,
             target_size,
             batch_sizes,
             batch_partition,
@@ -184,6 +199,12 @@ mod tests {
             RolloutPlan::from_properties(&serde_json::json!({"targetSize": 10, "numBatches": 3}))
                 .unwrap();
         assert_eq!(plan.batch_sizes, vec![3, 3, 4]);
+        assert_eq!(plan.gate_timeout_secs, None);
+        let timed = RolloutPlan::from_properties(
+            &serde_json::json!({"targetSize": 2, "numBatches": 1, "gateTimeout": "1m30s"}),
+        )
+        .unwrap();
+        assert_eq!(timed.gate_timeout_secs, Some(90));
     }
 
     #[test]
@@ -207,6 +228,12 @@ mod tests {
             RolloutPlan::from_properties(&serde_json::json!({"targetSize": 4})),
             Err(RolloutError::NoBatches)
         );
+        assert!(matches!(
+            RolloutPlan::from_properties(
+                &serde_json::json!({"targetSize": 4, "numBatches": 2, "gateTimeout": "later"})
+            ),
+            Err(RolloutError::BadGateTimeout(_))
+        ));
         assert!(matches!(
             RolloutPlan::from_properties(
                 &serde_json::json!({"targetSize": 4, "rolloutBatches": [{"replicas": "x"}]})

@@ -27,9 +27,13 @@ use crate::apply::{self, AppApplyReport, ApplyOptions, ApplyOutcome, FIELD_MANAG
 use crate::cluster::{Cluster, describe_error};
 use crate::health::{self, HealthStatus};
 use crate::observe;
+use crate::placement::Placement;
 use crate::plan::ObjectRef;
 use crate::planner::{self, DesiredApp, Observed, PlanOptions, Prune};
-use crate::rollout::RolloutPlan;
+use crate::rollout::{
+    BatchGate, BatchLimits, GateDecision, PlacementRollout, RolloutPlan, RolloutState,
+    advance_rollout, split_placements,
+};
 use crate::tracker_store::TrackerStore;
 
 /// Knobs of one workflow pass.
@@ -121,9 +125,25 @@ pub async fn run_workflow(
             };
             let outcome = match targets.get(&dispatch.step) {
                 Some(step_targets) if dispatch.step_type == StepType::Deploy => {
-                    deploy_to_targets(&run, step_targets, &dispatch.step, &mut report).await
+                    deploy_to_targets(
+                        &run,
+                        step_targets,
+                        dispatch,
+                        &mut state.rollouts,
+                        &mut report.applies,
+                    )
+                    .await
                 }
-                _ => run_step(&run, dispatch, &http, &mut report).await,
+                _ => {
+                    run_step(
+                        &run,
+                        dispatch,
+                        &http,
+                        &mut state.rollouts,
+                        &mut report.applies,
+                    )
+                    .await
+                }
             };
             // A rollout held by batchPartition or paused does not move by waiting: the pass
             // ends there, like a suspension.
@@ -201,7 +221,8 @@ async fn run_step(
     run: &Run<'_>,
     dispatch: &Dispatch,
     http: &reqwest::Client,
-    report: &mut WorkflowReport,
+    workloads: &mut BTreeMap<String, RolloutState>,
+    applies: &mut Vec<(String, AppApplyReport)>,
 ) -> StepOutcome {
     match dispatch.step_type {
         StepType::ApplyComponent => {
@@ -217,11 +238,22 @@ async fn run_step(
                 Some(&components),
                 Prune::Disabled,
                 &dispatch.step,
-                report,
+                workloads,
+                applies,
             )
             .await
         }
-        StepType::Deploy => apply_step(run, None, Prune::Disabled, &dispatch.step, report).await,
+        StepType::Deploy => {
+            apply_step(
+                run,
+                None,
+                Prune::Disabled,
+                &dispatch.step,
+                workloads,
+                applies,
+            )
+            .await
+        }
         StepType::ApplyObject => apply_object(run.cluster, run.desired, &dispatch.properties).await,
         StepType::DependsOnApp => {
             depends_on_app(run.cluster, run.desired, dispatch, run.options).await
@@ -243,7 +275,8 @@ async fn apply_step(
     components: Option<&BTreeSet<String>>,
     prune: Prune,
     label: &str,
-    report: &mut WorkflowReport,
+    workloads: &mut BTreeMap<String, RolloutState>,
+    applies: &mut Vec<(String, AppApplyReport)>,
 ) -> StepOutcome {
     let Run {
         cluster,
@@ -259,11 +292,63 @@ async fn apply_step(
     }
     // Workloads under a rollout plan get this batch's replicas instead of the full count.
     let mut holding: Vec<String> = Vec::new();
+    let mut rolled_back: Vec<String> = Vec::new();
     for object in &mut subset.objects {
         let Some(plan) = rollouts.get(&object.component) else {
             continue;
         };
-        if object.trait_type.is_some() || object.object_ref.kind != "Deployment" {
+        if object.trait_type.is_some() {
+            continue;
+        }
+        if object.object_ref.kind == "StatefulSet" {
+            let key = format!(
+                "{}/{}@{}",
+                object.component,
+                object.object_ref.name,
+                cluster.name()
+            );
+            let previous = workloads.get(&key).cloned();
+            let state = workloads
+                .entry(key)
+                .or_insert_with(|| RolloutState::new(now()));
+            let live = read_live(cluster, &object.object_ref).await;
+            match statefulset_batch(plan, state, live.as_ref(), now()) {
+                BatchStep::Apply { replicas, waiting } => {
+                    set_partition(&mut object.object, replicas);
+                    object.hash = planner::hash_object(&object.object);
+                    holding.extend(waiting);
+                }
+                BatchStep::Failed(message) => {
+                    let message = format!("{}: {message}", object.object_ref);
+                    // The gate failed just now (the stored state said rolling): restore the
+                    // previous revision once, if the plan asks for it. Later passes see a
+                    // failed workflow and apply nothing.
+                    let rollback = plan.rollback_on_failure
+                        && previous.as_ref().is_some_and(|previous| {
+                            !matches!(previous.phase, crate::rollout::RolloutPhase::Failed { .. })
+                        });
+                    let template = match (rollback, live.as_ref()) {
+                        (true, Some(live)) => previous_template(cluster, live).await,
+                        _ => None,
+                    };
+                    let Some((revision, template)) = template else {
+                        return StepOutcome::Failed {
+                            reason: "RolloutGateFailed".to_owned(),
+                            message,
+                        };
+                    };
+                    if let Some(spec) = object.object.get_mut("spec").and_then(Value::as_object_mut)
+                    {
+                        spec.insert("template".to_owned(), template);
+                    }
+                    set_partition(&mut object.object, 0);
+                    object.hash = planner::hash_object(&object.object);
+                    rolled_back.push(format!("{message}; rolled back to revision {revision}"));
+                }
+            }
+            continue;
+        }
+        if object.object_ref.kind != "Deployment" {
             continue;
         }
         let live = read_live(cluster, &object.object_ref).await;
@@ -297,7 +382,7 @@ async fn apply_step(
     );
     let applied = apply::apply_app(cluster, &store, &observation, &plan, &options.apply).await;
     let outcome = applied.outcome.clone();
-    report.applies.push((label.to_owned(), applied));
+    applies.push((label.to_owned(), applied));
     match outcome {
         ApplyOutcome::Applied => {}
         ApplyOutcome::Skipped(message) => {
@@ -312,6 +397,12 @@ async fn apply_step(
                 message,
             };
         }
+    }
+    if !rolled_back.is_empty() {
+        return StepOutcome::Failed {
+            reason: "RolloutGateFailed".to_owned(),
+            message: rolled_back.join("; "),
+        };
     }
     if !holding.is_empty() {
         return StepOutcome::Waiting {
@@ -364,51 +455,260 @@ pub(crate) async fn objects_health(
     health::aggregate(healths.iter().map(|(object, health)| (object, health)))
 }
 
-/// A deploy step with placements: the topologies' groups in order, each group's clusters one
-/// after another, and a health gate between groups (the first topology is the canary: the
-/// next is not touched until every cluster of the first is healthy). Every poll re-applies the
-/// groups already through, which is a no-op when nothing changed.
+/// KubeVela's default `parallelism` of a deploy step: placements applied at once.
+const DEFAULT_PARALLELISM: usize = 5;
+
+/// A deploy step with placements, in batches with a health gate between them: the next batch
+/// is not touched until every cluster of the ones before is healthy. Without a `rollout`
+/// property the batches are the step's topologies in order (the first is the canary); with
+/// one, its `batches` split the placements (`crate::rollout::split_placements`), the batch
+/// reached is kept in the workflow state (`rollouts`, by step), a gate not passed within
+/// `gateTimeout` stops the step with the batch and the reason, and `pauseBetweenBatches`
+/// holds after each batch until `driftless resume` approves the next. Every poll re-applies
+/// the batches already through, which is a no-op when nothing changed. Within a batch, up to
+/// the step's `parallelism` placements are applied at once.
 async fn deploy_to_targets(
     run: &Run<'_>,
     targets: &[Target<'_>],
-    step: &str,
-    report: &mut WorkflowReport,
+    dispatch: &Dispatch,
+    rollouts: &mut BTreeMap<String, RolloutState>,
+    applies: &mut Vec<(String, AppApplyReport)>,
 ) -> StepOutcome {
-    let mut groups: Vec<usize> = targets.iter().map(|target| target.group).collect();
-    groups.dedup();
-    for group in groups {
-        let mut waiting = Vec::new();
-        for target in targets.iter().filter(|target| target.group == group) {
-            let placed = Run {
-                cluster: target.cluster,
-                desired: &target.desired,
-                rollouts: run.rollouts,
-                options: run.options,
-            };
-            let cluster = target.cluster.name();
-            let label = format!("{step}@{cluster}");
-            match apply_step(&placed, None, Prune::Disabled, &label, report).await {
+    let step = dispatch.step.as_str();
+    let parallelism = dispatch
+        .properties
+        .get("parallelism")
+        .and_then(Value::as_u64)
+        .map_or(DEFAULT_PARALLELISM, |count| {
+            usize::try_from(count).unwrap_or(usize::MAX).max(1)
+        });
+    // Checked before anything was applied (`invalid-rollout`), so an error cannot occur here.
+    let rollout = PlacementRollout::from_step_properties(&dispatch.properties)
+        .ok()
+        .flatten();
+    let batches = placement_batches(targets, rollout.as_ref());
+    let Some(rollout) = rollout else {
+        for batch in &batches {
+            match apply_targets(run, batch, step, parallelism, rollouts, applies).await {
+                StepOutcome::Succeeded { .. } => {}
+                other => return other,
+            }
+        }
+        return StepOutcome::Succeeded {
+            result: serde_json::json!({}),
+        };
+    };
+    let limits = BatchLimits {
+        n_batches: batches.len(),
+        partition: None,
+        paused: false,
+        pause_between_batches: rollout.pause_between_batches,
+        gate_timeout_secs: rollout.gate_timeout_secs,
+        rollback_on_failure: false,
+    };
+    let mut state = rollouts
+        .get(step)
+        .cloned()
+        .unwrap_or_else(|| RolloutState::new(now()));
+    loop {
+        let current = state.batch.min(batches.len().saturating_sub(1));
+        let mut gate = BatchGate::Healthy;
+        for batch in batches.iter().take(current + 1) {
+            match apply_targets(run, batch, step, parallelism, rollouts, applies).await {
                 StepOutcome::Succeeded { .. } => {}
                 StepOutcome::Waiting { message } => {
-                    // The cluster goes last: a held rollout's message keeps its prefix.
-                    waiting.push(format!("{message} (cluster {cluster})"));
+                    gate = BatchGate::Progressing { message };
+                    break;
                 }
                 StepOutcome::Failed { reason, message } => {
-                    return StepOutcome::Failed {
-                        reason,
-                        message: format!("cluster {cluster}: {message}"),
+                    gate = BatchGate::Unhealthy {
+                        reason: format!("{reason}: {message}"),
                     };
+                    break;
                 }
             }
         }
-        if !waiting.is_empty() {
-            return StepOutcome::Waiting {
-                message: waiting.join("; "),
-            };
+        let clusters = |batch: usize| {
+            batches
+                .get(batch)
+                .map(|targets| {
+                    targets
+                        .iter()
+                        .map(|target| target.cluster.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default()
+        };
+        let decision = advance_rollout(&mut state, &limits, gate, now());
+        rollouts.insert(step.to_owned(), state.clone());
+        match decision {
+            // The next batch starts now: apply it in this same call.
+            GateDecision::Apply { .. } => {}
+            GateDecision::Wait { batch, message } => {
+                return StepOutcome::Waiting {
+                    message: format!("batch {batch} (cluster {}): {message}", clusters(batch)),
+                };
+            }
+            GateDecision::Hold { batch, reason } => {
+                let app = &run.desired.app;
+                return StepOutcome::Waiting {
+                    message: format!(
+                        "{HELD} {batch} (cluster {}): {reason}, approve with `driftless resume {} -n {}`",
+                        clusters(batch),
+                        app.name,
+                        app.namespace
+                    ),
+                };
+            }
+            GateDecision::Done => {
+                return StepOutcome::Succeeded {
+                    result: serde_json::json!({}),
+                };
+            }
+            GateDecision::Stop { batch, reason, .. } => {
+                return StepOutcome::Failed {
+                    reason: "RolloutGateFailed".to_owned(),
+                    message: format!("batch {batch} (cluster {}): {reason}", clusters(batch)),
+                };
+            }
         }
     }
-    StepOutcome::Succeeded {
-        result: serde_json::json!({}),
+}
+
+/// The batches a deploy step rolls out in (see [`deploy_to_targets`]).
+fn placement_batches<'t, 'c>(
+    targets: &'t [Target<'c>],
+    rollout: Option<&PlacementRollout>,
+) -> Vec<Vec<&'t Target<'c>>> {
+    let Some(rollout) = rollout else {
+        let mut groups: Vec<usize> = targets.iter().map(|target| target.group).collect();
+        groups.dedup();
+        return groups
+            .into_iter()
+            .map(|group| {
+                targets
+                    .iter()
+                    .filter(|target| target.group == group)
+                    .collect()
+            })
+            .collect();
+    };
+    // One placement per cluster, in target order: a batch takes every target on its clusters.
+    let mut placements: Vec<Placement> = Vec::new();
+    for target in targets {
+        if !placements
+            .iter()
+            .any(|placement| placement.cluster == target.cluster.name())
+        {
+            placements.push(Placement {
+                cluster: target.cluster.name().to_owned(),
+                namespace: target.desired.app.namespace.clone(),
+            });
+        }
+    }
+    split_placements(&placements, &rollout.batches)
+        .into_iter()
+        .map(|batch| {
+            targets
+                .iter()
+                .filter(|target| {
+                    batch
+                        .iter()
+                        .any(|placement| placement.cluster == target.cluster.name())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// One placement of a deploy step through the apply path, with its own list of applies.
+async fn apply_target(
+    run: &Run<'_>,
+    target: &Target<'_>,
+    step: &str,
+    mut workloads: BTreeMap<String, RolloutState>,
+) -> (
+    StepOutcome,
+    Vec<(String, AppApplyReport)>,
+    BTreeMap<String, RolloutState>,
+) {
+    let placed = Run {
+        cluster: target.cluster,
+        desired: &target.desired,
+        rollouts: run.rollouts,
+        options: run.options,
+    };
+    let label = format!("{step}@{}", target.cluster.name());
+    let mut own = Vec::new();
+    let outcome = apply_step(
+        &placed,
+        None,
+        Prune::Disabled,
+        &label,
+        &mut workloads,
+        &mut own,
+    )
+    .await;
+    (outcome, own, workloads)
+}
+
+/// Applies `targets` (up to `parallelism` at once) and combines their outcomes: the first
+/// failure, else every cluster still waiting, else success. Applies are reported in target
+/// order whatever order they finished in.
+async fn apply_targets(
+    run: &Run<'_>,
+    targets: &[&Target<'_>],
+    step: &str,
+    parallelism: usize,
+    workloads: &mut BTreeMap<String, RolloutState>,
+    applies: &mut Vec<(String, AppApplyReport)>,
+) -> StepOutcome {
+    // In chunks of `parallelism`, each chunk joined: futures of a plain `async fn` (no async
+    // closure in a stream) keep the agent's tasks provably `Send` (rust-lang/rust#110338).
+    // Each placement works on its own copy of the workloads' rollout states; their keys
+    // name the cluster, so merging the copies back loses nothing.
+    let mut results = Vec::new();
+    for chunk in targets.chunks(parallelism) {
+        let running: Vec<_> = chunk
+            .iter()
+            .map(|target| apply_target(run, target, step, workloads.clone()))
+            .collect();
+        for (outcome, own, states) in futures::future::join_all(running).await {
+            workloads.extend(states);
+            results.push((outcome, own));
+        }
+    }
+    let mut waiting = Vec::new();
+    let mut failed = None;
+    for ((outcome, own), target) in results.into_iter().zip(targets) {
+        applies.extend(own);
+        let cluster = target.cluster.name();
+        match outcome {
+            StepOutcome::Succeeded { .. } => {}
+            // The cluster goes last: a held rollout's message keeps its prefix.
+            StepOutcome::Waiting { message } => {
+                waiting.push(format!("{message} (cluster {cluster})"))
+            }
+            StepOutcome::Failed { reason, message } => {
+                failed.get_or_insert(StepOutcome::Failed {
+                    reason,
+                    message: format!("cluster {cluster}: {message}"),
+                });
+            }
+        }
+    }
+    if let Some(failed) = failed {
+        return failed;
+    }
+    if waiting.is_empty() {
+        StepOutcome::Succeeded {
+            result: serde_json::json!({}),
+        }
+    } else {
+        StepOutcome::Waiting {
+            message: waiting.join("; "),
+        }
     }
 }
 
@@ -441,6 +741,8 @@ async fn collect_garbage(
         .filter_map(|step| step.properties.get("component").and_then(Value::as_str))
         .map(str::to_owned)
         .collect();
+    // The workloads' rollouts are done (the workflow succeeded): their states say so.
+    let mut workloads = state.rollouts.clone();
     let mut silent = WorkflowReport {
         app: report.app.clone(),
         state: state.clone(),
@@ -478,7 +780,15 @@ async fn collect_garbage(
             desired: &desired,
             ..*run
         };
-        let _ = apply_step(&whole, None, Prune::Allowed, "garbage-collect", &mut silent).await;
+        let _ = apply_step(
+            &whole,
+            None,
+            Prune::Allowed,
+            "garbage-collect",
+            &mut workloads,
+            &mut silent.applies,
+        )
+        .await;
     }
     for (name, (cluster, desired)) in &placed {
         let remote = Run {
@@ -487,7 +797,15 @@ async fn collect_garbage(
             ..*run
         };
         let label = format!("garbage-collect@{name}");
-        let _ = apply_step(&remote, None, Prune::Allowed, &label, &mut silent).await;
+        let _ = apply_step(
+            &remote,
+            None,
+            Prune::Allowed,
+            &label,
+            &mut workloads,
+            &mut silent.applies,
+        )
+        .await;
     }
     report.applies.extend(silent.applies);
 }
@@ -587,6 +905,127 @@ fn rollout_batch(plan: &RolloutPlan, live: Option<&Value>) -> BatchStep {
     BatchStep::Apply {
         replicas: next,
         waiting: Some(format!("batch {}: scaling to {next} replicas", batch + 1)),
+    }
+}
+
+/// Where a StatefulSet under a rollout plan stands, with its progress kept in the workflow
+/// state (`state`, one per workload and cluster; a new revision starts at batch 0). Batch `b`
+/// applies `spec.updateStrategy.rollingUpdate.partition = targetSize - target(b)`: the
+/// StatefulSet controller moves the pods at or above that ordinal to the new revision and
+/// keeps the others on the previous one, so both revisions run side by side until the last
+/// batch. A batch's gate passes once the controller has seen that partition and reports
+/// `target(b)` updated pods with every pod ready; `batchPartition` and `paused` hold a
+/// healthy batch. `BatchStep::Apply.replicas` carries the partition to apply.
+fn statefulset_batch(
+    plan: &RolloutPlan,
+    state: &mut RolloutState,
+    live: Option<&Value>,
+    now: Timestamp,
+) -> BatchStep {
+    let targets = plan.cumulative_targets();
+    let limits = BatchLimits {
+        n_batches: targets.len(),
+        partition: plan.batch_partition,
+        paused: plan.paused,
+        pause_between_batches: false,
+        gate_timeout_secs: plan.gate_timeout_secs,
+        rollback_on_failure: plan.rollback_on_failure,
+    };
+    let partition_of = |batch: usize| {
+        plan.statefulset_partition(targets.get(batch).copied().unwrap_or(plan.target_size))
+    };
+    let gate = match live {
+        None => BatchGate::Progressing {
+            message: "being created".to_owned(),
+        },
+        Some(live) => statefulset_gate(live, partition_of(state.batch), targets.get(state.batch)),
+    };
+    match advance_rollout(state, &limits, gate, now) {
+        GateDecision::Apply { batch } => BatchStep::Apply {
+            replicas: partition_of(batch),
+            waiting: Some(format!(
+                "batch {batch}: updating pods from ordinal {}",
+                partition_of(batch)
+            )),
+        },
+        GateDecision::Wait { batch, message } => BatchStep::Apply {
+            replicas: partition_of(batch),
+            waiting: Some(format!("batch {batch}: {message}")),
+        },
+        GateDecision::Hold { batch, reason } => BatchStep::Apply {
+            replicas: partition_of(batch),
+            waiting: Some(format!("{HELD} {batch}: {reason}")),
+        },
+        GateDecision::Done => BatchStep::Apply {
+            replicas: 0,
+            waiting: None,
+        },
+        GateDecision::Stop { batch, reason, .. } => {
+            BatchStep::Failed(format!("batch {batch}: {reason}"))
+        }
+    }
+}
+
+/// The gate of a StatefulSet batch from its live object (see [`statefulset_batch`]).
+fn statefulset_gate(live: &Value, partition: u32, target: Option<&u32>) -> BatchGate {
+    let number = |pointer: &str| live.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
+    let applied = number("/spec/updateStrategy/rollingUpdate/partition") == u64::from(partition);
+    let observed = number("/status/observedGeneration") >= number("/metadata/generation");
+    if !applied || !observed {
+        return BatchGate::Progressing {
+            message: format!("partition {partition} not rolled out yet"),
+        };
+    }
+    let target = target.copied().map_or(0, u64::from);
+    let replicas = number("/spec/replicas");
+    let updated = number("/status/updatedReplicas");
+    let ready = number("/status/readyReplicas");
+    if updated >= target && ready >= replicas {
+        BatchGate::Healthy
+    } else {
+        BatchGate::Progressing {
+            message: format!("{updated}/{target} updated, {ready}/{replicas} ready"),
+        }
+    }
+}
+
+/// The previous revision of a StatefulSet: the name and pod template of the ControllerRevision
+/// its `status.currentRevision` names (the revision the pods below the partition still run).
+/// `None` when there is none to go back to (a first rollout) or it cannot be read.
+async fn previous_template(cluster: &Cluster, live: &Value) -> Option<(String, Value)> {
+    let current = live.pointer("/status/currentRevision")?.as_str()?;
+    let update = live
+        .pointer("/status/updateRevision")
+        .and_then(Value::as_str);
+    if update == Some(current) {
+        return None;
+    }
+    let namespace = live.pointer("/metadata/namespace")?.as_str()?;
+    let object_ref = ObjectRef {
+        api_version: "apps/v1".to_owned(),
+        kind: "ControllerRevision".to_owned(),
+        namespace: Some(namespace.to_owned()),
+        name: current.to_owned(),
+    };
+    let revision = read_live(cluster, &object_ref).await?;
+    // The revision's data is the strategic-merge patch of the template, marked to replace.
+    let mut template = revision.pointer("/data/spec/template")?.clone();
+    if let Some(fields) = template.as_object_mut() {
+        fields.remove("$patch");
+    }
+    Some((current.to_owned(), template))
+}
+
+/// Sets a StatefulSet's rolling-update partition.
+fn set_partition(object: &mut Value, partition: u32) {
+    if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.insert(
+            "updateStrategy".to_owned(),
+            serde_json::json!({
+                "type": "RollingUpdate",
+                "rollingUpdate": {"partition": partition},
+            }),
+        );
     }
 }
 
@@ -789,5 +1228,108 @@ mod tests {
             BatchStep::Failed(message) => assert!(message.starts_with("batch 1:"), "{message}"),
             other => panic!("not failed: {other:?}"),
         }
+    }
+
+    fn statefulset(partition: Option<u64>, generation: u64, updated: u64, ready: u64) -> Value {
+        let mut live = serde_json::json!({
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "db", "generation": generation},
+            "spec": {"replicas": 10},
+            "status": {
+                "observedGeneration": 4,
+                "replicas": 10,
+                "updatedReplicas": updated,
+                "readyReplicas": ready,
+            },
+        });
+        if let Some(partition) = partition {
+            live["spec"]["updateStrategy"] = serde_json::json!({"type": "RollingUpdate", "rollingUpdate": {"partition": partition}});
+        }
+        live
+    }
+
+    fn partition_and_waiting(step: BatchStep) -> (u32, Option<String>) {
+        match step {
+            BatchStep::Apply { replicas, waiting } => (replicas, waiting),
+            BatchStep::Failed(message) => panic!("failed: {message}"),
+        }
+    }
+
+    #[test]
+    fn a_statefulset_rolls_by_partition_batch_after_batch_each_gated() {
+        let plan = plan(None, false);
+        let mut state = RolloutState::new(Timestamp(0));
+        // The previous revision fully rolled out (no partition): batch 0 starts at ordinal 8.
+        let (partition, waiting) = partition_and_waiting(statefulset_batch(
+            &plan,
+            &mut state,
+            Some(&statefulset(None, 4, 10, 10)),
+            Timestamp(1),
+        ));
+        assert_eq!(partition, 8);
+        assert!(waiting.is_some_and(|why| why.starts_with("batch 0:")));
+        // Applied and observed, but only 1 of 2 pods updated: still batch 0.
+        let (partition, waiting) = partition_and_waiting(statefulset_batch(
+            &plan,
+            &mut state,
+            Some(&statefulset(Some(8), 4, 1, 10)),
+            Timestamp(2),
+        ));
+        assert_eq!(partition, 8);
+        assert_eq!(
+            waiting.as_deref(),
+            Some("batch 0: 1/2 updated, 10/10 ready")
+        );
+        // Not observed by the controller yet: waits.
+        let (partition, _) = partition_and_waiting(statefulset_batch(
+            &plan,
+            &mut state,
+            Some(&statefulset(Some(8), 5, 2, 10)),
+            Timestamp(3),
+        ));
+        assert_eq!((partition, state.batch), (8, 0));
+        // Two updated and every pod ready: batch 1 lowers the partition to 5.
+        let (partition, _) = partition_and_waiting(statefulset_batch(
+            &plan,
+            &mut state,
+            Some(&statefulset(Some(8), 4, 2, 10)),
+            Timestamp(4),
+        ));
+        assert_eq!((partition, state.batch), (5, 1));
+        let (partition, _) = partition_and_waiting(statefulset_batch(
+            &plan,
+            &mut state,
+            Some(&statefulset(Some(5), 4, 5, 10)),
+            Timestamp(5),
+        ));
+        assert_eq!((partition, state.batch), (0, 2));
+        assert_eq!(
+            statefulset_batch(
+                &plan,
+                &mut state,
+                Some(&statefulset(Some(0), 4, 10, 10)),
+                Timestamp(6)
+            ),
+            BatchStep::Apply {
+                replicas: 0,
+                waiting: None
+            }
+        );
+    }
+
+    #[test]
+    fn a_statefulset_batch_partition_holds_with_both_revisions() {
+        let plan = plan(Some(0), false);
+        let mut state = RolloutState::new(Timestamp(0));
+        let _ = statefulset_batch(&plan, &mut state, None, Timestamp(1));
+        let (partition, waiting) = partition_and_waiting(statefulset_batch(
+            &plan,
+            &mut state,
+            Some(&statefulset(Some(8), 4, 2, 10)),
+            Timestamp(2),
+        ));
+        assert_eq!(partition, 8);
+        assert!(waiting.is_some_and(|why| why.starts_with(HELD)));
     }
 }

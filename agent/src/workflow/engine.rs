@@ -153,6 +153,18 @@ pub fn resume(state: &mut WorkflowState, step: Option<&str>) -> Result<Vec<Strin
             resumed.push(name.clone());
         }
     }
+    // A deploy step whose placement rollout waits for approval between batches is running,
+    // not suspended; resuming it approves its next batch.
+    for (name, rollout) in &mut state.rollouts {
+        let running = state
+            .steps
+            .get(name)
+            .is_some_and(|step_state| step_state.phase == StepPhase::Running);
+        if running && rollout.awaits_approval() && step.is_none_or(|wanted| wanted == name) {
+            rollout.approve_next();
+            resumed.push(format!("{name} (batch {} approved)", rollout.batch + 1));
+        }
+    }
     match (resumed.is_empty(), step) {
         (false, _) => Ok(resumed),
         (true, None) => Err(ResumeError::NotSuspended),

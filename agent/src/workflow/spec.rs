@@ -120,7 +120,7 @@ pub struct WorkflowContext<'a> {
 /// A problem found before anything is applied. `rule` is a stable kebab-case id
 /// (`unknown-workflow-step-type`, `dependency-cycle`, `unknown-policy`, `unknown-component`,
 /// `unknown-cluster`, `unknown-dependency`, `invalid-if`, `invalid-timeout`, `unknown-input`,
-/// `duplicate-workflow-step`).
+/// `duplicate-workflow-step`, `invalid-rollout`, `invalid-parallelism`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Issue {
     pub rule: &'static str,
@@ -495,6 +495,97 @@ pub(crate) fn find_cycle(steps: &[StepSpec]) -> Option<Vec<String>> {
     None
 }
 
+/// A deploy step's `rollout` (placement batches) and `parallelism` are usable, and the
+/// clusters its batches name are registered and placed on by the step's topologies.
+fn check_deploy_rollout(ctx: &WorkflowContext<'_>, step: &StepSpec, issues: &mut Vec<Issue>) {
+    let mut issue = |rule: &'static str, message: String| {
+        issues.push(Issue {
+            rule,
+            step: Some(step.name.clone()),
+            message,
+        });
+    };
+    if let Some(parallelism) = step.properties.get("parallelism")
+        && parallelism.as_u64().is_none_or(|count| count == 0)
+    {
+        issue(
+            "invalid-parallelism",
+            format!(
+                "deploy step {:?}: parallelism {parallelism} is not a positive integer",
+                step.name
+            ),
+        );
+    }
+    let rollout = match crate::rollout::PlacementRollout::from_step_properties(&step.properties) {
+        Ok(Some(rollout)) => rollout,
+        Ok(None) => return,
+        Err(error) => {
+            issue(
+                "invalid-rollout",
+                format!("deploy step {:?}: {error}", step.name),
+            );
+            return;
+        }
+    };
+    // The clusters the step's topologies name; `None` when one selects by label, so only
+    // the registry can be checked.
+    let mut placed: Option<BTreeSet<&str>> = Some(BTreeSet::new());
+    for name in step
+        .properties
+        .get("policies")
+        .and_then(|policies| policies.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|name| name.as_str())
+    {
+        let Some(policy) = ctx
+            .policies
+            .iter()
+            .find(|policy| policy.name == name && policy.policy_type == "topology")
+        else {
+            continue;
+        };
+        let properties = policy.properties.as_ref();
+        match properties.and_then(|properties| properties.get("clusters")) {
+            Some(clusters) => {
+                if let Some(placed) = placed.as_mut() {
+                    placed.extend(
+                        clusters
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|cluster| cluster.as_str()),
+                    );
+                }
+            }
+            None => placed = None,
+        }
+    }
+    for cluster in rollout.named_clusters() {
+        let registered = ctx
+            .clusters
+            .as_ref()
+            .is_none_or(|clusters| clusters.contains(cluster));
+        let on_step = placed
+            .as_ref()
+            .is_none_or(|placed| placed.contains(cluster));
+        if !registered || !on_step {
+            let why = if registered {
+                "which none of the step's topology policies places the app on"
+            } else {
+                "which is not in the agent's cluster registry"
+            };
+            issue(
+                "unknown-cluster",
+                format!(
+                    "deploy step {:?}: rollout batch names cluster {cluster:?}, {why}",
+                    step.name
+                ),
+            );
+        }
+    }
+}
+
 /// Deploy steps name existing policies, and topologies name registered clusters.
 fn check_policies_clusters(ctx: &WorkflowContext<'_>, steps: &[StepSpec], issues: &mut Vec<Issue>) {
     for step in steps
@@ -502,6 +593,7 @@ fn check_policies_clusters(ctx: &WorkflowContext<'_>, steps: &[StepSpec], issues
         .flat_map(|step| std::iter::once(step).chain(step.sub_steps.iter()))
         .filter(|step| step.step_type == StepType::Deploy)
     {
+        check_deploy_rollout(ctx, step, issues);
         let names = step
             .properties
             .get("policies")

@@ -136,6 +136,10 @@ pub struct WorkflowState {
     pub outputs: BTreeMap<String, serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+    /// Placement rollouts of deploy steps with `rollout.batches`, by step name: the batch a
+    /// step is at survives restarts, and `driftless resume` approves the next one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rollouts: BTreeMap<String, crate::rollout::RolloutState>,
 }
 
 impl WorkflowState {
@@ -153,6 +157,7 @@ impl WorkflowState {
             steps,
             outputs: BTreeMap::new(),
             failure: None,
+            rollouts: BTreeMap::new(),
         }
     }
 
