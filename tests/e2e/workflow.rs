@@ -1236,3 +1236,230 @@ async fn a_statefulset_rolls_out_by_partition_with_both_revisions_side_by_side()
     }
     Ok(())
 }
+
+/// A 4-replica Deployment (`web`) at `image` under a rollout plan of batches [1, 1, 2]; a
+/// `broken` revision's pods select no node (Pending, never ready) and its plan fails a batch
+/// after 3 s and rolls back.
+fn revision_app(namespace: &str, image: &str, partition: Option<u32>, broken: bool) -> String {
+    let mut plan = partition
+        .map(|index| format!("            batchPartition: {index}\n"))
+        .unwrap_or_default();
+    let mut pod = String::new();
+    if broken {
+        plan.push_str("            gateTimeout: 3s\n            rollbackOnFailure: true\n");
+        pod.push_str("                  nodeSelector: {no-such-node: here}\n");
+    }
+    format!(
+        "apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: revised
+  namespace: {namespace}
+spec:
+  components:
+    - name: web
+      type: k8s-objects
+      properties:
+        objects:
+          - apiVersion: apps/v1
+            kind: Deployment
+            metadata:
+              name: web
+            spec:
+              replicas: 4
+              selector:
+                matchLabels: {{app: web}}
+              template:
+                metadata:
+                  labels: {{app: web}}
+                spec:
+{pod}                  containers:
+                    - name: main
+                      image: {image}
+      traits:
+        - type: rollout
+          properties:
+            targetSize: 4
+            rolloutBatches:
+              - replicas: 1
+              - replicas: 1
+              - replicas: 2
+{plan}  workflow:
+    steps:
+      - name: web
+        type: apply-component
+        properties:
+          component: web
+"
+    )
+}
+
+/// Ready, not terminating pods labelled `selector`, counted per image.
+async fn ready_pods_by_image(
+    cluster: &TestCluster,
+    namespace: &str,
+    selector: &str,
+) -> Result<std::collections::BTreeMap<String, usize>> {
+    let pods: Api<k8s_openapi::api::core::v1::Pod> =
+        Api::namespaced(cluster.client.clone(), namespace);
+    let mut images = std::collections::BTreeMap::new();
+    for pod in pods
+        .list(&ListParams::default().labels(selector))
+        .await?
+        .items
+    {
+        let ready = pod.metadata.deletion_timestamp.is_none()
+            && pod
+                .status
+                .as_ref()
+                .and_then(|status| status.conditions.as_ref())
+                .is_some_and(|conditions| {
+                    conditions
+                        .iter()
+                        .any(|condition| condition.type_ == "Ready" && condition.status == "True")
+                });
+        if ready {
+            let image = pod
+                .spec
+                .and_then(|spec| spec.containers.into_iter().next())
+                .and_then(|container| container.image)
+                .unwrap_or_default();
+            *images.entry(image).or_insert(0) += 1;
+        }
+    }
+    Ok(images)
+}
+
+/// Deployment name → (spec.replicas, image) in the namespace.
+async fn deployments_of(
+    cluster: &TestCluster,
+    namespace: &str,
+) -> Result<std::collections::BTreeMap<String, (i32, String)>> {
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(cluster.client.clone(), namespace);
+    Ok(deployments
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|deployment| deployment.metadata.deletion_timestamp.is_none())
+        .map(|deployment| {
+            let spec = deployment.spec.unwrap_or_default();
+            let image = spec
+                .template
+                .spec
+                .and_then(|pod| pod.containers.into_iter().next())
+                .and_then(|container| container.image)
+                .unwrap_or_default();
+            (
+                deployment.metadata.name.unwrap_or_default(),
+                (spec.replicas.unwrap_or(0), image),
+            )
+        })
+        .collect())
+}
+
+#[tokio::test]
+async fn a_new_deployment_revision_runs_side_by_side_in_batches_and_a_failed_gate_rolls_back()
+-> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "wf-revision").await?;
+    let repo = Repo::new()?;
+    std::fs::create_dir_all(repo.path().join("definitions/traits"))?;
+    std::fs::write(
+        repo.path().join("definitions/traits/rollout.cue"),
+        ROLLOUT_TRAIT,
+    )?;
+    let counts = |pairs: &[(&str, usize)]| {
+        pairs
+            .iter()
+            .map(|(image, count)| ((*image).to_owned(), *count))
+            .collect::<std::collections::BTreeMap<String, usize>>()
+    };
+
+    repo.write_app(
+        "revised",
+        &revision_app(&ns.name, "nginx:1.25", None, false),
+    )?;
+    let (ok, text) = apply(&cluster, &repo, &ns)?;
+    ensure!(
+        ok && text.contains("workflow succeeded"),
+        "first rollout:\n{text}"
+    );
+
+    // A new image held after batch 0: one pod of the new revision (its own Deployment), three
+    // of the previous one, all ready.
+    repo.write_app(
+        "revised",
+        &revision_app(&ns.name, "nginx:1.26", Some(0), false),
+    )?;
+    let (ok, text) = apply(&cluster, &repo, &ns)?;
+    ensure!(
+        ok && text.contains("held after batch 0") && text.contains("workflow still running"),
+        "the rollout holds after batch 0:\n{text}"
+    );
+    let pods = ready_pods_by_image(&cluster, &ns.name, "app=web").await?;
+    ensure!(
+        pods == counts(&[("nginx:1.25", 3), ("nginx:1.26", 1)]),
+        "both revisions side by side: {pods:?}\n{text}"
+    );
+    let deployments = deployments_of(&cluster, &ns.name).await?;
+    let new_revision: Vec<&String> = deployments
+        .iter()
+        .filter(|(name, spec)| name.starts_with("web-") && **spec == (1, "nginx:1.26".to_owned()))
+        .map(|(name, _)| name)
+        .collect();
+    ensure!(
+        deployments.get("web") == Some(&(3, "nginx:1.25".to_owned()))
+            && new_revision.len() == 1
+            && deployments.len() == 2,
+        "the previous Deployment keeps its template at 3, the new revision's has 1: {deployments:?}"
+    );
+
+    // Unpaused in Git: the rollout finishes, `web` takes the new template, and the new
+    // revision's Deployment is collected.
+    repo.write_app(
+        "revised",
+        &revision_app(&ns.name, "nginx:1.26", None, false),
+    )?;
+    let (ok, text) = apply(&cluster, &repo, &ns)?;
+    ensure!(
+        ok && text.contains("workflow succeeded"),
+        "last batches:\n{text}"
+    );
+    let deployments = deployments_of(&cluster, &ns.name).await?;
+    ensure!(
+        deployments.len() == 1 && deployments.get("web") == Some(&(4, "nginx:1.26".to_owned())),
+        "{deployments:?}\n{text}"
+    );
+
+    // A revision that never becomes ready: the gate times out, the workflow fails with the
+    // batch and the reason, the previous revision is back at full size and the new
+    // revision's Deployment is removed.
+    repo.write_app("revised", &revision_app(&ns.name, "nginx:1.27", None, true))?;
+    let (ok, text) = apply(&cluster, &repo, &ns)?;
+    ensure!(!ok, "a failed gate exits non-zero:\n{text}");
+    ensure!(
+        text.contains("workflow failed at step web: RolloutGateFailed: Deployment")
+            && text.contains("batch 0: batch 0 not healthy after 3s")
+            && text.contains("rolled back to revision"),
+        "the failure names the batch, the reason and the rollback:\n{text}"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let deployments = deployments_of(&cluster, &ns.name).await?;
+        let pods = ready_pods_by_image(&cluster, &ns.name, "app=web").await?;
+        if deployments.len() == 1
+            && deployments.get("web") == Some(&(4, "nginx:1.26".to_owned()))
+            && pods == counts(&[("nginx:1.26", 4)])
+        {
+            break;
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the previous revision did not come back: {deployments:?} {pods:?}\n{text}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    Ok(())
+}

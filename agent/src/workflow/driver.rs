@@ -293,6 +293,10 @@ async fn apply_step(
     // Workloads under a rollout plan get this batch's replicas instead of the full count.
     let mut holding: Vec<String> = Vec::new();
     let mut rolled_back: Vec<String> = Vec::new();
+    // New revisions' Deployments to apply next to their previous one, and those to remove
+    // (rolled back).
+    let mut extras = Vec::new();
+    let mut removals: Vec<ObjectRef> = Vec::new();
     for object in &mut subset.objects {
         let Some(plan) = rollouts.get(&object.component) else {
             continue;
@@ -352,6 +356,80 @@ async fn apply_step(
             continue;
         }
         let live = read_live(cluster, &object.object_ref).await;
+        let revision = template_revision(&object.object);
+        stamp_revision(&mut object.object, &revision);
+        let live_revision = live
+            .as_ref()
+            .and_then(|live| live.pointer(REVISION_POINTER))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if let (Some(live), Some(previous_revision)) = (live.as_ref(), live_revision)
+            && previous_revision != revision
+        {
+            // A new pod template: the new revision runs as its own Deployment next to the
+            // previous one (see the module doc of `rollout`).
+            let key = format!(
+                "{}/{}@{}",
+                object.component,
+                object.object_ref.name,
+                cluster.name()
+            );
+            let previous_state = workloads.get(&key).cloned();
+            let state = workloads
+                .entry(key)
+                .or_insert_with(|| RolloutState::new(now()));
+            let new_ref = ObjectRef {
+                name: revision_name(&object.object_ref.name, &revision),
+                ..object.object_ref.clone()
+            };
+            let new_live = read_live(cluster, &new_ref).await;
+            match revision_batch(plan, state, new_live.as_ref(), live, now()) {
+                RevisionStep::Batch { new, old, waiting } => {
+                    let mut next = object.clone();
+                    as_revision(&mut next, &new_ref.name, &revision, new);
+                    keep_previous(&mut object.object, live, &previous_revision, old);
+                    object.hash = planner::hash_object(&object.object);
+                    extras.push(next);
+                    holding.push(waiting);
+                }
+                RevisionStep::Promote => {
+                    // The previous Deployment takes the new template at full size; the new
+                    // revision's Deployment serves until then, and the garbage collection
+                    // after the workflow removes it.
+                    set_replicas(&mut object.object, plan.target_size);
+                    object.hash = planner::hash_object(&object.object);
+                    holding.push(format!(
+                        "promoting revision {revision} to {}",
+                        object.object_ref.name
+                    ));
+                }
+                RevisionStep::Failed { message, rollback } => {
+                    let message = format!("{}: {message}", object.object_ref);
+                    let first = previous_state.is_some_and(|previous| {
+                        !matches!(previous.phase, crate::rollout::RolloutPhase::Failed { .. })
+                    });
+                    if !(rollback && first) {
+                        return StepOutcome::Failed {
+                            reason: "RolloutGateFailed".to_owned(),
+                            message,
+                        };
+                    }
+                    keep_previous(
+                        &mut object.object,
+                        live,
+                        &previous_revision,
+                        plan.target_size,
+                    );
+                    object.hash = planner::hash_object(&object.object);
+                    rolled_back.push(format!(
+                        "{message}; rolled back to revision {previous_revision}, Deployment {} removed",
+                        new_ref.name
+                    ));
+                    removals.push(new_ref);
+                }
+            }
+            continue;
+        }
         match rollout_batch(plan, live.as_ref()) {
             BatchStep::Apply { replicas, waiting } => {
                 if let Some(spec) = object.object.get_mut("spec").and_then(Value::as_object_mut) {
@@ -368,6 +446,7 @@ async fn apply_step(
             }
         }
     }
+    subset.objects.extend(extras);
     let store = TrackerStore::new(cluster, &options.tracker_namespace);
     let observation = observe::observe_app(cluster, &store, subset, FIELD_MANAGER).await;
     let plan_options = PlanOptions {
@@ -396,6 +475,11 @@ async fn apply_step(
                 reason: "ApplyFailed".to_owned(),
                 message,
             };
+        }
+    }
+    for object_ref in &removals {
+        if let Err(message) = delete_object(cluster, object_ref).await {
+            rolled_back.push(format!("removing {object_ref} failed: {message}"));
         }
     }
     if !rolled_back.is_empty() {
@@ -989,6 +1073,219 @@ fn statefulset_gate(live: &Value, partition: u32, target: Option<&u32>) -> Batch
     }
 }
 
+/// Where a Deployment's pod template is recorded (`driftless.dev/revision`): a rollout plan
+/// rolls a changed template out as a new revision.
+const REVISION_ANNOTATION: &str = "driftless.dev/revision";
+const REVISION_POINTER: &str = "/metadata/annotations/driftless.dev~1revision";
+/// The label telling a new revision's pods from the previous Deployment's.
+const REVISION_LABEL: &str = "driftless.dev/revision";
+
+/// What a Deployment whose template changed gets now (see [`revision_batch`]).
+#[derive(Debug, Clone, PartialEq)]
+enum RevisionStep {
+    /// The new revision's Deployment at `new` replicas, the previous one at `old`.
+    Batch { new: u32, old: u32, waiting: String },
+    /// Every batch passed: the Deployment takes the new template.
+    Promote,
+    /// The gate failed; `rollback`: restore the previous revision.
+    Failed { message: String, rollback: bool },
+}
+
+/// The batch of a Deployment rolling out a new template, with its progress in the workflow
+/// state (one per workload and cluster). Batch `b` runs the new revision as its own Deployment
+/// (`<name>-<revision>`) with `target(b)` replicas and keeps the previous Deployment, on its
+/// previous template, at `targetSize - target(b)`, so both serve side by side. The gate passes
+/// when the new one has that many updated, ready replicas and the previous one is down to its
+/// share; `batchPartition` and `paused` hold a healthy batch, `gateTimeout` fails it.
+fn revision_batch(
+    plan: &RolloutPlan,
+    state: &mut RolloutState,
+    new_live: Option<&Value>,
+    old_live: &Value,
+    now: Timestamp,
+) -> RevisionStep {
+    let targets = plan.cumulative_targets();
+    let limits = BatchLimits {
+        n_batches: targets.len(),
+        partition: plan.batch_partition,
+        paused: plan.paused,
+        pause_between_batches: false,
+        gate_timeout_secs: plan.gate_timeout_secs,
+        rollback_on_failure: plan.rollback_on_failure,
+    };
+    let target_of = |batch: usize| targets.get(batch).copied().unwrap_or(plan.target_size);
+    let target = target_of(state.batch);
+    let gate = revision_gate(
+        new_live,
+        old_live,
+        target,
+        plan.target_size.saturating_sub(target),
+    );
+    let batch_step = |batch: usize, waiting: String| RevisionStep::Batch {
+        new: target_of(batch),
+        old: plan.target_size.saturating_sub(target_of(batch)),
+        waiting,
+    };
+    match advance_rollout(state, &limits, gate, now) {
+        GateDecision::Apply { batch } => batch_step(
+            batch,
+            format!(
+                "batch {batch}: scaling the new revision to {}",
+                target_of(batch)
+            ),
+        ),
+        GateDecision::Wait { batch, message } => {
+            batch_step(batch, format!("batch {batch}: {message}"))
+        }
+        GateDecision::Hold { batch, reason } => {
+            batch_step(batch, format!("{HELD} {batch}: {reason}"))
+        }
+        GateDecision::Done => RevisionStep::Promote,
+        GateDecision::Stop {
+            batch,
+            reason,
+            rollback,
+        } => RevisionStep::Failed {
+            message: format!("batch {batch}: {reason}"),
+            rollback,
+        },
+    }
+}
+
+/// The gate of a revision batch (see [`revision_batch`]).
+fn revision_gate(
+    new_live: Option<&Value>,
+    old_live: &Value,
+    new_target: u32,
+    old_target: u32,
+) -> BatchGate {
+    let Some(new_live) = new_live else {
+        return BatchGate::Progressing {
+            message: "the new revision is being created".to_owned(),
+        };
+    };
+    let number =
+        |live: &Value, pointer: &str| live.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
+    let observed = |live: &Value| {
+        number(live, "/status/observedGeneration") >= number(live, "/metadata/generation")
+    };
+    let new_ready = number(new_live, "/status/readyReplicas");
+    let new_done = observed(new_live)
+        && number(new_live, "/spec/replicas") == u64::from(new_target)
+        && number(new_live, "/status/updatedReplicas") == u64::from(new_target)
+        && new_ready >= u64::from(new_target);
+    let old_pods = number(old_live, "/status/replicas");
+    let old_done = observed(old_live)
+        && number(old_live, "/spec/replicas") == u64::from(old_target)
+        && old_pods <= u64::from(old_target);
+    if new_done && old_done {
+        BatchGate::Healthy
+    } else {
+        BatchGate::Progressing {
+            message: format!(
+                "new revision {new_ready}/{new_target} ready, previous revision {old_pods} pods (to {old_target})"
+            ),
+        }
+    }
+}
+
+/// A short hash of a workload's pod template: its revision.
+fn template_revision(object: &Value) -> String {
+    let template = object.pointer("/spec/template").unwrap_or(&Value::Null);
+    let hash = planner::hash_object(template);
+    hash.get(..10).unwrap_or(&hash).to_owned()
+}
+
+/// `<name>-<revision>`: the new revision's Deployment.
+fn revision_name(name: &str, revision: &str) -> String {
+    format!("{name}-{revision}")
+}
+
+/// Records `revision` on the object's annotations.
+fn stamp_revision(object: &mut Value, revision: &str) {
+    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        let annotations = metadata
+            .entry("annotations")
+            .or_insert_with(|| serde_json::json!({}));
+        if let Some(annotations) = annotations.as_object_mut() {
+            annotations.insert(
+                REVISION_ANNOTATION.to_owned(),
+                Value::String(revision.to_owned()),
+            );
+        }
+    }
+}
+
+fn set_replicas(object: &mut Value, replicas: u32) {
+    if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.insert("replicas".to_owned(), Value::from(replicas));
+    }
+}
+
+/// Turns a copy of the desired Deployment into the new revision's own Deployment: renamed,
+/// its selector and pods labelled with the revision so they are told from the previous
+/// Deployment's, at `replicas`.
+fn as_revision(object: &mut planner::DesiredObject, name: &str, revision: &str, replicas: u32) {
+    object.object_ref.name = name.to_owned();
+    if let Some(metadata) = object
+        .object
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+    {
+        metadata.insert("name".to_owned(), Value::String(name.to_owned()));
+    }
+    for pointer in [
+        "/spec/selector/matchLabels",
+        "/spec/template/metadata/labels",
+    ] {
+        if let Some(labels) = object
+            .object
+            .pointer_mut(pointer)
+            .and_then(Value::as_object_mut)
+        {
+            labels.insert(
+                REVISION_LABEL.to_owned(),
+                Value::String(revision.to_owned()),
+            );
+        }
+    }
+    set_replicas(&mut object.object, replicas);
+    object.hash = planner::hash_object(&object.object);
+}
+
+/// Keeps the previous Deployment on its live pod template and revision, at `replicas`.
+fn keep_previous(object: &mut Value, live: &Value, revision: &str, replicas: u32) {
+    if let (Some(spec), Some(template)) = (
+        object.get_mut("spec").and_then(Value::as_object_mut),
+        live.pointer("/spec/template"),
+    ) {
+        spec.insert("template".to_owned(), template.clone());
+    }
+    set_replicas(object, replicas);
+    stamp_revision(object, revision);
+}
+
+/// Deletes one object (a rolled-back revision's Deployment); absent counts as deleted.
+async fn delete_object(cluster: &Cluster, object_ref: &ObjectRef) -> Result<(), String> {
+    let resolved = match cluster
+        .resolve(&object_ref.api_version, &object_ref.kind)
+        .await
+    {
+        Ok(Some(resolved)) => resolved,
+        Ok(None) => return Err(observe::not_served(object_ref)),
+        Err(error) => return Err(describe_error(&error)),
+    };
+    let api = cluster.api(&resolved, object_ref).await;
+    match api
+        .delete(&object_ref.name, &kube::api::DeleteParams::background())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(response)) if response.code == 404 => Ok(()),
+        Err(error) => Err(describe_error(&error)),
+    }
+}
+
 /// The previous revision of a StatefulSet: the name and pod template of the ControllerRevision
 /// its `status.currentRevision` names (the revision the pods below the partition still run).
 /// `None` when there is none to go back to (a first rollout) or it cannot be read.
@@ -1331,5 +1628,166 @@ mod tests {
         ));
         assert_eq!(partition, 8);
         assert!(waiting.is_some_and(|why| why.starts_with(HELD)));
+    }
+
+    #[test]
+    fn a_new_revision_runs_beside_the_previous_one_batch_by_batch_then_is_promoted() {
+        let plan = plan(None, false);
+        let mut state = RolloutState::new(Timestamp(0));
+        // The previous Deployment at full size, no new revision yet: batch 0 creates it.
+        let step = revision_batch(
+            &plan,
+            &mut state,
+            None,
+            &deployment(10, 10, 10),
+            Timestamp(1),
+        );
+        assert!(
+            matches!(step, RevisionStep::Batch { new: 2, old: 8, ref waiting } if waiting.starts_with("batch 0:")),
+            "{step:?}"
+        );
+        // The new revision ready but the previous one not scaled down yet: still batch 0.
+        let step = revision_batch(
+            &plan,
+            &mut state,
+            Some(&deployment(2, 2, 2)),
+            &deployment(10, 10, 10),
+            Timestamp(2),
+        );
+        assert!(
+            matches!(step, RevisionStep::Batch { new: 2, old: 8, .. }),
+            "{step:?}"
+        );
+        let step = revision_batch(
+            &plan,
+            &mut state,
+            Some(&deployment(2, 2, 2)),
+            &deployment(8, 8, 8),
+            Timestamp(3),
+        );
+        assert!(
+            matches!(step, RevisionStep::Batch { new: 5, old: 5, .. }),
+            "{step:?}"
+        );
+        let step = revision_batch(
+            &plan,
+            &mut state,
+            Some(&deployment(5, 5, 5)),
+            &deployment(5, 5, 5),
+            Timestamp(4),
+        );
+        assert!(
+            matches!(
+                step,
+                RevisionStep::Batch {
+                    new: 10,
+                    old: 0,
+                    ..
+                }
+            ),
+            "{step:?}"
+        );
+        let step = revision_batch(
+            &plan,
+            &mut state,
+            Some(&deployment(10, 10, 10)),
+            &deployment(0, 0, 0),
+            Timestamp(5),
+        );
+        assert_eq!(step, RevisionStep::Promote);
+    }
+
+    #[test]
+    fn a_revision_gate_that_times_out_fails_with_rollback_when_asked() {
+        let mut plan = plan(None, false);
+        plan.gate_timeout_secs = Some(3);
+        plan.rollback_on_failure = true;
+        let mut state = RolloutState::new(Timestamp(0));
+        let _ = revision_batch(
+            &plan,
+            &mut state,
+            None,
+            &deployment(10, 10, 10),
+            Timestamp(1),
+        );
+        let step = revision_batch(
+            &plan,
+            &mut state,
+            Some(&deployment(2, 2, 0)),
+            &deployment(8, 8, 8),
+            Timestamp(5),
+        );
+        match step {
+            RevisionStep::Failed { message, rollback } => {
+                assert!(rollback);
+                assert!(
+                    message.starts_with("batch 0: batch 0 not healthy after 3s"),
+                    "{message}"
+                );
+            }
+            other => panic!("not failed: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_new_revision_is_its_own_deployment_with_its_own_pods() {
+        let rendered = serde_json::json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "ns"},
+            "spec": {
+                "replicas": 4,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "main", "image": "v2"}]}},
+            },
+        });
+        let revision = template_revision(&rendered);
+        assert_eq!(revision.len(), 10);
+        let mut other = rendered.clone();
+        other["spec"]["replicas"] = serde_json::json!(1);
+        assert_eq!(
+            template_revision(&other),
+            revision,
+            "replicas are not the template"
+        );
+        other["spec"]["template"]["spec"]["containers"][0]["image"] = serde_json::json!("v3");
+        assert_ne!(template_revision(&other), revision);
+
+        let mut object = planner::DesiredObject {
+            object_ref: ObjectRef::from_object(&rendered).unwrap(),
+            component: "web".to_owned(),
+            component_type: None,
+            trait_type: None,
+            output_name: None,
+            object: rendered.clone(),
+            hash: String::new(),
+        };
+        as_revision(&mut object, &revision_name("web", &revision), &revision, 1);
+        assert_eq!(object.object_ref.name, format!("web-{revision}"));
+        assert_eq!(
+            object.object["metadata"]["name"],
+            object.object_ref.name.as_str()
+        );
+        assert_eq!(object.object["spec"]["replicas"], 1);
+        for pointer in [
+            "/spec/selector/matchLabels",
+            "/spec/template/metadata/labels",
+        ] {
+            assert_eq!(
+                object.object.pointer(pointer).unwrap()["driftless.dev/revision"],
+                revision.as_str()
+            );
+        }
+
+        let live =
+            serde_json::json!({"spec": {"template": {"spec": {"containers": [{"image": "v1"}]}}}});
+        let mut previous = rendered;
+        keep_previous(&mut previous, &live, "old", 3);
+        assert_eq!(
+            previous["spec"]["template"]["spec"]["containers"][0]["image"],
+            "v1"
+        );
+        assert_eq!(previous["spec"]["replicas"], 3);
+        assert_eq!(previous.pointer(REVISION_POINTER).unwrap(), "old");
     }
 }
