@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Build kubeconform (github.com/yannh/kubeconform) from its Go module into a version-keyed cache
+# outside the repository, for the side-by-side speed comparison of hack/kubeconform-compare.sh
+# (BENCHMARKS.md, "Analyze"). Nothing in `hack/test.sh` needs it.
+#
+#   hack/build-kubeconform.sh      # builds if needed; prints the path of the binary on stdout
+#
+# `go install module@version` through the Go module proxy, with the local toolchain and no cgo.
+# Progress goes to stderr. Environment: DRIFTLESS_CACHE (default $HOME/.cache/driftless).
+set -euo pipefail
+
+KUBECONFORM_VERSION=v0.8.0
+
+CACHE=${DRIFTLESS_CACHE:-$HOME/.cache/driftless}
+BIN_DIR=$CACHE/bin/kubeconform-$KUBECONFORM_VERSION
+BIN=$BIN_DIR/kubeconform
+
+say() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'build-kubeconform: error: %s\n' "$*" >&2; exit 1; }
+
+if [[ -x $BIN ]]; then
+  printf '%s\n' "$BIN"
+  exit 0
+fi
+
+command -v go >/dev/null || die "go is not installed (hack/install-prereqs.sh installs it)"
+
+# Install into a staging directory and rename into place: the cache holds a complete binary or
+# nothing, even when the build is interrupted.
+mkdir -p "$CACHE/bin"
+STAGING=$(mktemp -d "$CACHE/bin/.kubeconform-$KUBECONFORM_VERSION.XXXXXX")
+trap 'rm -rf "$STAGING"' EXIT
+say "building kubeconform $KUBECONFORM_VERSION"
+GOTOOLCHAIN=local CGO_ENABLED=0 GOBIN=$STAGING \
+  go install -trimpath "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION" >&2 ||
+  die "go install of kubeconform $KUBECONFORM_VERSION failed"
+[[ -x $STAGING/kubeconform ]] || die "go install left no kubeconform binary"
+rm -rf "$BIN_DIR"
+mv "$STAGING" "$BIN_DIR"
+trap - EXIT
+say "kubeconform $KUBECONFORM_VERSION installed in $BIN_DIR"
+printf '%s\n' "$BIN"
