@@ -1237,13 +1237,15 @@ async fn a_statefulset_rolls_out_by_partition_with_both_revisions_side_by_side()
     Ok(())
 }
 
-/// A 4-replica Deployment (`web`) at `image` under a rollout plan of batches [1, 1, 2]; a
-/// `broken` revision's pods select no node (Pending, never ready) and its plan fails a batch
-/// after 3 s and rolls back.
-fn revision_app(namespace: &str, image: &str, partition: Option<u32>, broken: bool) -> String {
-    let mut plan = partition
-        .map(|index| format!("            batchPartition: {index}\n"))
-        .unwrap_or_default();
+/// A 4-replica Deployment (`web`) at `image` under a rollout plan of batches [1, 1, 2],
+/// `paused` or not; a `broken` revision's pods select no node (Pending, never ready) and its
+/// plan fails a batch after 3 s and rolls back.
+fn revision_app(namespace: &str, image: &str, paused: bool, broken: bool) -> String {
+    let mut plan = if paused {
+        "            paused: true\n".to_owned()
+    } else {
+        String::new()
+    };
     let mut pod = String::new();
     if broken {
         plan.push_str("            gateTimeout: 3s\n            rollbackOnFailure: true\n");
@@ -1379,7 +1381,7 @@ async fn a_new_deployment_revision_runs_side_by_side_in_batches_and_a_failed_gat
 
     repo.write_app(
         "revised",
-        &revision_app(&ns.name, "nginx:1.25", None, false),
+        &revision_app(&ns.name, "nginx:1.25", false, false),
     )?;
     let (ok, text) = apply(&cluster, &repo, &ns)?;
     ensure!(
@@ -1387,15 +1389,16 @@ async fn a_new_deployment_revision_runs_side_by_side_in_batches_and_a_failed_gat
         "first rollout:\n{text}"
     );
 
-    // A new image held after batch 0: one pod of the new revision (its own Deployment), three
+    // A new image, paused: held after batch 0 with one pod of the new revision (its own Deployment), three
     // of the previous one, all ready.
     repo.write_app(
         "revised",
-        &revision_app(&ns.name, "nginx:1.26", Some(0), false),
+        &revision_app(&ns.name, "nginx:1.26", true, false),
     )?;
     let (ok, text) = apply(&cluster, &repo, &ns)?;
     ensure!(
-        ok && text.contains("held after batch 0") && text.contains("workflow still running"),
+        ok && text.contains("held after batch 0: the rollout is paused")
+            && text.contains("workflow still running"),
         "the rollout holds after batch 0:\n{text}"
     );
     let pods = ready_pods_by_image(&cluster, &ns.name, "app=web").await?;
@@ -1420,7 +1423,7 @@ async fn a_new_deployment_revision_runs_side_by_side_in_batches_and_a_failed_gat
     // revision's Deployment is collected.
     repo.write_app(
         "revised",
-        &revision_app(&ns.name, "nginx:1.26", None, false),
+        &revision_app(&ns.name, "nginx:1.26", false, false),
     )?;
     let (ok, text) = apply(&cluster, &repo, &ns)?;
     ensure!(
@@ -1436,7 +1439,10 @@ async fn a_new_deployment_revision_runs_side_by_side_in_batches_and_a_failed_gat
     // A revision that never becomes ready: the gate times out, the workflow fails with the
     // batch and the reason, the previous revision is back at full size and the new
     // revision's Deployment is removed.
-    repo.write_app("revised", &revision_app(&ns.name, "nginx:1.27", None, true))?;
+    repo.write_app(
+        "revised",
+        &revision_app(&ns.name, "nginx:1.27", false, true),
+    )?;
     let (ok, text) = apply(&cluster, &repo, &ns)?;
     ensure!(!ok, "a failed gate exits non-zero:\n{text}");
     ensure!(
