@@ -121,6 +121,12 @@ pub async fn run(
     let metrics = Arc::new(Metrics::new());
     let plans = PlanStore::default();
     let cluster = connect_cluster(&config).await?;
+    let fleet = crate::workflow::Fleet::from_config(&config)
+        .await
+        .map_err(|error| AgentError::ClusterConnectFailed {
+            cluster: error.cluster,
+            source: error.source,
+        })?;
     let (forge, outbox, outbox_task) = match &config.forge {
         Some(forge_config) => {
             let forge: Arc<dyn Forge> = Arc::from(
@@ -142,6 +148,7 @@ pub async fn run(
         outbox: outbox.clone(),
         forge,
         cluster,
+        fleet,
         definitions: Arc::new(Definitions::builtin()),
         external_url: config.server.external_url.clone(),
         drift: config.drift.clone(),
@@ -274,6 +281,8 @@ struct Shared {
     outbox: Option<Outbox>,
     forge: Option<Arc<dyn Forge>>,
     cluster: Arc<Cluster>,
+    /// The cluster registry (its first is `cluster`): where workflows place apps.
+    fleet: crate::workflow::Fleet,
     definitions: Arc<Definitions>,
     external_url: String,
     drift: Option<crate::config::DriftConfig>,
@@ -473,6 +482,38 @@ impl SourceWorker {
         });
     }
 
+    /// The cluster registry with this commit's renders per placement, for the workflows of
+    /// `workflows` (none needed without topology or replication policies). A commit that
+    /// cannot be read again leaves the placements empty: such apps are refused, not misplaced.
+    async fn fleet_for(
+        &self,
+        commit: &CommitId,
+        workflows: &BTreeMap<AppRef, analyzer::model::Application>,
+    ) -> crate::workflow::Fleet {
+        if !crate::workflow::needs_placements(workflows.values()) {
+            return self.shared.fleet.with_placements(BTreeMap::new());
+        }
+        let snapshot = match self.git.snapshot(commit.clone()).await {
+            Ok(snapshot) => snapshot,
+            Err(error) => {
+                tracing::warn!(error = %error, "reading the commit for per-placement renders failed");
+                return self.shared.fleet.with_placements(BTreeMap::new());
+            }
+        };
+        let mut options = AnalysisOptions::default().render;
+        if let Ok(version) = crate::observe::cluster_version(&self.shared.cluster).await {
+            options.cluster_version = version;
+        }
+        let definitions = self.shared.definitions.clone();
+        let apps = workflows.clone();
+        let placements = tokio::task::spawn_blocking(move || {
+            crate::workflow::placements_of(&snapshot, &definitions, &options, &apps)
+        })
+        .await
+        .unwrap_or_default();
+        self.shared.fleet.with_placements(placements)
+    }
+
     async fn render(&self, commit: &CommitId) -> Result<Rendered, String> {
         let snapshot = self
             .git
@@ -647,7 +688,8 @@ impl SourceWorker {
             let (rest, plan) = partition(plan, &workflows);
             let mut reports = self.apply(&cluster, rest).await;
             let driver = live::driver_options(&self.live_options(&cluster), WORKFLOW_WAIT);
-            let results = live::run_workflows(&cluster, &plan, &selected.output, &workflows, None, &driver).await;
+            let fleet = self.fleet_for(&commit, &workflows).await;
+            let results = live::run_workflows(&cluster, &plan, &selected.output, &workflows, Some(&fleet), &driver).await;
             drop(plan);
             reports.extend(live::workflow_reports(&results));
             let results = app_results_from_apply(&whole_plan, &reports);
