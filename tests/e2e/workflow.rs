@@ -621,9 +621,18 @@ spec:
 
 /// `(spec.replicas, first container image)` of Deployment `web`.
 async fn replicas_and_image(cluster: &TestCluster, namespace: &str) -> Result<(i32, String)> {
+    replicas_and_image_of(cluster, namespace, "web").await
+}
+
+/// `(spec.replicas, first container image)` of Deployment `name`.
+async fn replicas_and_image_of(
+    cluster: &TestCluster,
+    namespace: &str,
+    name: &str,
+) -> Result<(i32, String)> {
     let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
         Api::namespaced(cluster.client.clone(), namespace);
-    let deployment = deployments.get("web").await?;
+    let deployment = deployments.get(name).await?;
     let spec = deployment.spec.context("Deployment without spec")?;
     let image = spec
         .template
@@ -791,7 +800,7 @@ async fn ready_replicas(cluster: &TestCluster, namespace: &str, name: &str) -> R
 }
 
 #[tokio::test]
-async fn a_deploy_rolls_out_over_clusters_canary_first_with_approval_and_a_failed_gate_stops_it()
+async fn a_deploy_rolls_out_over_clusters_canary_first_with_approval_and_a_failed_gate_rolls_back()
 -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "wf-canary").await?;
@@ -867,11 +876,19 @@ async fn a_deploy_rolls_out_over_clusters_canary_first_with_approval_and_a_faile
         "the second batch (local) is deployed and healthy:\n{text}"
     );
 
-    // 2. A canary that never becomes ready (no node matches its selector, so its pods stay
-    // Pending): the gate times out, the rollout stops at batch 0 with the reason, and the
-    // other cluster is never touched.
+    // 2. A new revision whose canary never becomes ready (no node matches its selector, so
+    // its pod stays Pending): the gate times out, the rollout stops at batch 0 with the
+    // reason, the canary's Deployment is rolled back to its previous revision, and the other
+    // cluster is never touched.
     let broken_repo = Repo::new()?;
-    let stuck = "    - name: stuck
+    let stuck = |image: &str, broken: bool| {
+        let selector = if broken {
+            "                  nodeSelector: {no-such-node: here}\n"
+        } else {
+            ""
+        };
+        format!(
+            "    - name: stuck
       type: k8s-objects
       properties:
         objects:
@@ -882,36 +899,62 @@ async fn a_deploy_rolls_out_over_clusters_canary_first_with_approval_and_a_faile
             spec:
               replicas: 1
               selector:
-                matchLabels: {app: stuck}
+                matchLabels: {{app: stuck}}
               template:
                 metadata:
-                  labels: {app: stuck}
+                  labels: {{app: stuck}}
                 spec:
-                  nodeSelector: {no-such-node: here}
-                  containers:
+{selector}                  containers:
                     - name: main
-                      image: nginx:1.25
-";
+                      image: {image}
+"
+        )
+    };
     broken_repo.write_app(
         "stuck",
-        &placement_rollout_app("stuck", &ns.name, stuck, "            gateTimeout: 3s\n"),
+        &placement_rollout_app("stuck", &ns.name, &stuck("nginx:1.25", false), ""),
+    )?;
+    let (ok, text) = apply_with(&cluster, &broken_repo, &ns, &extra)?;
+    ensure!(
+        ok && text.contains("workflow succeeded"),
+        "the good revision:\n{text}"
+    );
+    broken_repo.write_app(
+        "stuck",
+        &placement_rollout_app(
+            "stuck",
+            &ns.name,
+            &stuck("nginx:1.26", true),
+            "            gateTimeout: 3s\n            rollbackOnFailure: true\n",
+        ),
     )?;
     let (ok, text) = apply_with(&cluster, &broken_repo, &ns, &extra)?;
     ensure!(!ok, "a failed gate exits non-zero:\n{text}");
     ensure!(
         text.contains(
             "workflow failed at step deploy: RolloutGateFailed: batch 0 (cluster canary): batch 0 not healthy after 3s"
-        ),
-        "the failure names the step, the batch and the reason:\n{text}"
+        ) && text.contains("rolled back Deployment stuck in cluster canary to revision 1"),
+        "the failure names the step, the batch, the reason and the rollback:\n{text}"
     );
     ensure!(
-        ready_replicas(&canary.cluster, &ns.name, "stuck").await? == Some(0),
-        "the canary got the workload:\n{text}"
-    );
-    ensure!(
-        ready_replicas(&cluster, &ns.name, "stuck").await?.is_none(),
+        replicas_and_image_of(&cluster, &ns.name, "stuck").await? == (1, "nginx:1.25".to_owned()),
         "the batch after a failed gate is never applied:\n{text}"
     );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let deployment = replicas_and_image_of(&canary.cluster, &ns.name, "stuck").await?;
+        let pods = ready_pods_by_image(&canary.cluster, &ns.name, "app=stuck").await?;
+        if deployment == (1, "nginx:1.25".to_owned())
+            && pods == [("nginx:1.25".to_owned(), 1)].into_iter().collect()
+        {
+            break;
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the canary did not come back to the previous revision: {deployment:?} {pods:?}\n{text}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
     canary.down()
 }
 

@@ -5,7 +5,8 @@
 //! (`{rest: true}`, also implied after the last batch). Empty batches are dropped.
 //! `rollout.pauseBetweenBatches: true` holds after every batch until `driftless resume`
 //! approves the next; `rollout.gateTimeout` (a Go duration) fails a batch that is not healthy
-//! in time.
+//! in time, and `rollout.rollbackOnFailure: true` then puts the Deployments of the batches
+//! reached back on their previous ReplicaSet's template (as `kubectl rollout undo`).
 
 use crate::placement::Placement;
 
@@ -49,6 +50,7 @@ pub struct PlacementRollout {
     /// Hold after each batch until approved.
     pub pause_between_batches: bool,
     pub gate_timeout_secs: Option<u64>,
+    pub rollback_on_failure: bool,
 }
 
 /// A deploy step's `rollout` property that cannot be used.
@@ -108,6 +110,10 @@ impl PlacementRollout {
                 .and_then(serde_json::Value::as_bool)
                 .unwrap_or(false),
             gate_timeout_secs,
+            rollback_on_failure: rollout
+                .get("rollbackOnFailure")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false),
         }))
     }
 

@@ -588,7 +588,7 @@ async fn deploy_to_targets(
         paused: false,
         pause_between_batches: rollout.pause_between_batches,
         gate_timeout_secs: rollout.gate_timeout_secs,
-        rollback_on_failure: false,
+        rollback_on_failure: rollout.rollback_on_failure,
     };
     let mut state = rollouts
         .get(step)
@@ -624,6 +624,7 @@ async fn deploy_to_targets(
                 })
                 .unwrap_or_default()
         };
+        let was_failed = matches!(state.phase, crate::rollout::RolloutPhase::Failed { .. });
         let decision = advance_rollout(&mut state, &limits, gate, now());
         rollouts.insert(step.to_owned(), state.clone());
         match decision {
@@ -650,14 +651,143 @@ async fn deploy_to_targets(
                     result: serde_json::json!({}),
                 };
             }
-            GateDecision::Stop { batch, reason, .. } => {
+            GateDecision::Stop {
+                batch,
+                reason,
+                rollback,
+            } => {
+                let mut message = format!("batch {batch} (cluster {}): {reason}", clusters(batch));
+                // Once, when the gate fails (later passes see the failed workflow anyway).
+                if rollback && !was_failed {
+                    for target in batches.iter().take(batch + 1).flatten() {
+                        for restored in undo_deployments(run, target, step, applies).await {
+                            message.push_str("; rolled back ");
+                            message.push_str(&restored);
+                        }
+                    }
+                }
                 return StepOutcome::Failed {
                     reason: "RolloutGateFailed".to_owned(),
-                    message: format!("batch {batch} (cluster {}): {reason}", clusters(batch)),
+                    message,
                 };
             }
         }
     }
+}
+
+/// Puts the Deployments of one placement back on their previous revision, as `kubectl
+/// rollout undo` does: the template of the Deployment's ReplicaSet with the highest
+/// `deployment.kubernetes.io/revision` below its current one. Returns what was restored (or
+/// why not), one entry per Deployment that had a previous revision.
+async fn undo_deployments(
+    run: &Run<'_>,
+    target: &Target<'_>,
+    step: &str,
+    applies: &mut Vec<(String, AppApplyReport)>,
+) -> Vec<String> {
+    let cluster = target.cluster;
+    let mut desired = target.desired.clone();
+    desired
+        .objects
+        .retain(|object| object.object_ref.kind == "Deployment");
+    let mut restored = Vec::new();
+    let mut kept = Vec::new();
+    for mut object in std::mem::take(&mut desired.objects) {
+        let Some(live) = read_live(cluster, &object.object_ref).await else {
+            continue;
+        };
+        let Some((revision, template)) = previous_replicaset_template(cluster, &live).await else {
+            continue;
+        };
+        if let Some(spec) = object.object.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.insert("template".to_owned(), template);
+        }
+        object.hash = planner::hash_object(&object.object);
+        restored.push(format!(
+            "Deployment {} in cluster {} to revision {revision}",
+            object.object_ref.name,
+            cluster.name()
+        ));
+        kept.push(object);
+    }
+    if kept.is_empty() {
+        return restored;
+    }
+    desired.objects = kept;
+    // No rollout plans here: the restored template is applied as it is.
+    let no_plans = BTreeMap::new();
+    let undo = Run {
+        cluster,
+        desired: &desired,
+        rollouts: &no_plans,
+        options: run.options,
+    };
+    let label = format!("{step}@{}:rollback", cluster.name());
+    if let StepOutcome::Failed { message, .. } = apply_step(
+        &undo,
+        None,
+        Prune::Disabled,
+        &label,
+        &mut BTreeMap::new(),
+        applies,
+    )
+    .await
+    {
+        return vec![format!("failed in cluster {}: {message}", cluster.name())];
+    }
+    restored
+}
+
+/// The previous revision of a Deployment: its owned ReplicaSet with the highest
+/// `deployment.kubernetes.io/revision` below the Deployment's own, and that ReplicaSet's pod
+/// template without the controller's `pod-template-hash` label.
+async fn previous_replicaset_template(cluster: &Cluster, live: &Value) -> Option<(u64, Value)> {
+    const REVISION: &str = "/metadata/annotations/deployment.kubernetes.io~1revision";
+    let revision_of = |object: &Value| {
+        object
+            .pointer(REVISION)
+            .and_then(Value::as_str)
+            .and_then(|text| text.parse::<u64>().ok())
+    };
+    let uid = live.pointer("/metadata/uid")?.as_str()?;
+    let current = revision_of(live)?;
+    let namespace = live.pointer("/metadata/namespace")?.as_str()?;
+    let list_ref = ObjectRef {
+        api_version: "apps/v1".to_owned(),
+        kind: "ReplicaSet".to_owned(),
+        namespace: Some(namespace.to_owned()),
+        name: String::new(),
+    };
+    let resolved = cluster.resolve("apps/v1", "ReplicaSet").await.ok()??;
+    let api = cluster.api(&resolved, &list_ref).await;
+    let replica_sets = api.list(&kube::api::ListParams::default()).await.ok()?;
+    let (revision, mut template) = replica_sets
+        .items
+        .into_iter()
+        .filter_map(|replica_set| serde_json::to_value(replica_set).ok())
+        .filter(|replica_set| {
+            replica_set
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .is_some_and(|owners| {
+                    owners
+                        .iter()
+                        .any(|owner| owner.get("uid").and_then(Value::as_str) == Some(uid))
+                })
+        })
+        .filter_map(|replica_set| {
+            let revision = revision_of(&replica_set)?;
+            let template = replica_set.pointer("/spec/template")?.clone();
+            (revision < current).then_some((revision, template))
+        })
+        .max_by_key(|(revision, _)| *revision)?;
+    if let Some(labels) = template
+        .pointer_mut("/metadata/labels")
+        .and_then(Value::as_object_mut)
+    {
+        labels.remove("pod-template-hash");
+    }
+    Some((revision, template))
 }
 
 /// The batches a deploy step rolls out in (see [`deploy_to_targets`]).
