@@ -7,6 +7,7 @@ mod support;
 
 mod agent;
 mod cluster;
+mod fleet;
 mod plan_apply;
 mod scale;
 mod workflow;

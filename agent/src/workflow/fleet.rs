@@ -775,6 +775,104 @@ spec:
         assert!(issues[0].message.contains("edges"), "{issues:?}");
     }
 
+    /// The app with `steps` as its workflow, built against the `setup` fleet.
+    fn app_with_steps(steps: &str) -> (Application, WorkflowSpec) {
+        let text = APP.split("  workflow:").next().unwrap().to_owned()
+            + "  workflow:\n    steps:\n"
+            + steps;
+        let app: Application = serde_saphyr::from_str(&text).unwrap();
+        let ctx = WorkflowContext {
+            policies: app.spec.policies.iter().collect(),
+            clusters: None,
+        };
+        let (spec, issues) = build_workflow(&app, &ctx);
+        assert!(issues.is_empty(), "{issues:?}");
+        (app, spec.unwrap())
+    }
+
+    #[tokio::test]
+    async fn deploy_sub_steps_of_step_groups_get_the_renders_after_the_top_level_ones() {
+        let (_, app_ref, _, fleet) = setup(&["east", "west"]);
+        let (app, spec) = app_with_steps(
+            "      - {name: first, type: deploy, properties: {policies: [canary]}}
+      - name: group
+        type: step-group
+        subSteps:
+          - {name: inner, type: deploy, properties: {policies: [edges]}}
+          - {name: again, type: deploy, properties: {policies: [canary]}}
+",
+        );
+        let targets = step_targets(&app, &app_ref, &spec, &fleet).unwrap();
+        assert_eq!(
+            summary(&targets["first"]),
+            vec![row(0, "hub", "apps", "first-canary")]
+        );
+        assert_eq!(
+            summary(&targets["inner"]),
+            vec![
+                row(0, "east", "edge-apps", "first-edges"),
+                row(0, "west", "edge-apps", "first-edges"),
+            ]
+        );
+        assert_eq!(
+            summary(&targets["again"]),
+            vec![row(0, "hub", "apps", "again-canary")]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_placement_whose_render_has_errors_is_refused() {
+        let (app, app_ref, spec, mut fleet) = setup(&["east", "west"]);
+        let renders = fleet.placements.get_mut(&app_ref).unwrap();
+        renders[1].rendered.objects.clear();
+        renders[1]
+            .rendered
+            .diagnostics
+            .push(analyzer::Diagnostic::error(
+                "invalid-properties",
+                "replication policy `r`: `keys` is empty: nothing would be replicated",
+                None,
+            ));
+        let issues = step_targets(&app, &app_ref, &spec, &fleet).unwrap_err();
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert_eq!(issues[0].rule, "invalid-placement");
+        assert_eq!(issues[0].step.as_deref(), Some("first"));
+        assert!(issues[0].message.contains("`keys` is empty"), "{issues:?}");
+    }
+
+    #[tokio::test]
+    async fn the_workflow_cluster_counts_as_placed_only_when_a_step_deploys_there() {
+        let (_, _, spec, fleet) = setup(&["east", "west"]);
+        let local = unused_connection("hub");
+        let east = fleet.connection("east", &local).unwrap();
+        let target = |cluster| Target {
+            group: 0,
+            cluster,
+            desired: DesiredApp {
+                app: AppRef {
+                    namespace: "apps".to_owned(),
+                    name: "web".to_owned(),
+                },
+                revision: None,
+                objects: Vec::new(),
+                policies: Default::default(),
+                diagnostics: Vec::new(),
+            },
+        };
+        // `plain` deploys without topology, so to the workflow's own cluster.
+        let all: StepTargets<'_> = BTreeMap::from([
+            ("first".to_owned(), vec![target(east)]),
+            ("again".to_owned(), vec![target(east)]),
+        ]);
+        let names = |set: BTreeSet<String>| set.into_iter().collect::<Vec<_>>();
+        assert_eq!(names(placed_clusters(&spec, &all, "hub")), ["east", "hub"]);
+        let (_, only_edges) = app_with_steps(
+            "      - {name: first, type: deploy, properties: {policies: [edges]}}\n",
+        );
+        let edges: StepTargets<'_> = BTreeMap::from([("first".to_owned(), vec![target(east)])]);
+        assert_eq!(names(placed_clusters(&only_edges, &edges, "hub")), ["east"]);
+    }
+
     #[test]
     fn a_topology_namespace_moves_the_objects_in_the_app_namespace() {
         let app_ref = AppRef {
