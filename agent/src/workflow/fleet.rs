@@ -230,7 +230,7 @@ pub fn step_targets<'a>(
     let mut issues = Vec::new();
     let mut targets = BTreeMap::new();
     for step in deploy_steps(spec) {
-        let topologies: Vec<&Policy> = step
+        let named: Vec<&Policy> = step
             .properties
             .get("policies")
             .and_then(Value::as_array)
@@ -238,14 +238,36 @@ pub fn step_targets<'a>(
             .flatten()
             .filter_map(Value::as_str)
             .filter_map(|name| app.spec.policies.iter().find(|policy| policy.name == name))
-            .filter(|policy| policy.policy_type == "topology")
             .collect();
+        let topologies: Vec<Option<&Policy>> = named
+            .iter()
+            .filter(|policy| policy.policy_type == "topology")
+            .map(|policy| Some(*policy))
+            .collect();
+        let topologies = if topologies.is_empty() {
+            // A deploy step without topology deploys to the workflow's own cluster. It still
+            // uses up the next render made without topology; that render differs from the
+            // whole app's only with a replication policy, so only then is it a target.
+            let occurrence = used.entry("").or_insert(0);
+            *occurrence += 1;
+            let replicates = named
+                .iter()
+                .any(|policy| policy.policy_type == "replication");
+            if !replicates {
+                continue;
+            }
+            *occurrence -= 1;
+            vec![None]
+        } else {
+            topologies
+        };
         let mut step_targets = Vec::new();
         for (group, topology) in topologies.into_iter().enumerate() {
-            let occurrence = used.entry(topology.name.as_str()).or_insert(0);
+            let topology_name = topology.map_or("", |topology| topology.name.as_str());
+            let occurrence = used.entry(topology_name).or_insert(0);
             let render = renders
                 .iter()
-                .filter(|render| render.topology.as_deref() == Some(topology.name.as_str()))
+                .filter(|render| render.topology.as_deref().unwrap_or("") == topology_name)
                 .nth(*occurrence);
             *occurrence += 1;
             let issue = |rule: &'static str, message: String| Issue {
@@ -257,8 +279,8 @@ pub fn step_targets<'a>(
                 issues.push(issue(
                     "placement-not-rendered",
                     format!(
-                        "deploy step {:?}: topology policy {:?} has no render",
-                        step.name, topology.name
+                        "deploy step {:?}: topology policy {topology_name:?} has no render",
+                        step.name
                     ),
                 ));
                 continue;
@@ -275,30 +297,28 @@ pub fn step_targets<'a>(
             if !errors.is_empty() {
                 issues.push(issue(
                     "invalid-placement",
-                    format!(
-                        "deploy step {:?}, topology policy {:?}: {}",
-                        step.name,
-                        topology.name,
-                        errors.join("; ")
-                    ),
+                    format!("deploy step {:?}: {}", step.name, errors.join("; ")),
                 ));
                 continue;
             }
-            let placements =
-                match placement::placements(&[topology], &fleet.registry, &app_ref.namespace) {
-                    Ok(placements) => placements,
-                    Err(error) => {
-                        issues.push(issue("unknown-cluster", error.to_string()));
-                        continue;
-                    }
-                };
+            let placements = match placement::placements(
+                &topology.into_iter().collect::<Vec<_>>(),
+                &fleet.registry,
+                &app_ref.namespace,
+            ) {
+                Ok(placements) => placements,
+                Err(error) => {
+                    issues.push(issue("unknown-cluster", error.to_string()));
+                    continue;
+                }
+            };
             for placement in placements {
                 if !fleet.is_connected(&placement.cluster) {
                     issues.push(issue(
                         "remote-placement-unsupported",
                         format!(
-                            "topology policy {:?} places the app on cluster {:?}, which has no connection",
-                            topology.name, placement.cluster
+                            "topology policy {topology_name:?} places the app on cluster {:?}, which has no connection",
+                            placement.cluster
                         ),
                     ));
                     continue;
@@ -609,6 +629,7 @@ spec:
     - {name: canary, type: topology, properties: {clusters: [local]}}
     - {name: edges, type: topology, properties: {clusterLabelSelector: {tier: edge}, namespace: edge-apps}}
     - {name: big, type: override, properties: {components: [{name: web}]}}
+    - {name: twice, type: replication, properties: {keys: [a, b], selector: [web]}}
   workflow:
     steps:
       - {name: first, type: deploy, properties: {policies: [canary, edges]}}
@@ -817,6 +838,22 @@ spec:
         assert_eq!(
             summary(&targets["again"]),
             vec![row(0, "hub", "apps", "again-canary")]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_deploy_step_replicating_without_topology_targets_the_workflow_cluster() {
+        let (_, app_ref, _, fleet) = setup(&["east", "west"]);
+        let (app, spec) = app_with_steps(
+            "      - {name: first, type: deploy, properties: {policies: [canary]}}
+      - {name: rep, type: deploy, properties: {policies: [twice]}}
+",
+        );
+        let targets = step_targets(&app, &app_ref, &spec, &fleet).unwrap();
+        assert_eq!(
+            summary(&targets["rep"]),
+            vec![row(0, "hub", "apps", "plain")],
+            "the first render made without topology"
         );
     }
 
