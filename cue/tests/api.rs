@@ -158,6 +158,85 @@ fn injections_unify_into_top_level_fields() {
     assert_eq!(errors[0].kind, ErrorKind::Conflict);
 }
 
+/// An injected field the program only reads is kept as data (not evaluated field by field); it
+/// must read, export and validate exactly as when the program also declares it, which sends it
+/// through the engine.
+#[test]
+fn injected_data_reads_like_evaluated_data() {
+    let context = serde_json::json!({
+        "name": "web",
+        "n": 2.0,
+        "big": 1.5,
+        "output": {"spec": {"ports": [{"port": 80}, {"port": 443}], "labels": {"b": "x", "a": "y"}}}
+    });
+    let read_only = cue::parse_file(cue::FileId(0), "out: context.output.spec.ports[1].port\n");
+    let declared = cue::parse_file(
+        cue::FileId(0),
+        "out: context.output.spec.ports[1].port\ncontext: {...}\n",
+    );
+    let span = cue::Span::new(cue::FileId(1), 0, 1);
+    let evaluate = |file: &cue::ast::File| {
+        cue::Evaluator::new().evaluate(
+            &[file],
+            &[cue::Injection {
+                field: "context",
+                value: &context,
+                span,
+            }],
+        )
+    };
+    let data = evaluate(&read_only.file);
+    let engine = evaluate(&declared.file);
+    assert_eq!(data.to_json().unwrap(), engine.to_json().unwrap());
+    assert_eq!(
+        data.to_json().unwrap()["context"],
+        serde_json::json!({
+            "name": "web",
+            "n": 2,
+            "big": 1.5,
+            "output": {"spec": {"ports": [{"port": 80}, {"port": 443}], "labels": {"b": "x", "a": "y"}}}
+        })
+    );
+    assert_eq!(data.lookup(&["out"]).unwrap().to_json().unwrap(), 443);
+    for path in [
+        &["context", "output", "spec", "ports", "0"][..],
+        &["context", "output", "spec", "labels"][..],
+    ] {
+        assert_eq!(
+            data.lookup(path).unwrap().to_json().unwrap(),
+            engine.lookup(path).unwrap().to_json().unwrap()
+        );
+        assert_eq!(
+            data.lookup(path).unwrap().export(),
+            engine.lookup(path).unwrap().export()
+        );
+    }
+    let labels = |value: &cue::Value| -> Vec<String> {
+        value
+            .lookup(&["context", "output", "spec", "labels"])
+            .unwrap()
+            .fields()
+            .into_iter()
+            .map(|(label, _)| label)
+            .collect()
+    };
+    assert_eq!(labels(&data), ["b", "a"]);
+    assert_eq!(labels(&data), labels(&engine));
+    assert!(data.validate().is_empty());
+
+    // Data the engine rejects (a field name starting with `#` given as a string) still fails.
+    let hashed = serde_json::json!({"#x": 1});
+    let value = cue::Evaluator::new().evaluate(
+        &[&read_only.file],
+        &[cue::Injection {
+            field: "context",
+            value: &hashed,
+            span,
+        }],
+    );
+    assert_eq!(value.validate()[0].kind, ErrorKind::Unsupported);
+}
+
 #[test]
 fn vela_imports_are_unsupported_at_the_use_site() {
     let source = "import \"vela/kube\"\n\napply: kube.#Apply & {value: {}}\nother: 1\n";

@@ -518,6 +518,25 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// The injected JSON `v` holds when that is all it holds: its only conjunct is the
+    /// injection (no declaration, pattern or closedness of the program applies to it, so its
+    /// subtree is that data exactly and cannot fail) and nothing went wrong so far.
+    pub fn injected_data(&self, v: VId) -> Option<&'a serde_json::Value> {
+        let vertex = self.v(v);
+        if !vertex.errors.is_empty() || vertex.forward.is_some() || vertex.alts.is_some() {
+            return None;
+        }
+        match vertex.conjs.as_slice() {
+            [
+                Conj {
+                    kind: ConjKind::Json(json, _),
+                    ..
+                },
+            ] => Some(json),
+            _ => None,
+        }
+    }
+
     /// The path of a vertex, for errors.
     pub fn path(&self, v: VId) -> Vec<String> {
         let mut labels = Vec::new();

@@ -8,7 +8,7 @@ use crate::exported::{Constraint, Exported, ExportedField, KindSet};
 use crate::span::Span;
 use crate::{Error, ErrorKind};
 
-use super::engine::{Engine, FieldKind, VId, is_definition, is_hidden};
+use super::engine::{Engine, FieldKind, VId, is_definition, is_hidden, json_atom};
 use super::val::{Atom, kind_text};
 
 const MAX_DEPTH: u32 = 260;
@@ -34,6 +34,10 @@ pub enum Node {
         span: Span,
     },
     Bottom(Vec<Error>),
+    /// Injected JSON that nothing in the program unified with (the `context` of a template
+    /// that only reads it): it cannot hold an error, so it is kept as data and converted only
+    /// when read, instead of being evaluated vertex by vertex and built node by node.
+    Data(serde_json::Value),
 }
 
 #[derive(Debug)]
@@ -62,6 +66,12 @@ fn build_at(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32) ->
 }
 
 fn build_inner(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32) -> Rc<Node> {
+    if depth == 1
+        && let Some(json) = engine.injected_data(v)
+        && !has_quoted_label(json)
+    {
+        return Rc::new(Node::Data(json.clone()));
+    }
     if optional_depth > MAX_OPTIONAL_DEPTH {
         return Rc::new(Node::Incomplete {
             kinds: KindSet::TOP,
@@ -145,8 +155,67 @@ fn build_inner(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32)
     })
 }
 
+/// Whether `json` has an object key the engine rejects (`#x`, `_x` given as strings): such
+/// data goes through the engine, which reports it.
+fn has_quoted_label(json: &serde_json::Value) -> bool {
+    match json {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .any(|(key, value)| is_hidden(key) || is_definition(key) || has_quoted_label(value)),
+        serde_json::Value::Array(items) => items.iter().any(has_quoted_label),
+        _ => false,
+    }
+}
+
+/// The nodes the engine would have built for injected data (see [`Node::Data`]): regular
+/// fields in the data's order, closed lists, scalars as the engine reads JSON numbers.
+fn data_node(json: &serde_json::Value) -> Rc<Node> {
+    Rc::new(match json {
+        serde_json::Value::Object(map) => Node::Struct(
+            map.iter()
+                .map(|(key, value)| NField {
+                    label: Rc::from(key.as_str()),
+                    field: FieldKind::Regular,
+                    node: data_node(value),
+                    doc: Rc::new(Vec::new()),
+                })
+                .collect(),
+            Vec::new(),
+        ),
+        serde_json::Value::Array(items) => Node::List {
+            elems: items.iter().map(data_node).collect(),
+            open: false,
+        },
+        scalar => Node::Scalar(json_atom(scalar)),
+    })
+}
+
+/// The JSON export of injected data: numbers normalised as the engine reads them.
+fn data_json(json: &serde_json::Value) -> serde_json::Value {
+    match json {
+        serde_json::Value::Object(map) => serde_json::Value::Object(
+            map.iter()
+                .map(|(key, value)| (key.clone(), data_json(value)))
+                .collect(),
+        ),
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.iter().map(data_json).collect())
+        }
+        scalar => json_atom(scalar).to_json(),
+    }
+}
+
+/// `node`, with injected data converted into nodes.
+fn expanded(node: &Rc<Node>) -> Rc<Node> {
+    match node.as_ref() {
+        Node::Data(json) => data_node(json),
+        _ => node.clone(),
+    }
+}
+
 /// The default of a disjunction node, or the node itself.
 fn resolved(node: &Rc<Node>) -> Rc<Node> {
+    let node = &expanded(node);
     match node.as_ref() {
         Node::Disj {
             alts,
@@ -211,7 +280,7 @@ pub fn validate(node: &Rc<Node>, errors: &mut Vec<Error>) {
                 validate(a, errors);
             }
         }
-        Node::Scalar(_) | Node::Incomplete { .. } => {}
+        Node::Scalar(_) | Node::Incomplete { .. } | Node::Data(_) => {}
     }
 }
 
@@ -234,6 +303,7 @@ pub fn to_json(
             serde_json::Value::Null
         }
         Node::Scalar(atom) => atom.to_json(),
+        Node::Data(json) => data_json(json),
         Node::Struct(fields, incomplete) => {
             for e in incomplete {
                 let mut e = e.clone();
@@ -335,6 +405,7 @@ fn text_of(node: &Rc<Node>) -> String {
             .collect::<Vec<_>>()
             .join(" | "),
         Node::Bottom(_) => "_|_".to_owned(),
+        Node::Data(json) => text_of(&data_node(json)),
     }
 }
 
@@ -348,11 +419,13 @@ fn kinds_of(node: &Rc<Node>) -> KindSet {
             .iter()
             .fold(KindSet(0), |acc, a| acc.union(kinds_of(a))),
         Node::Bottom(_) => KindSet(0),
+        Node::Data(json) => kinds_of(&data_node(json)),
     }
 }
 
 pub fn export(node: &Rc<Node>) -> Exported {
     match node.as_ref() {
+        Node::Data(json) => export(&data_node(json)),
         Node::Bottom(errs) => Exported::Bottom(errs.clone()),
         Node::Scalar(atom) => Exported::Scalar(atom.to_json()),
         Node::Struct(fields, _) => Exported::Struct(
