@@ -544,15 +544,14 @@ pub async fn collect_departed(
             }
         }
     }
-    if kept != recorded || resource_version.is_none() {
-        if let Err(message) =
+    if (kept != recorded || resource_version.is_none())
+        && let Err(message) =
             write_placements(&store, app, &kept, resource_version.as_deref()).await
-        {
-            reports.push(failed(
-                "garbage-collect".to_owned(),
-                format!("recording where the app is deployed failed: {message}"),
-            ));
-        }
+    {
+        reports.push(failed(
+            "garbage-collect".to_owned(),
+            format!("recording where the app is deployed failed: {message}"),
+        ));
     }
     reports
 }
