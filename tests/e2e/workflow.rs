@@ -107,11 +107,15 @@ fn apply(cluster: &TestCluster, repo: &Repo, ns: &TestNamespace) -> Result<(bool
     Ok((output.status.success(), text))
 }
 
-/// The app ConfigMaps of the namespace (not trackers, workflow states or the root CA).
+/// The app ConfigMaps of the namespace (not trackers, workflow states, placement records or
+/// the root CA).
 async fn config_map_names(cluster: &TestCluster, namespace: &str) -> Result<BTreeSet<String>> {
     let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), namespace);
     Ok(config_maps
-        .list(&ListParams::default().labels("!driftless.dev/tracker,!driftless.dev/workflow"))
+        .list(
+            &ListParams::default()
+                .labels("!driftless.dev/tracker,!driftless.dev/workflow,!driftless.dev/placements"),
+        )
         .await?
         .items
         .into_iter()
