@@ -27,6 +27,7 @@ fn template_file(source: &str) -> cue::ast::File {
         imports: file.imports.clone(),
         decls,
         span: file.span,
+        compile_checks: cue::ast::CompileChecks::default(),
     }
 }
 

@@ -6,8 +6,13 @@
 //! `// +patchStrategy=` from them.
 //!
 //! It deliberately holds no evaluation state: a parsed file is immutable and can be shared
-//! across threads (`Arc<File>`), so each definition is parsed once and evaluated per app.
+//! across threads (`Arc<File>`), so each definition is parsed once and evaluated per app. The
+//! one thing computed from it and kept with it is the result of the compile-time checks
+//! ([`CompileChecks`]), which depends on the file alone.
 
+use std::sync::OnceLock;
+
+use crate::Error;
 use crate::span::Span;
 
 /// One parsed source file.
@@ -17,6 +22,21 @@ pub struct File {
     pub imports: Vec<Import>,
     pub decls: Vec<Decl>,
     pub span: Span,
+    /// Filled by the first evaluation; start with `CompileChecks::default()`.
+    pub compile_checks: CompileChecks,
+}
+
+/// The errors of CUE's compile-time checks on a [`File`] (unused imports, misplaced default
+/// marks), computed once on its first evaluation instead of walking the whole file on every
+/// evaluation of a template. It is a cache, not syntax: it compares equal to any other, and a
+/// file whose fields are changed after an evaluation must get a fresh one.
+#[derive(Debug, Clone, Default)]
+pub struct CompileChecks(pub(crate) OnceLock<Vec<Error>>);
+
+impl PartialEq for CompileChecks {
+    fn eq(&self, _: &CompileChecks) -> bool {
+        true
+    }
 }
 
 /// `import "strings"` or `import s "strings"`.

@@ -37,6 +37,7 @@ fn template_file(source: &str) -> Option<cue::ast::File> {
         imports: file.imports.clone(),
         decls: body,
         span: file.span,
+        compile_checks: cue::ast::CompileChecks::default(),
     })
 }
 

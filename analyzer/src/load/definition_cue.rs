@@ -130,6 +130,7 @@ pub(crate) fn load_definition_file(
         imports: parsed.file.imports.clone(),
         decls: lit.decls.clone(),
         span: lit.span,
+        compile_checks: ast::CompileChecks::default(),
     });
     Ok(match template_file {
         Some(template_file) => finish_definition(skeleton, template_file, parsed.errors),
@@ -141,6 +142,7 @@ pub(crate) fn load_definition_file(
                     imports: Vec::new(),
                     decls: Vec::new(),
                     span: parsed.file.span,
+                    compile_checks: ast::CompileChecks::default(),
                 },
                 parsed.errors,
             );

@@ -481,11 +481,13 @@ impl<'a> Engine<'a> {
     /// Adds the files and injections to the root vertex.
     pub fn load(&mut self, files: &[&'a ast::File], injections: &[super::Injection<'a>]) {
         for file in files {
-            let checks = super::compile::unused(file)
-                .into_iter()
-                .chain(super::compile::misplaced_marks(file));
+            let checks = file.compile_checks.0.get_or_init(|| {
+                let mut errors = super::compile::unused(file);
+                errors.extend(super::compile::misplaced_marks(file));
+                errors
+            });
             for error in checks {
-                self.add_error(ROOT, error);
+                self.add_error(ROOT, error.clone());
             }
             let env = self.new_env(
                 None,

@@ -65,7 +65,7 @@ impl Evaluator {
         }
         Value {
             node: root,
-            doc: Rc::new(Vec::new()),
+            doc: node::no_doc(),
             path: Rc::new(Vec::new()),
         }
     }

@@ -13,6 +13,17 @@ use super::val::{Atom, kind_text};
 
 const MAX_DEPTH: u32 = 260;
 
+thread_local! {
+    /// The doc of every field without doc comments (most of them), shared instead of
+    /// allocating an empty one per node. Values are `Rc` and never leave their thread.
+    static NO_DOC: Rc<Vec<String>> = Rc::new(Vec::new());
+}
+
+/// The shared empty doc.
+pub fn no_doc() -> Rc<Vec<String>> {
+    NO_DOC.with(Rc::clone)
+}
+
 #[derive(Debug)]
 pub enum Node {
     /// Fields, and the incomplete errors of comprehensions that produced no fields (`for v in
@@ -91,7 +102,6 @@ fn build_inner(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32)
         }]));
     }
     let vertex = &engine.vs[v as usize];
-    let no_doc: Rc<Vec<String>> = Rc::new(Vec::new());
     if !vertex.errors.is_empty() {
         return Rc::new(Node::Bottom(vertex.errors.clone()));
     }
@@ -124,6 +134,7 @@ fn build_inner(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32)
             && (vertex.shape.kinds == KindSet::TOP || vertex.shape.kinds == KindSet::STRUCT));
     if is_struct {
         let arcs = engine.ordered_arcs(v);
+        let no_doc = no_doc();
         let mut fields = Vec::with_capacity(arcs.len());
         for (sym, arc) in arcs {
             let label = engine.syms[sym as usize].clone();
@@ -177,7 +188,7 @@ fn data_node(json: &serde_json::Value) -> Rc<Node> {
                     label: Rc::from(key.as_str()),
                     field: FieldKind::Regular,
                     node: data_node(value),
-                    doc: Rc::new(Vec::new()),
+                    doc: no_doc(),
                 })
                 .collect(),
             Vec::new(),
@@ -234,7 +245,7 @@ pub fn child(node: &Rc<Node>, label: &str) -> Option<(Rc<Node>, Rc<Vec<String>>)
             .map(|f| (f.node.clone(), f.doc.clone())),
         Node::List { elems, .. } => {
             let i: usize = label.parse().ok()?;
-            elems.get(i).map(|e| (e.clone(), Rc::new(Vec::new())))
+            elems.get(i).map(|e| (e.clone(), no_doc()))
         }
         _ => None,
     }

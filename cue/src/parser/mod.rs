@@ -319,6 +319,7 @@ impl<'a> Parser<'a> {
             imports,
             decls,
             span: self.span(0, source.len() as u32),
+            compile_checks: ast::CompileChecks::default(),
         }
     }
 
