@@ -6,7 +6,7 @@ use std::sync::Arc;
 use cue::{Evaluator, Exported};
 use serde_json::{Map, Value};
 
-use super::context::{component_context, go_json};
+use super::context::{component_context, go_json, into_go_json};
 use super::errors::{PropertiesSite, Subject, with_path};
 use super::instance::{Inputs, evaluate, missing_parameters};
 use super::labels::{LabelContext, ObjectRole, apply_contract, trait_type_label};
@@ -135,14 +135,14 @@ pub(crate) fn render_component(
             // Deviation: upstream injects the base as CUE text; JSON cannot carry a value that
             // is still non-concrete, so such fields are left out of `context.output`.
             let output_json = to_json(&workload, Concreteness::Lenient).unwrap_or_default();
-            object.insert("output".to_owned(), go_json(&output_json));
+            object.insert("output".to_owned(), into_go_json(output_json));
             if !auxiliaries.is_empty() {
                 let mut outputs = Map::new();
                 for auxiliary in &auxiliaries {
                     let json = to_json(&auxiliary.value, Concreteness::Lenient).unwrap_or_default();
-                    outputs.insert(auxiliary.name.clone(), go_json(&json));
+                    outputs.insert(auxiliary.name.clone(), into_go_json(json));
                 }
-                object.insert("outputs".to_owned(), go_json(&Value::Object(outputs)));
+                object.insert("outputs".to_owned(), into_go_json(Value::Object(outputs)));
             }
         }
         let trait_parameter = component_trait.properties.as_ref().map(go_json);

@@ -1,7 +1,7 @@
 //! The `context` a template sees (kubevela-render-semantics.md §1.2), and the JSON encoding
 //! KubeVela gives injected data.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::ClusterVersion;
 use crate::load::application::LoadedApp;
@@ -11,28 +11,32 @@ use crate::model::Component;
 /// through `float64`, so an integral float (`1.0`) is an int. Comprehensions over injected
 /// structs iterate in this order, so it decides list order in outputs (the env trait).
 pub(crate) fn go_json(value: &Value) -> Value {
+    into_go_json(value.clone())
+}
+
+/// [`go_json`] of a value the caller owns: sorted and converted in place, without copying it.
+pub(crate) fn into_go_json(mut value: Value) -> Value {
+    encode_in_place(&mut value);
+    value
+}
+
+fn encode_in_place(value: &mut Value) {
     match value {
         Value::Object(object) => {
-            let mut keys: Vec<&String> = object.keys().collect();
-            keys.sort();
-            let mut sorted = Map::with_capacity(object.len());
-            for key in keys {
-                sorted.insert(key.clone(), go_json(&object[key]));
-            }
-            Value::Object(sorted)
+            object.sort_keys();
+            object.values_mut().for_each(encode_in_place);
         }
-        Value::Array(items) => Value::Array(items.iter().map(go_json).collect()),
-        Value::Number(number) => match number.as_f64() {
-            Some(float)
-                if number.is_f64()
-                    && float.fract() == 0.0
-                    && float.abs() < 9.007_199_254_740_992e15 =>
+        Value::Array(items) => items.iter_mut().for_each(encode_in_place),
+        Value::Number(number) => {
+            if let Some(float) = number.as_f64()
+                && number.is_f64()
+                && float.fract() == 0.0
+                && float.abs() < 9.007_199_254_740_992e15
             {
-                json!(float as i64)
+                *value = json!(float as i64);
             }
-            _ => value.clone(),
-        },
-        other => other.clone(),
+        }
+        Value::Null | Value::Bool(_) | Value::String(_) => {}
     }
 }
 
@@ -75,7 +79,7 @@ pub(crate) fn component_context(
     if let (Some(properties), Some(object)) = (&component.properties, context.as_object_mut()) {
         object.insert("parameter".to_owned(), properties.clone());
     }
-    go_json(&context)
+    into_go_json(context)
 }
 
 /// The app revision name KubeVela renders with: `status.latestRevision.name` when the manifest
@@ -109,5 +113,6 @@ mod tests {
             serde_json::to_string(&encoded).unwrap(),
             r#"{"a":{"c":true,"d":[2.5,3]},"b":1}"#
         );
+        assert_eq!(into_go_json(value), encoded);
     }
 }
