@@ -1920,4 +1920,65 @@ mod tests {
         assert_eq!(previous["spec"]["replicas"], 3);
         assert_eq!(previous.pointer(REVISION_POINTER).unwrap(), "old");
     }
+
+    /// A connection that is never used: batching only reads cluster names.
+    fn unused_connection(name: &str) -> Cluster {
+        let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+        let options = crate::cluster::ClusterOptions {
+            name: name.to_owned(),
+            ..crate::cluster::ClusterOptions::default()
+        };
+        Cluster::from_client(kube::Client::try_from(config).unwrap(), &options)
+    }
+
+    #[tokio::test]
+    async fn placements_go_in_topology_groups_or_in_the_rollout_batches() {
+        let clusters: Vec<Cluster> = ["a", "b", "canary", "c"]
+            .into_iter()
+            .map(unused_connection)
+            .collect();
+        let desired = DesiredApp {
+            app: AppRef {
+                namespace: "apps".to_owned(),
+                name: "web".to_owned(),
+            },
+            revision: None,
+            objects: Vec::new(),
+            policies: Default::default(),
+            diagnostics: Vec::new(),
+        };
+        // Topology 0 places on a and b, topology 1 on canary and c.
+        let targets: Vec<Target<'_>> = clusters
+            .iter()
+            .enumerate()
+            .map(|(index, cluster)| Target {
+                group: index / 2,
+                cluster,
+                desired: desired.clone(),
+            })
+            .collect();
+        let names = |batches: Vec<Vec<&Target<'_>>>| -> Vec<Vec<String>> {
+            batches
+                .into_iter()
+                .map(|batch| {
+                    batch
+                        .into_iter()
+                        .map(|target| target.cluster.name().to_owned())
+                        .collect()
+                })
+                .collect()
+        };
+        assert_eq!(
+            names(placement_batches(&targets, None)),
+            vec![vec!["a", "b"], vec!["canary", "c"]]
+        );
+        let rollout = PlacementRollout::from_step_properties(&serde_json::json!({
+            "rollout": {"batches": [{"clusters": ["canary"]}, {"percent": 50}]},
+        }))
+        .unwrap();
+        assert_eq!(
+            names(placement_batches(&targets, rollout.as_ref())),
+            vec![vec!["canary"], vec!["a", "b"], vec!["c"]]
+        );
+    }
 }
