@@ -14,7 +14,7 @@
 //!       prots: [80]           # warning: unknown property `prots`; did you mean `ports`?
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use cue::{Exported, Span};
 
@@ -61,31 +61,26 @@ impl ParameterSchemas {
         apps: &[LoadedApp],
         evaluator: &cue::Evaluator,
     ) -> ParameterSchemas {
-        let mut wanted: BTreeMap<(DefinitionKind, String), ()> = BTreeMap::new();
+        // Borrowed names: 10,000 apps name the same few types over and over.
+        let mut wanted: BTreeSet<(DefinitionKind, &str)> = BTreeSet::new();
         for app in apps {
             let spec = &app.app.spec;
             for component in &spec.components {
-                wanted.insert(
-                    (DefinitionKind::Component, component.component_type.clone()),
-                    (),
-                );
+                wanted.insert((DefinitionKind::Component, &component.component_type));
                 for component_trait in &component.traits {
-                    wanted.insert(
-                        (DefinitionKind::Trait, component_trait.trait_type.clone()),
-                        (),
-                    );
+                    wanted.insert((DefinitionKind::Trait, &component_trait.trait_type));
                 }
             }
             for policy in &spec.policies {
-                wanted.insert((DefinitionKind::Policy, policy.policy_type.clone()), ());
+                wanted.insert((DefinitionKind::Policy, &policy.policy_type));
             }
         }
         for definition in definitions.iter().filter(|definition| !definition.builtin) {
-            wanted.insert((definition.kind, definition.name.clone()), ());
+            wanted.insert((definition.kind, &definition.name));
         }
         let mut by_definition = BTreeMap::new();
-        for (kind, name) in wanted.into_keys() {
-            let Some(definition) = definitions.get(kind, &name) else {
+        for (kind, name) in wanted {
+            let Some(definition) = definitions.get(kind, name) else {
                 continue;
             };
             let Some(template) = &definition.template else {
@@ -102,7 +97,7 @@ impl ParameterSchemas {
                     })
             }))
             .unwrap_or(Schema::Unchecked);
-            by_definition.insert((kind, name), schema);
+            by_definition.insert((kind, name.to_owned()), schema);
         }
         ParameterSchemas { by_definition }
     }

@@ -50,11 +50,19 @@ pub(crate) struct Loaded {
 const AGENT_CONFIG_FILES: &[&str] = &["driftless.yaml", "driftless.yml"];
 
 /// Loads every app and definition of `snapshot`.
+///
+/// Three passes: files are registered in the [`SourceMap`] in path order (so file ids, and
+/// everything ordered by them, are deterministic); YAML parsing with positions, Application
+/// decoding and `.cue` definition parsing run per file in parallel (rayon; at 10,000 apps the
+/// YAML work is the largest serial phase otherwise); then the results are merged in path order,
+/// with the documents that need the shared `SourceMap` (definition CRs embed CUE text) handled
+/// there.
 pub(crate) fn load_snapshot(
     snapshot: &Snapshot,
     builtins: &Definitions,
     namespaces: &NamespaceRules<'_>,
 ) -> Loaded {
+    use rayon::prelude::*;
     let mut sources = builtins.sources().clone();
     let mut definitions = builtins.clone();
     let mut apps = Vec::new();
@@ -64,31 +72,54 @@ pub(crate) fn load_snapshot(
     let mut repo_definitions = Vec::new();
     let mut standalone = Standalone::default();
     let mut crds = Vec::new();
+    let mut work: Vec<FileWork<'_>> = Vec::with_capacity(files.len());
     for source in files {
         let path = source.path.trim_start_matches("./");
         if is_ignored(path) {
             continue;
         }
-        if path.ends_with(".yaml") || path.ends_with(".yml") {
+        let is_yaml = path.ends_with(".yaml") || path.ends_with(".yml");
+        if is_yaml || (path.ends_with(".cue") && is_under_definitions(path)) {
             let file = sources.add(path, source.contents.as_str());
-            load_yaml_file(
+            work.push(FileWork {
                 file,
                 path,
-                &source.contents,
-                namespaces,
-                &mut sources,
-                &mut apps,
-                &mut repo_definitions,
-                &mut standalone,
-                &mut crds,
-                &mut diagnostics,
-            );
-        } else if path.ends_with(".cue") && is_under_definitions(path) {
-            let file = sources.add(path, source.contents.as_str());
-            match definition_cue::load_definition_file(file, &source.contents, path, false) {
-                Ok(definition) => repo_definitions.push(definition),
-                Err(diagnostic) => diagnostics.push(diagnostic),
+                text: &source.contents,
+                is_yaml,
+            });
+        }
+    }
+    let parsed: Vec<ParsedFile> = work
+        .par_iter()
+        .map(|work| parse_file(work, namespaces))
+        .collect();
+    for (work, parsed) in work.iter().zip(parsed) {
+        match parsed {
+            ParsedFile::YamlError(error) => diagnostics.push(Diagnostic::error(
+                "yaml-syntax",
+                format!("invalid YAML: {}", error.message),
+                Some(error.span),
+            )),
+            ParsedFile::Yaml(documents) => {
+                for document in documents {
+                    match document {
+                        ParsedDocument::App(Ok(app)) => apps.push(app),
+                        ParsedDocument::App(Err(diagnostic)) => diagnostics.push(diagnostic),
+                        ParsedDocument::Other(document) => load_yaml_document(
+                            work,
+                            document,
+                            namespaces,
+                            &mut sources,
+                            &mut repo_definitions,
+                            &mut standalone,
+                            &mut crds,
+                            &mut diagnostics,
+                        ),
+                    }
+                }
             }
+            ParsedFile::Cue(Ok(definition)) => repo_definitions.push(definition),
+            ParsedFile::Cue(Err(diagnostic)) => diagnostics.push(diagnostic),
         }
     }
     // Files are visited in path order, so of two repo definitions with one name the later
@@ -107,6 +138,72 @@ pub(crate) fn load_snapshot(
         standalone,
         crds,
     }
+}
+
+/// A file to load, registered in the source map.
+struct FileWork<'a> {
+    file: cue::FileId,
+    path: &'a str,
+    text: &'a str,
+    /// A YAML file; otherwise a `.cue` definition file.
+    is_yaml: bool,
+}
+
+/// What the parallel pass makes of one file.
+enum ParsedFile {
+    Yaml(Vec<ParsedDocument>),
+    YamlError(yaml::YamlError),
+    Cue(Result<crate::model::Definition, Diagnostic>),
+}
+
+enum ParsedDocument {
+    App(Result<LoadedApp, Diagnostic>),
+    /// Any other document, classified in the serial pass.
+    Other(yaml::YamlDocument),
+}
+
+/// The per-file work that needs no shared state: YAML with positions, Applications decoded,
+/// `.cue` definition files parsed.
+fn parse_file(work: &FileWork<'_>, namespaces: &NamespaceRules<'_>) -> ParsedFile {
+    if !work.is_yaml {
+        return ParsedFile::Cue(definition_cue::load_definition_file(
+            work.file, work.text, work.path, false,
+        ));
+    }
+    let documents = match yaml::parse_documents(work.file, work.text) {
+        Ok(documents) => documents,
+        Err(error) => return ParsedFile::YamlError(error),
+    };
+    let mut file_digest = None;
+    let parsed = documents
+        .into_iter()
+        .map(|document| {
+            if is_application(&document.value) {
+                let digest = *file_digest.get_or_insert_with(|| definition_yaml::digest(work.text));
+                ParsedDocument::App(load_application(work.file, digest, document, namespaces))
+            } else {
+                ParsedDocument::Other(document)
+            }
+        })
+        .collect();
+    ParsedFile::Yaml(parsed)
+}
+
+/// The `apiVersion` group of a document, `None` without a group (`v1`) or `apiVersion`.
+fn api_group(object: &serde_json::Map<String, serde_json::Value>) -> Option<&str> {
+    object
+        .get("apiVersion")
+        .and_then(serde_json::Value::as_str)
+        .and_then(|api_version| api_version.split_once('/').map(|(group, _)| group))
+}
+
+/// A KubeVela `Application` document (an OAM or unversioned `apiVersion`).
+fn is_application(value: &serde_json::Value) -> bool {
+    let Some(object) = value.as_object() else {
+        return false;
+    };
+    object.get("kind").and_then(serde_json::Value::as_str) == Some("Application")
+        && api_group(object).is_none_or(|group| group == "core.oam.dev")
 }
 
 /// Two Applications with one namespace and name would overwrite each other in the cluster:
@@ -156,82 +253,60 @@ fn is_under_definitions(path: &str) -> bool {
         .any(|segment| segment == "definitions")
 }
 
+/// Classifies one document that is not an Application: definition CRs, standalone workflows
+/// and policies, CRDs; under `apps/` anything else is an `unknown-kind` warning.
 #[allow(clippy::too_many_arguments)]
-fn load_yaml_file(
-    file: cue::FileId,
-    path: &str,
-    text: &str,
+fn load_yaml_document(
+    work: &FileWork<'_>,
+    document: yaml::YamlDocument,
     namespaces: &NamespaceRules<'_>,
     sources: &mut SourceMap,
-    apps: &mut Vec<LoadedApp>,
     definitions: &mut Vec<crate::model::Definition>,
     standalone: &mut Standalone,
     crds: &mut Vec<serde_json::Value>,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    let file_digest = definition_yaml::digest(text);
-    let documents = match yaml::parse_documents(file, text) {
-        Ok(documents) => documents,
-        Err(error) => {
-            diagnostics.push(Diagnostic::error(
-                "yaml-syntax",
-                format!("invalid YAML: {}", error.message),
-                Some(error.span),
-            ));
-            return;
-        }
+    let path = work.path;
+    let Some(object) = document.value.as_object() else {
+        return;
     };
-    for document in documents {
-        let Some(object) = document.value.as_object() else {
-            continue;
-        };
-        let Some(kind) = object.get("kind").and_then(serde_json::Value::as_str) else {
-            if ["apiVersion", "metadata", "spec"]
-                .iter()
-                .any(|key| object.contains_key(*key))
-            {
-                diagnostics.push(Diagnostic::error(
-                    "missing-field",
-                    "Kubernetes document has no `kind`",
-                    Some(document.positions.value_span("")),
-                ));
-            }
-            continue;
-        };
-        let api_group = object
-            .get("apiVersion")
-            .and_then(serde_json::Value::as_str)
-            .and_then(|api_version| api_version.split_once('/').map(|(group, _)| group));
-        let is_oam = api_group.is_none_or(|group| group == "core.oam.dev");
-        if kind == "Application" && is_oam {
-            match load_application(file, file_digest, document, namespaces) {
-                Ok(app) => apps.push(app),
-                Err(diagnostic) => diagnostics.push(diagnostic),
-            }
-        } else if let Some(definition_kind) = DefinitionKind::from_cr_kind(kind).filter(|_| is_oam)
+    let Some(kind) = object.get("kind").and_then(serde_json::Value::as_str) else {
+        if ["apiVersion", "metadata", "spec"]
+            .iter()
+            .any(|key| object.contains_key(*key))
         {
-            match definition_yaml::load_definition_cr(
-                definition_kind,
-                file,
-                &document,
-                text,
-                sources,
-                path,
-            ) {
-                Ok(definition) => definitions.push(definition),
-                Err(diagnostic) => diagnostics.push(diagnostic),
-            }
-        } else if is_oam && (kind == "Workflow" || kind == "Policy") {
-            load_standalone(kind, &document, namespaces, standalone, diagnostics);
-        } else if kind == "CustomResourceDefinition" && api_group == Some("apiextensions.k8s.io") {
-            crds.push(document.value);
-        } else if path.starts_with("apps/") || path.contains("/apps/") {
-            diagnostics.push(Diagnostic::warning(
-                "unknown-kind",
-                format!("`{kind}` is not an Application or a definition; ignored"),
-                Some(document.positions.value_span("/kind")),
+            diagnostics.push(Diagnostic::error(
+                "missing-field",
+                "Kubernetes document has no `kind`",
+                Some(document.positions.value_span("")),
             ));
         }
+        return;
+    };
+    let api_group = api_group(object);
+    let is_oam = api_group.is_none_or(|group| group == "core.oam.dev");
+    if let Some(definition_kind) = DefinitionKind::from_cr_kind(kind).filter(|_| is_oam) {
+        match definition_yaml::load_definition_cr(
+            definition_kind,
+            work.file,
+            &document,
+            work.text,
+            sources,
+            path,
+        ) {
+            Ok(definition) => definitions.push(definition),
+            Err(diagnostic) => diagnostics.push(diagnostic),
+        }
+    } else if is_oam && (kind == "Workflow" || kind == "Policy") {
+        load_standalone(kind, &document, namespaces, standalone, diagnostics);
+    } else if kind == "CustomResourceDefinition" && api_group == Some("apiextensions.k8s.io") {
+        crds.push(document.value);
+    } else if path.starts_with("apps/") || path.contains("/apps/") {
+        diagnostics.push(Diagnostic::warning(
+            "unknown-kind",
+            format!("`{kind}` is not an Application or a definition; ignored"),
+            Some(document.positions.value_span("/kind")),
+        ));
     }
 }
 
