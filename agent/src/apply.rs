@@ -145,9 +145,12 @@ pub async fn apply_app(
             continue;
         };
         let live_version = resource_version(live);
-        let stale = record.applied(&change.object).is_none_or(|entry| {
-            entry.hash != object.hash || entry.resource_version != live_version
-        });
+        // A moved resourceVersion alone (a controller writing `status`) is no reason to
+        // rewrite the tracker: the planner found the object unchanged, and rewriting would
+        // cost one write per app whose workload's status moved, on every apply.
+        let stale = record
+            .applied(&change.object)
+            .is_none_or(|entry| entry.hash != object.hash);
         if ownership::carries_marks_of(live, app) && stale {
             let entry = entry_for(desired, object, EntryState::Applied, live_version);
             record.entries.insert(change.object.clone(), entry);

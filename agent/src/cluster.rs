@@ -85,6 +85,9 @@ pub struct Cluster {
     /// Objects read in bulk by [`Cluster::prefetch`]: `None` when the listed collection did not
     /// hold the object. Each entry is taken at most once, so a later read asks the cluster again.
     prefetched: std::sync::Mutex<BTreeMap<ObjectRef, Option<serde_json::Value>>>,
+    /// Requests made so far (every one takes a token first), for tests and benchmarks that
+    /// check a plan's reads do not grow with the apps.
+    requests: std::sync::atomic::AtomicU64,
 }
 
 /// A collection is listed instead of read object by object from this many wanted objects on:
@@ -175,6 +178,7 @@ impl Cluster {
             limiter: RateLimiter::new(options.qps, options.burst),
             discovery: Mutex::new(BTreeMap::new()),
             prefetched: std::sync::Mutex::new(BTreeMap::new()),
+            requests: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -184,7 +188,14 @@ impl Cluster {
 
     /// Waits for a request token. Call before every API request not made through [`Cluster::api`].
     pub async fn throttle(&self) {
+        self.requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.limiter.acquire().await;
+    }
+
+    /// How many requests this client has made (tokens taken) since it was connected.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The client, for requests the caller throttles itself.

@@ -130,6 +130,15 @@ pub fn diff_projected(live: &Value, desired: &Value) -> Option<ObjectDiff> {
     diff(&project(&normalize(live), &desired), &desired)
 }
 
+/// Whether the live object already holds every field the desired object sets, with the same
+/// values: [`diff_projected`] finding nothing, without building the diff. For an object whose
+/// desired state is the one last applied (same hash), this means an apply would change
+/// nothing, even though its resourceVersion moved (a controller writing `status`).
+pub fn projected_equal(live: &Value, desired: &Value) -> bool {
+    let desired = normalize(desired);
+    project(&normalize(live), &desired) == desired
+}
+
 /// YAML for people: block style, as `kubectl` prints it. Serialising a JSON value cannot fail;
 /// should it ever, the JSON text is shown instead of nothing.
 pub fn to_yaml(value: &Value) -> String {
@@ -273,6 +282,24 @@ mod tests {
             diff_projected(&live(2, "nginx:1"), &deployment(2, "nginx:1")),
             None
         );
+    }
+
+    #[test]
+    fn projected_equality_ignores_status_and_defaults_but_not_spec_or_labels() {
+        let mut status_moved = live(2, "nginx:1");
+        status_moved["metadata"]["resourceVersion"] = json!("57");
+        status_moved["status"] = json!({"replicas": 2, "observedGeneration": 3});
+        assert!(projected_equal(&status_moved, &deployment(2, "nginx:1")));
+        assert!(!projected_equal(&status_moved, &deployment(2, "nginx:2")));
+        let mut relabelled = status_moved.clone();
+        relabelled["metadata"]["labels"]["app.oam.dev/name"] = json!("other");
+        assert!(!projected_equal(&relabelled, &deployment(2, "nginx:1")));
+        let mut unlabelled = status_moved;
+        unlabelled["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("labels");
+        assert!(!projected_equal(&unlabelled, &deployment(2, "nginx:1")));
     }
 
     #[test]

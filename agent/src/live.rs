@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use analyzer::model::{Application, Policy};
 use analyzer::{AppRef, RenderOutput, SourceMap};
+use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::apply::{self, AppApplyReport, ApplyOptions, ApplyOutcome, FIELD_MANAGER};
@@ -13,7 +14,7 @@ use crate::cluster::Cluster;
 use crate::health::status::ComponentStatus;
 use crate::health::{self, AppHealth};
 use crate::observe::{self, AppObservation, OrphanObservation};
-use crate::plan::{Plan, PlanTarget};
+use crate::plan::{AppPlan, Plan, PlanTarget};
 use crate::planner::{self, LiveObjects, Observed, PlanOptions};
 use crate::rollout::RolloutPlan;
 use crate::tracker_store::TrackerStore;
@@ -134,24 +135,31 @@ pub async fn plan_live_apps(
             Vec::new()
         }
     };
-    let mut app_plans = Vec::new();
-    let mut health = BTreeMap::new();
-    for observation in &observations {
-        let mut app_plan = planner::plan_app(
-            &observation.desired,
-            &observation.live,
-            observation.tracker.as_ref(),
-            &options.plan,
-        );
-        if let Some(error) = &observation.tracker_error {
-            app_plan.diagnostics.push(
-                analyzer::Diagnostic::error("cluster-error", error.clone(), None)
-                    .for_app(&observation.desired.app),
+    // Planning and rating health are pure and per app (diffs, health CUE): in parallel.
+    let planned: Vec<AppPlan> = observations
+        .par_iter()
+        .map(|observation| {
+            let mut app_plan = planner::plan_app(
+                &observation.desired,
+                &observation.live,
+                observation.tracker.as_ref(),
+                &options.plan,
             );
-        }
-        if let Some(app_health) = live_health(&observation.live, &observation.desired, options) {
-            app_plan.health = Some(app_health.clone());
-            health.insert(observation.desired.app.clone(), app_health);
+            if let Some(error) = &observation.tracker_error {
+                app_plan.diagnostics.push(
+                    analyzer::Diagnostic::error("cluster-error", error.clone(), None)
+                        .for_app(&observation.desired.app),
+                );
+            }
+            app_plan.health = live_health(&observation.live, &observation.desired, options);
+            app_plan
+        })
+        .collect();
+    let mut app_plans = Vec::with_capacity(planned.len() + orphans.len());
+    let mut health = BTreeMap::new();
+    for app_plan in planned {
+        if let Some(app_health) = &app_plan.health {
+            health.insert(app_plan.app.clone(), app_health.clone());
         }
         app_plans.push(app_plan);
     }
@@ -185,11 +193,8 @@ pub async fn apply_live_except(
     options: &LiveOptions,
     skip: &BTreeSet<AppRef>,
 ) -> Vec<AppApplyReport> {
-    let mut rest = live_plan.clone();
-    rest.plan
-        .apps
-        .retain(|app_plan| !skip.contains(&app_plan.app));
-    apply_live(cluster, &rest, options).await
+    // No copy of the plan: at 10,000 apps it holds every live object twice (live and dry run).
+    apply_filtered(cluster, live_plan, options, &|app| !skip.contains(app)).await
 }
 
 /// Applies a live plan app by app. Each app stops at its first error; the others go on.
@@ -198,26 +203,110 @@ pub async fn apply_live(
     live_plan: &LivePlan,
     options: &LiveOptions,
 ) -> Vec<AppApplyReport> {
+    apply_filtered(cluster, live_plan, options, &|_| true).await
+}
+
+/// Apps applied at once by [`apply_live`] (each still one request at a time, all within the
+/// cluster's QPS budget): on a local or fast apiserver the budget is not the limit, the round
+/// trips of 10,000 apps one after the other are.
+const APPLY_CONCURRENCY: usize = 8;
+
+async fn apply_filtered(
+    cluster: &Cluster,
+    live_plan: &LivePlan,
+    options: &LiveOptions,
+    wanted: &(dyn Fn(&AppRef) -> bool + Sync),
+) -> Vec<AppApplyReport> {
+    use futures::StreamExt as _;
+
     let store = TrackerStore::new(cluster, &options.tracker_namespace);
-    let mut reports = Vec::new();
-    for app_plan in &live_plan.plan.apps {
-        if let Some(observation) = live_plan
-            .observations
-            .iter()
-            .find(|observation| observation.desired.app == app_plan.app)
+    // Indexed once: a scan of the observations per app is quadratic in the apps.
+    let observations: BTreeMap<&AppRef, &AppObservation> = live_plan
+        .observations
+        .iter()
+        .map(|observation| (&observation.desired.app, observation))
+        .collect();
+    let orphans: BTreeMap<&AppRef, &OrphanObservation> = live_plan
+        .orphans
+        .iter()
+        .map(|orphan| (&orphan.app, orphan))
+        .collect();
+    // Apps that write or delete cluster-scoped objects (Namespaces, CRDs, ...) go first, one
+    // at a time in plan order: other apps' objects may live in them. The rest, whose changes
+    // are all inside namespaces, are independent of each other and go several at a time.
+    let (ordered, independent): (Vec<(usize, &AppPlan)>, Vec<_>) = live_plan
+        .plan
+        .apps
+        .iter()
+        .enumerate()
+        .filter(|(_, app_plan)| wanted(&app_plan.app))
+        .partition(|(_, app_plan)| {
+            app_plan.changes.iter().any(|change| {
+                change.object.namespace.is_none() && change.action != crate::plan::Action::Unchanged
+            })
+        });
+    let mut reports: Vec<(usize, AppApplyReport)> = Vec::new();
+    let store = &store;
+    let observations = &observations;
+    let orphans = &orphans;
+    for (index, app_plan) in ordered {
+        let observation = observations.get(&app_plan.app).copied();
+        let orphan = orphans.get(&app_plan.app).copied();
+        if let Some(report) =
+            apply_one(cluster, store, options, observation, orphan, app_plan).await
         {
-            reports.push(
-                apply::apply_app(cluster, &store, observation, app_plan, &options.apply).await,
-            );
-        } else if let Some(orphan) = live_plan
-            .orphans
-            .iter()
-            .find(|orphan| orphan.app == app_plan.app)
-        {
-            reports.push(apply::delete_app(cluster, &store, orphan, app_plan).await);
+            reports.push((index, report));
         }
     }
-    reports
+    // The futures are built in a loop, not by a closure in the stream: closures there make the
+    // agent's tasks fail to be provably `Send` (rust-lang/rust#110338).
+    let mut pending = Vec::with_capacity(independent.len());
+    for (index, app_plan) in independent {
+        let observation = observations.get(&app_plan.app).copied();
+        let orphan = orphans.get(&app_plan.app).copied();
+        pending.push(apply_indexed(
+            index,
+            apply_one(cluster, store, options, observation, orphan, app_plan),
+        ));
+    }
+    let concurrent: Vec<(usize, Option<AppApplyReport>)> = futures::stream::iter(pending)
+        .buffer_unordered(APPLY_CONCURRENCY)
+        .collect()
+        .await;
+    reports.extend(
+        concurrent
+            .into_iter()
+            .filter_map(|(index, report)| report.map(|report| (index, report))),
+    );
+    // Reports in plan order, whatever order the apps finished in.
+    reports.sort_by_key(|(index, _)| *index);
+    reports.into_iter().map(|(_, report)| report).collect()
+}
+
+async fn apply_indexed(
+    index: usize,
+    applied: impl std::future::Future<Output = Option<AppApplyReport>>,
+) -> (usize, Option<AppApplyReport>) {
+    (index, applied.await)
+}
+
+/// Applies one app of a plan (or deletes an orphan); `None` when the plan's app was neither
+/// observed nor an orphan.
+async fn apply_one(
+    cluster: &Cluster,
+    store: &TrackerStore<'_>,
+    options: &LiveOptions,
+    observation: Option<&AppObservation>,
+    orphan: Option<&OrphanObservation>,
+    app_plan: &AppPlan,
+) -> Option<AppApplyReport> {
+    match (observation, orphan) {
+        (Some(observation), _) => {
+            Some(apply::apply_app(cluster, store, observation, app_plan, &options.apply).await)
+        }
+        (None, Some(orphan)) => Some(apply::delete_app(cluster, store, orphan, app_plan).await),
+        (None, None) => None,
+    }
 }
 
 /// The health of each app's rendered objects as they are live now (re-read after an apply).
@@ -380,13 +469,19 @@ async fn run_workflows_inner(
     fleet: Option<&crate::workflow::Fleet>,
     options: &DriverOptions,
 ) -> Vec<WorkflowResult> {
+    let observations: BTreeMap<&AppRef, &AppObservation> = live_plan
+        .observations
+        .iter()
+        .map(|observation| (&observation.desired.app, observation))
+        .collect();
+    let input_hashes: BTreeMap<&AppRef, &str> = output
+        .apps
+        .iter()
+        .map(|rendered| (&rendered.app, rendered.input_hash.as_str()))
+        .collect();
     let mut checked = Vec::new();
     for (app_ref, app) in apps {
-        let Some(observation) = live_plan
-            .observations
-            .iter()
-            .find(|observation| &observation.desired.app == app_ref)
-        else {
+        let Some(observation) = observations.get(app_ref).copied() else {
             continue;
         };
         let ctx = WorkflowContext {
@@ -434,11 +529,9 @@ async fn run_workflows_inner(
                 continue;
             }
         };
-        let revision = output
-            .apps
-            .iter()
-            .find(|rendered| rendered.app == observation.desired.app)
-            .map(|rendered| rendered.input_hash.clone())
+        let revision = input_hashes
+            .get(&observation.desired.app)
+            .map(|hash| (*hash).to_owned())
             .unwrap_or_default();
         let targets = match fleet {
             Some(fleet) => {

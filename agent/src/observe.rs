@@ -1,6 +1,8 @@
 //! Observing a cluster for a plan: resolve every rendered kind by discovery, read the live
 //! objects of each app (rendered and tracked) and its tracker, and normalise the desired state
-//! with a server-side-apply dry run — skipped when the tracker proves nothing changed.
+//! with a server-side-apply dry run — skipped when the tracker proves nothing changed (same
+//! desired hash, and the live object at the resourceVersion we left it or still holding every
+//! rendered field as rendered).
 //!
 //! Failures are per object ([`Observed::Failed`]): a kind the cluster does not serve, RBAC, an
 //! admission rejection of the dry run, an unreachable apiserver. The planner turns them into
@@ -11,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use analyzer::model::Policy;
 use analyzer::{AppRef, RenderedApp};
 use kube::api::{Patch, PatchParams};
+use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::cluster::{Cluster, Resolved, describe_error};
@@ -105,8 +108,9 @@ pub async fn desired_apps(
         }
     }
     let no_policies = Vec::new();
+    // Per app and pure (ownership marks, hashes of every object): in parallel.
     rendered
-        .iter()
+        .par_iter()
         .map(|app| {
             DesiredApp::from_rendered(
                 app,
@@ -180,10 +184,17 @@ pub async fn observe_app(
                     .and_then(|tracker| tracker.applied(object_ref));
                 let unchanged_since_apply = recorded.is_some_and(|entry| {
                     entry.hash == object.hash
-                        && entry.resource_version.as_deref()
+                        && (entry.resource_version.as_deref()
                             == live_object
                                 .pointer("/metadata/resourceVersion")
                                 .and_then(Value::as_str)
+                            // The resourceVersion also moves when only `status` changed (a
+                            // Deployment's controller writes it after every apply), which
+                            // would cost a dry run per workload on every plan. With the desired
+                            // state the one last applied, a live object that still holds every
+                            // rendered field as rendered has nothing to apply; the planner
+                            // compares it the same way (projected), so both agree.
+                            || crate::diff::projected_equal(&live_object, &object.object))
                 });
                 if admission != Admission::Write || unchanged_since_apply {
                     Observed::Present {

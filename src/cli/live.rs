@@ -45,6 +45,8 @@ pub fn plan(
         let repo = analyze_repo_for(path, version)?;
         report_render_diagnostics(&repo, style);
         let live_plan = plan_with(&cluster, cluster_args, path, &repo).await;
+        // For `hack/scale.sh` (with -v): a plan's reads must not grow with unchanged apps.
+        tracing::info!(requests = cluster.requests(), "planned against the cluster");
         anyhow::Ok((repo, live_plan))
     })?;
     report_cluster_diagnostics(&live_plan, &repo, style);
@@ -66,13 +68,14 @@ async fn cluster_version(cluster: &Cluster) -> Option<analyzer::ClusterVersion> 
 /// Draws on stderr the diagnostics the live plan added to the render's (cluster errors per
 /// object, unreadable trackers, invalid policies): the render's own were drawn already.
 fn report_cluster_diagnostics(live_plan: &LivePlan, repo: &RenderedRepo, style: DiagnosticStyle) {
-    let rendered_count = |app: &analyzer::AppRef| {
-        repo.output
-            .apps
-            .iter()
-            .find(|rendered| &rendered.app == app)
-            .map_or(0, |rendered| rendered.diagnostics.len())
-    };
+    // Indexed once: a scan of the rendered apps per planned app is quadratic in the apps.
+    let rendered: BTreeMap<&AppRef, usize> = repo
+        .output
+        .apps
+        .iter()
+        .map(|rendered| (&rendered.app, rendered.diagnostics.len()))
+        .collect();
+    let rendered_count = |app: &AppRef| rendered.get(app).copied().unwrap_or(0);
     let added = live_plan
         .plan
         .diagnostics
@@ -142,6 +145,8 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
         write_stdout(&text)?;
         let health = read_health(&cluster, &live_plan).await;
         write_stdout(&health_text(&health))?;
+        // For `hack/scale.sh` (with -v): the requests an apply costs, against its QPS budget.
+        tracing::info!(requests = cluster.requests(), "applied");
         Ok(if failed || live_plan.plan.has_errors() {
             Outcome::Blocked
         } else {
