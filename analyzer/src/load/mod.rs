@@ -150,12 +150,15 @@ struct FileWork<'a> {
 }
 
 /// What the parallel pass makes of one file.
+// One value per file, moved once into the merged lists: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 enum ParsedFile {
     Yaml(Vec<ParsedDocument>),
     YamlError(yaml::YamlError),
     Cue(Result<crate::model::Definition, Diagnostic>),
 }
 
+#[allow(clippy::large_enum_variant)]
 enum ParsedDocument {
     App(Result<LoadedApp, Diagnostic>),
     /// Any other document, classified in the serial pass.
