@@ -498,12 +498,7 @@ async fn replica_counts(cluster: &TestCluster, namespace: &str) -> Result<(i32, 
 async fn a_deployment_rolls_out_in_batches_gated_on_health() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "wf-rollout").await?;
-    let repo = Repo::new()?;
-    std::fs::create_dir_all(repo.path().join("definitions/traits"))?;
-    std::fs::write(
-        repo.path().join("definitions/traits/rollout.cue"),
-        ROLLOUT_TRAIT,
-    )?;
+    let repo = rollout_repo()?;
 
     // Each run holds after a batch (batchPartition), so the test sees every boundary; a
     // batch is held only once its replicas are updated and ready (the health gate).
@@ -966,12 +961,7 @@ async fn a_deploy_rolls_out_over_clusters_canary_first_with_approval_and_a_faile
 async fn invalid_rollouts_are_refused_before_anything_is_applied() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "wf-bad-rollout").await?;
-    let repo = Repo::new()?;
-    std::fs::create_dir_all(repo.path().join("definitions/traits"))?;
-    std::fs::write(
-        repo.path().join("definitions/traits/rollout.cue"),
-        ROLLOUT_TRAIT,
-    )?;
+    let repo = rollout_repo()?;
     let deploy = |name: &str, properties: &str| {
         let policies = "  policies:
     - name: here
@@ -1137,6 +1127,25 @@ spec:
     )
 }
 
+/// A test repository holding the test's `rollout` trait definition.
+fn rollout_repo() -> Result<Repo> {
+    let repo = Repo::new()?;
+    std::fs::create_dir_all(repo.path().join("definitions/traits"))?;
+    std::fs::write(
+        repo.path().join("definitions/traits/rollout.cue"),
+        ROLLOUT_TRAIT,
+    )?;
+    Ok(repo)
+}
+
+/// Expected pods per image, in the shape `pods_by_image` returns.
+fn image_counts(pairs: &[(&str, usize)]) -> std::collections::BTreeMap<String, usize> {
+    pairs
+        .iter()
+        .map(|(image, count)| ((*image).to_owned(), *count))
+        .collect()
+}
+
 /// Per image, how many of the StatefulSet's pods run it and are ready, and how many revisions
 /// (`controller-revision-hash`) the pods are spread over.
 async fn pods_by_image(
@@ -1189,18 +1198,7 @@ async fn pods_by_image(
 async fn a_statefulset_rolls_out_by_partition_with_both_revisions_side_by_side() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "wf-sts").await?;
-    let repo = Repo::new()?;
-    std::fs::create_dir_all(repo.path().join("definitions/traits"))?;
-    std::fs::write(
-        repo.path().join("definitions/traits/rollout.cue"),
-        ROLLOUT_TRAIT,
-    )?;
-    let counts = |pairs: &[(&str, usize)]| {
-        pairs
-            .iter()
-            .map(|(image, count)| ((*image).to_owned(), *count))
-            .collect::<std::collections::BTreeMap<String, usize>>()
-    };
+    let repo = rollout_repo()?;
 
     repo.write_app(
         "stateful",
@@ -1213,7 +1211,7 @@ async fn a_statefulset_rolls_out_by_partition_with_both_revisions_side_by_side()
     );
     let pods = pods_by_image(&cluster, &ns.name).await?;
     ensure!(
-        pods == (counts(&[("nginx:1.25", 4)]), 1),
+        pods == (image_counts(&[("nginx:1.25", 4)]), 1),
         "{pods:?}\n{text}"
     );
 
@@ -1233,7 +1231,10 @@ async fn a_statefulset_rolls_out_by_partition_with_both_revisions_side_by_side()
         );
         let pods = pods_by_image(&cluster, &ns.name).await?;
         ensure!(
-            pods == (counts(&[("nginx:1.25", 4 - new), ("nginx:1.26", new)]), 2),
+            pods == (
+                image_counts(&[("nginx:1.25", 4 - new), ("nginx:1.26", new)]),
+                2
+            ),
             "after batch {partition}: ready pods by image and revisions {pods:?}\n{text}"
         );
     }
@@ -1250,7 +1251,7 @@ async fn a_statefulset_rolls_out_by_partition_with_both_revisions_side_by_side()
     );
     let pods = pods_by_image(&cluster, &ns.name).await?;
     ensure!(
-        pods == (counts(&[("nginx:1.26", 4)]), 1),
+        pods == (image_counts(&[("nginx:1.26", 4)]), 1),
         "{pods:?}\n{text}"
     );
 
@@ -1272,7 +1273,7 @@ async fn a_statefulset_rolls_out_by_partition_with_both_revisions_side_by_side()
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
     loop {
         let pods = pods_by_image(&cluster, &ns.name).await?;
-        if pods == (counts(&[("nginx:1.26", 4)]), 1) {
+        if pods == (image_counts(&[("nginx:1.26", 4)]), 1) {
             break;
         }
         ensure!(
@@ -1413,18 +1414,7 @@ async fn a_new_deployment_revision_runs_side_by_side_in_batches_and_a_failed_gat
 -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "wf-revision").await?;
-    let repo = Repo::new()?;
-    std::fs::create_dir_all(repo.path().join("definitions/traits"))?;
-    std::fs::write(
-        repo.path().join("definitions/traits/rollout.cue"),
-        ROLLOUT_TRAIT,
-    )?;
-    let counts = |pairs: &[(&str, usize)]| {
-        pairs
-            .iter()
-            .map(|(image, count)| ((*image).to_owned(), *count))
-            .collect::<std::collections::BTreeMap<String, usize>>()
-    };
+    let repo = rollout_repo()?;
 
     repo.write_app(
         "revised",
@@ -1450,7 +1440,7 @@ async fn a_new_deployment_revision_runs_side_by_side_in_batches_and_a_failed_gat
     );
     let pods = ready_pods_by_image(&cluster, &ns.name, "app=web").await?;
     ensure!(
-        pods == counts(&[("nginx:1.25", 3), ("nginx:1.26", 1)]),
+        pods == image_counts(&[("nginx:1.25", 3), ("nginx:1.26", 1)]),
         "both revisions side by side: {pods:?}\n{text}"
     );
     let deployments = deployments_of(&cluster, &ns.name).await?;
@@ -1504,7 +1494,7 @@ async fn a_new_deployment_revision_runs_side_by_side_in_batches_and_a_failed_gat
         let pods = ready_pods_by_image(&cluster, &ns.name, "app=web").await?;
         if deployments.len() == 1
             && deployments.get("web") == Some(&(4, "nginx:1.26".to_owned()))
-            && pods == counts(&[("nginx:1.26", 4)])
+            && pods == image_counts(&[("nginx:1.26", 4)])
         {
             break;
         }
