@@ -18,27 +18,17 @@ CUE_BIN=$BIN_DIR/cue
 
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'build-cue: error: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [[ -x $CUE_BIN ]] && "$CUE_BIN" version 2>/dev/null | grep -q "cue version $CUE_VERSION"; then
   printf '%s\n' "$CUE_BIN"
   exit 0
 fi
 
-command -v go >/dev/null || die "go is not installed (hack/install-prereqs.sh installs it)"
-
-# Build into a staging directory and rename it into place, so the cache holds a complete binary
-# or nothing, even when two builds race.
-mkdir -p "$CACHE/bin"
-STAGING=$(mktemp -d "$CACHE/bin/.cue-$CUE_VERSION.XXXXXX")
-trap 'rm -rf "$STAGING"' EXIT
 say "building cue $CUE_VERSION (go install cuelang.org/go/cmd/cue@$CUE_VERSION)"
-GOTOOLCHAIN=local CGO_ENABLED=0 GOBIN=$STAGING \
-  go install -trimpath "cuelang.org/go/cmd/cue@$CUE_VERSION" >&2 ||
-  die "go install cuelang.org/go/cmd/cue@$CUE_VERSION failed"
-"$STAGING/cue" version 2>/dev/null | grep -q "cue version $CUE_VERSION" ||
+go_install_into "$BIN_DIR" "cuelang.org/go/cmd/cue@$CUE_VERSION" cue
+"$CUE_BIN" version 2>/dev/null | grep -q "cue version $CUE_VERSION" ||
   die "the built binary does not report cue version $CUE_VERSION"
-rm -rf "$BIN_DIR"
-mv "$STAGING" "$BIN_DIR"
-trap - EXIT
 say "cue $CUE_VERSION installed in $BIN_DIR"
 printf '%s\n' "$CUE_BIN"

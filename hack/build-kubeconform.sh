@@ -17,26 +17,15 @@ BIN=$BIN_DIR/kubeconform
 
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'build-kubeconform: error: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [[ -x $BIN ]]; then
   printf '%s\n' "$BIN"
   exit 0
 fi
 
-command -v go >/dev/null || die "go is not installed (hack/install-prereqs.sh installs it)"
-
-# Install into a staging directory and rename into place: the cache holds a complete binary or
-# nothing, even when the build is interrupted.
-mkdir -p "$CACHE/bin"
-STAGING=$(mktemp -d "$CACHE/bin/.kubeconform-$KUBECONFORM_VERSION.XXXXXX")
-trap 'rm -rf "$STAGING"' EXIT
 say "building kubeconform $KUBECONFORM_VERSION"
-GOTOOLCHAIN=local CGO_ENABLED=0 GOBIN=$STAGING \
-  go install -trimpath "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION" >&2 ||
-  die "go install of kubeconform $KUBECONFORM_VERSION failed"
-[[ -x $STAGING/kubeconform ]] || die "go install left no kubeconform binary"
-rm -rf "$BIN_DIR"
-mv "$STAGING" "$BIN_DIR"
-trap - EXIT
+go_install_into "$BIN_DIR" "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION" kubeconform
 say "kubeconform $KUBECONFORM_VERSION installed in $BIN_DIR"
 printf '%s\n' "$BIN"

@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Helpers shared by hack/cluster.sh and hack/gitea.sh; sourced, never run. The caller runs under
+# Helpers shared by the hack/ scripts (cluster.sh, gitea.sh, build-cue.sh, build-kubeconform.sh);
+# sourced, never run. The caller runs under
 # `set -euo pipefail` and defines `say` and `die`.
 #
 # - process identity: a recorded pid counts as ours only while its start time matches, so a
@@ -7,7 +8,8 @@
 # - launching a server in its own session and process group (pgid = pid), so stopping it stops
 #   its children too;
 # - loopback ports: listening checks and random free ports below the ephemeral range;
-# - the `CMD [--name NAME]` command line both scripts take.
+# - the `CMD [--name NAME]` command line cluster.sh and gitea.sh take;
+# - `go install` of a pinned tool into the version-keyed binary cache.
 
 # alive PID: the process exists and is not a zombie.
 alive() {
@@ -91,4 +93,24 @@ require_tools() {
   for tool in "$@"; do
     command -v "$tool" >/dev/null 2>&1 || die "'$tool' is required (run hack/install-prereqs.sh)"
   done
+}
+
+# go_install_into BIN_DIR MODULE_PATH@VERSION BINARY: `go install` (local toolchain, no cgo,
+# through the module proxy) into a staging directory renamed to BIN_DIR, so the cache holds a
+# complete binary or nothing, even when a build is interrupted or two builds race.
+go_install_into() {
+  local bin_dir=$1 target=$2 binary=$3 staging
+  command -v go >/dev/null || die "go is not installed (hack/install-prereqs.sh installs it)"
+  mkdir -p "$(dirname "$bin_dir")"
+  staging=$(mktemp -d "$(dirname "$bin_dir")/.$(basename "$bin_dir").XXXXXX")
+  if ! GOTOOLCHAIN=local CGO_ENABLED=0 GOBIN=$staging go install -trimpath "$target" >&2; then
+    rm -rf "$staging"
+    die "go install $target failed"
+  fi
+  if [[ ! -x $staging/$binary ]]; then
+    rm -rf "$staging"
+    die "go install $target left no $binary binary"
+  fi
+  rm -rf "$bin_dir"
+  mv "$staging" "$bin_dir"
 }
