@@ -12,14 +12,15 @@ use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::wait::await_condition;
 use serde_json::Value;
 
+use crate::support::cli::{Repo, config_map_names, driftless, expect_config_maps, expect_success};
 use crate::support::cluster::{TestCluster, TestNamespace, WAIT};
 
 /// A component rendering one raw ConfigMap (`k8s-objects`).
@@ -65,45 +66,8 @@ spec:
     )
 }
 
-/// A repository in a temporary directory with one file per app. Its trackers are kept in the
-/// test's namespace, so they go when the namespace goes.
-struct Repo {
-    dir: tempfile::TempDir,
-    tracker_namespace: String,
-}
-
-impl Repo {
-    fn new(ns: &TestNamespace) -> Result<Repo> {
-        let dir = tempfile::tempdir()?;
-        std::fs::create_dir_all(dir.path().join("apps"))?;
-        Ok(Repo {
-            dir,
-            tracker_namespace: ns.name.clone(),
-        })
-    }
-
-    fn write_app(&self, name: &str, manifest: &str) -> Result<()> {
-        std::fs::write(self.dir.path().join(format!("apps/{name}.yaml")), manifest)?;
-        Ok(())
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-}
-
-fn driftless(cluster: &TestCluster, args: &[&str]) -> Result<Output> {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_driftless"))
-        .args(args)
-        .arg("--kubeconfig")
-        .arg(&cluster.kubeconfig)
-        .output()
-        .context("running driftless")?;
-    Ok(output)
-}
-
 fn apply(cluster: &TestCluster, repo: &Repo) -> Result<Output> {
-    let path = repo.path().to_str().context("utf-8 path")?;
+    let path = repo.path_str()?;
     driftless(
         cluster,
         &[
@@ -118,7 +82,7 @@ fn apply(cluster: &TestCluster, repo: &Repo) -> Result<Output> {
 
 /// `plan -o json`, parsed, with its exit code.
 fn plan(cluster: &TestCluster, repo: &Repo) -> Result<(i32, Value)> {
-    let path = repo.path().to_str().context("utf-8 path")?;
+    let path = repo.path_str()?;
     let output = driftless(
         cluster,
         &[
@@ -140,20 +104,8 @@ fn plan(cluster: &TestCluster, repo: &Repo) -> Result<(i32, Value)> {
     Ok((output.status.code().unwrap_or(-1), json))
 }
 
-fn expect_success(output: &Output, what: &str) -> Result<()> {
-    if !output.status.success() {
-        bail!(
-            "{what} failed ({}):\n{}\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    Ok(())
-}
-
 /// `(action, kind/name, changedFields, reason)` of every change that is not `unchanged`.
-fn changes(plan: &Value) -> Vec<(String, String, Vec<String>, Option<String>)> {
+fn changes(plan: &Value) -> Vec<Change> {
     plan["apps"]
         .as_array()
         .into_iter()
@@ -180,17 +132,30 @@ fn changes(plan: &Value) -> Vec<(String, String, Vec<String>, Option<String>)> {
         .collect()
 }
 
-async fn config_map_names(cluster: &TestCluster, namespace: &str) -> Result<BTreeSet<String>> {
-    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), namespace);
-    Ok(config_maps
-        // Trackers live in the test namespace too; they are not app objects.
-        .list(&ListParams::default().labels("!driftless.dev/tracker"))
-        .await?
-        .items
-        .into_iter()
-        .filter_map(|config_map| config_map.metadata.name)
-        .filter(|name| name != "kube-root-ca.crt")
-        .collect())
+/// One change as [`changes`] lists it.
+type Change = (String, String, Vec<String>, Option<String>);
+
+/// An update of `object` (`Kind/name`) changing exactly `fields`.
+fn update(object: &str, fields: &[&str]) -> Change {
+    let fields = fields.iter().map(|field| (*field).to_owned()).collect();
+    ("update".to_owned(), object.to_owned(), fields, None)
+}
+
+/// The deletion of `object` (`Kind/name`).
+fn delete(object: &str) -> Change {
+    ("delete".to_owned(), object.to_owned(), vec![], None)
+}
+
+/// Plans `repo` and asserts that it would make exactly the `expected` changes, in any order,
+/// with the matching exit code (2 for changes, 0 for none). Returns the plan.
+fn expect_plan(cluster: &TestCluster, repo: &Repo, mut expected: Vec<Change>) -> Result<Value> {
+    let (code, planned) = plan(cluster, repo)?;
+    let mut actual = changes(&planned);
+    actual.sort();
+    expected.sort();
+    assert_eq!(actual, expected, "{planned:#}");
+    assert_eq!(code, if expected.is_empty() { 0 } else { 2 }, "{planned:#}");
+    Ok(planned)
 }
 
 #[tokio::test]
@@ -214,22 +179,14 @@ async fn apply_then_plan_is_clean_and_a_changed_property_is_one_field() -> Resul
 
     expect_success(&apply(&cluster, &repo)?, "apply")?;
     // The apiserver defaulted dozens of Deployment fields; none of them is a change.
-    let (code, second) = plan(&cluster, &repo)?;
-    assert_eq!(changes(&second), vec![], "{second:#}");
-    assert_eq!(code, 0);
+    expect_plan(&cluster, &repo, vec![])?;
 
     repo.write_app("shop", &application("shop", &ns.name, &components("green")))?;
-    let (code, third) = plan(&cluster, &repo)?;
-    assert_eq!(code, 2);
-    assert_eq!(
-        changes(&third),
-        vec![(
-            "update".to_owned(),
-            "ConfigMap/settings".to_owned(),
-            vec!["data.color".to_owned()],
-            None
-        )]
-    );
+    expect_plan(
+        &cluster,
+        &repo,
+        vec![update("ConfigMap/settings", &["data.color"])],
+    )?;
     Ok(())
 }
 
@@ -264,30 +221,13 @@ async fn a_removed_component_is_pruned_and_a_similar_unowned_object_is_not() -> 
     ];
     repo.write_app("shop", &application("shop", &ns.name, &both))?;
     expect_success(&apply(&cluster, &repo)?, "first apply")?;
-    assert_eq!(
-        config_map_names(&cluster, &ns.name).await?,
-        BTreeSet::from(["main".to_owned(), "extra".to_owned(), "extra-2".to_owned()])
-    );
+    expect_config_maps(&cluster, &ns.name, &["main", "extra", "extra-2"]).await?;
 
     repo.write_app("shop", &application("shop", &ns.name, &both[..1]))?;
-    let (code, planned) = plan(&cluster, &repo)?;
-    assert_eq!(code, 2);
-    assert_eq!(
-        changes(&planned),
-        vec![(
-            "delete".to_owned(),
-            "ConfigMap/extra".to_owned(),
-            vec![],
-            None
-        )]
-    );
+    expect_plan(&cluster, &repo, vec![delete("ConfigMap/extra")])?;
     expect_success(&apply(&cluster, &repo)?, "second apply")?;
-    assert_eq!(
-        config_map_names(&cluster, &ns.name).await?,
-        BTreeSet::from(["main".to_owned(), "extra-2".to_owned()])
-    );
-    let (code, clean) = plan(&cluster, &repo)?;
-    assert_eq!((code, changes(&clean)), (0, vec![]));
+    expect_config_maps(&cluster, &ns.name, &["main", "extra-2"]).await?;
+    expect_plan(&cluster, &repo, vec![])?;
     Ok(())
 }
 
@@ -335,10 +275,7 @@ async fn two_apps_rendering_one_object_conflict_and_the_second_applies_nothing()
         "{stdout}"
     );
     // Nothing of the second app was applied, and the shared object is untouched.
-    assert_eq!(
-        config_map_names(&cluster, &ns.name).await?,
-        BTreeSet::from(["shared".to_owned()])
-    );
+    expect_config_maps(&cluster, &ns.name, &["shared"]).await?;
     let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &ns.name);
     let shared = config_maps.get("shared").await?;
     assert_eq!(
@@ -393,27 +330,17 @@ async fn an_out_of_band_edit_is_drift_and_apply_restores_it() -> Result<()> {
         )
         .await?;
 
-    let (code, drift) = plan(&cluster, &repo)?;
-    assert_eq!(code, 2);
-    let mut drifted = changes(&drift);
-    drifted.sort();
-    assert_eq!(
-        drifted,
+    expect_plan(
+        &cluster,
+        &repo,
         vec![
-            (
-                "update".to_owned(),
-                "ConfigMap/settings".to_owned(),
-                vec!["data.color".to_owned()],
-                None
+            update("ConfigMap/settings", &["data.color"]),
+            update(
+                "Deployment/web",
+                &["spec.template.spec.containers[0].image"],
             ),
-            (
-                "update".to_owned(),
-                "Deployment/web".to_owned(),
-                vec!["spec.template.spec.containers[0].image".to_owned()],
-                None
-            ),
-        ]
-    );
+        ],
+    )?;
     expect_success(&apply(&cluster, &repo)?, "apply restoring")?;
     let restored = config_maps.get("settings").await?;
     assert_eq!(
@@ -424,8 +351,7 @@ async fn an_out_of_band_edit_is_drift_and_apply_restores_it() -> Result<()> {
             .map(String::as_str),
         Some("blue")
     );
-    let (code, clean) = plan(&cluster, &repo)?;
-    assert_eq!((code, changes(&clean)), (0, vec![]));
+    expect_plan(&cluster, &repo, vec![])?;
     Ok(())
 }
 
@@ -683,14 +609,12 @@ async fn per_object_errors_stop_only_their_app_and_never_prune() -> Result<()> {
             .map(String::as_str),
         Some("green")
     );
-    assert_eq!(
-        config_map_names(&cluster, &ns.name).await?,
-        BTreeSet::from([
-            "good-cfg".to_owned(),
-            "rejected-old".to_owned(),
-            "rejected-first".to_owned()
-        ])
-    );
+    expect_config_maps(
+        &cluster,
+        &ns.name,
+        &["good-cfg", "rejected-old", "rejected-first"],
+    )
+    .await?;
     Ok(())
 }
 
@@ -851,22 +775,9 @@ async fn an_app_removed_from_the_source_is_deleted_except_what_it_keeps() -> Res
     expect_success(&apply(&cluster, &repo)?, "first apply")?;
 
     std::fs::remove_file(repo.path().join("apps/leaves.yaml"))?;
-    let (code, planned) = plan(&cluster, &repo)?;
-    assert_eq!(code, 2);
-    assert_eq!(
-        changes(&planned),
-        vec![(
-            "delete".to_owned(),
-            "ConfigMap/leaves".to_owned(),
-            vec![],
-            None
-        )]
-    );
+    expect_plan(&cluster, &repo, vec![delete("ConfigMap/leaves")])?;
     expect_success(&apply(&cluster, &repo)?, "apply after removal")?;
-    assert_eq!(
-        config_map_names(&cluster, &ns.name).await?,
-        BTreeSet::from(["stays".to_owned(), "leaves-kept".to_owned()])
-    );
+    expect_config_maps(&cluster, &ns.name, &["stays", "leaves-kept"]).await?;
     Ok(())
 }
 
@@ -910,10 +821,7 @@ async fn a_tracked_object_that_lost_our_marks_is_never_pruned() -> Result<()> {
         "{adopted:#}"
     );
     expect_success(&apply(&cluster, &repo)?, "second apply")?;
-    assert_eq!(
-        config_map_names(&cluster, &ns.name).await?,
-        BTreeSet::from(["main".to_owned(), "adopted".to_owned()])
-    );
+    expect_config_maps(&cluster, &ns.name, &["main", "adopted"]).await?;
     // It left the tracker: the next plan does not mention it at all.
     let (code, clean) = plan(&cluster, &repo)?;
     assert_eq!(code, 0);
@@ -1092,10 +1000,7 @@ async fn rbac_forbidden_is_a_per_object_error_of_its_app_only() -> Result<()> {
         text.contains(&format!("app {}/denied: not applied", ns.name)),
         "{text}"
     );
-    assert_eq!(
-        config_map_names(&cluster, &ns.name).await?,
-        BTreeSet::from(["fine-cfg".to_owned()])
-    );
+    expect_config_maps(&cluster, &ns.name, &["fine-cfg"]).await?;
     Ok(())
 }
 

@@ -9,14 +9,13 @@
 //! temporary repository whose path is its source identity.
 
 use std::collections::BTreeSet;
-use std::path::Path;
-use std::process::Output;
 
 use anyhow::{Context, Result, bail, ensure};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::ListParams;
 
+use crate::support::cli::{Repo, config_map_names, driftless};
 use crate::support::cluster::{TestCluster, TestNamespace};
 
 /// A component rendering one ConfigMap named like the component.
@@ -54,74 +53,72 @@ spec:
     )
 }
 
-struct Repo {
-    dir: tempfile::TempDir,
-}
-
-impl Repo {
-    fn new() -> Result<Repo> {
-        let dir = tempfile::tempdir()?;
-        std::fs::create_dir_all(dir.path().join("apps"))?;
-        Ok(Repo { dir })
-    }
-
-    fn write_app(&self, name: &str, manifest: &str) -> Result<()> {
-        std::fs::write(self.dir.path().join(format!("apps/{name}.yaml")), manifest)?;
-        Ok(())
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-}
-
-fn driftless(cluster: &TestCluster, args: &[&str]) -> Result<Output> {
-    std::process::Command::new(env!("CARGO_BIN_EXE_driftless"))
-        .args(args)
-        .arg("--kubeconfig")
-        .arg(&cluster.kubeconfig)
-        .output()
-        .context("running driftless")
-}
-
 /// One `driftless apply` process (each call is a fresh process: nothing survives in memory).
 fn apply(cluster: &TestCluster, repo: &Repo, ns: &TestNamespace) -> Result<(bool, String)> {
-    let path = repo.path().to_str().context("utf-8 path")?;
-    let output = driftless(
-        cluster,
-        &[
-            "apply",
-            path,
-            "--yes",
-            "--workflow-wait",
-            "90",
-            "--tracker-namespace",
-            &ns.name,
-        ],
-    )?;
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    apply_with(cluster, repo, ns, &[])
+}
+
+/// [`apply`] with `extra` arguments (`--cluster NAME=KUBECONFIG`); returns whether it
+/// succeeded and its stdout and stderr.
+fn apply_with(
+    cluster: &TestCluster,
+    repo: &Repo,
+    ns: &TestNamespace,
+    extra: &[&str],
+) -> Result<(bool, String)> {
+    let path = repo.path_str()?;
+    let mut args = vec![
+        "apply",
+        path,
+        "--yes",
+        "--workflow-wait",
+        "90",
+        "--tracker-namespace",
+        &ns.name,
+    ];
+    args.extend_from_slice(extra);
+    let output = driftless(cluster, &args)?;
     let text = format!(
-        "{stdout}\n--- stderr:\n{}",
+        "{}\n--- stderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
     Ok((output.status.success(), text))
 }
 
-/// The app ConfigMaps of the namespace (not trackers, workflow states, placement records or
-/// the root CA).
-async fn config_map_names(cluster: &TestCluster, namespace: &str) -> Result<BTreeSet<String>> {
-    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), namespace);
-    Ok(config_maps
-        .list(
-            &ListParams::default()
-                .labels("!driftless.dev/tracker,!driftless.dev/workflow,!driftless.dev/placements"),
-        )
-        .await?
-        .items
-        .into_iter()
-        .filter_map(|config_map| config_map.metadata.name)
-        .filter(|name| name != "kube-root-ca.crt")
-        .collect())
+/// [`apply_with`], expecting the workflow to succeed; returns the output.
+fn apply_succeeding(
+    cluster: &TestCluster,
+    repo: &Repo,
+    ns: &TestNamespace,
+    extra: &[&str],
+    what: &str,
+) -> Result<String> {
+    let (ok, text) = apply_with(cluster, repo, ns, extra)?;
+    ensure!(ok && text.contains("workflow succeeded"), "{what}:\n{text}");
+    Ok(text)
+}
+
+/// Polls `observe` until `done` holds for what it saw, for at most 90 s; the error names
+/// `what` and shows the last observation.
+async fn wait_until<T, F, Fut>(what: &str, mut observe: F, done: impl Fn(&T) -> bool) -> Result<T>
+where
+    T: std::fmt::Debug,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let seen = observe().await?;
+        if done(&seen) {
+            return Ok(seen);
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "{what}: still {seen:?} after 90 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
 }
 
 fn names(list: &[&str]) -> BTreeSet<String> {
@@ -132,7 +129,7 @@ fn names(list: &[&str]) -> BTreeSet<String> {
 async fn suspend_stops_the_workflow_until_resume_also_across_restarts() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "wf-suspend").await?;
-    let repo = Repo::new()?;
+    let repo = Repo::new(&ns)?;
     let workflow = "    steps:
       - name: first
         type: apply-component
@@ -221,7 +218,7 @@ async fn suspend_stops_the_workflow_until_resume_also_across_restarts() -> Resul
 async fn a_step_that_times_out_fails_the_workflow_with_its_name_and_reason() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "wf-timeout").await?;
-    let repo = Repo::new()?;
+    let repo = Repo::new(&ns)?;
     // The app it waits for is never deployed, so the step can only time out.
     let workflow = "    steps:
       - name: wait-for-database
@@ -253,7 +250,7 @@ async fn a_step_that_times_out_fails_the_workflow_with_its_name_and_reason() -> 
 async fn dag_depends_on_decides_the_order_of_applies() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "wf-dag").await?;
-    let repo = Repo::new()?;
+    let repo = Repo::new(&ns)?;
     // Declared backwards: in DAG mode only dependsOn orders them.
     let workflow = "    mode:
       steps: DAG
@@ -299,7 +296,7 @@ async fn dag_depends_on_decides_the_order_of_applies() -> Result<()> {
 async fn invalid_workflows_are_refused_before_anything_is_applied() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "wf-invalid").await?;
-    let repo = Repo::new()?;
+    let repo = Repo::new(&ns)?;
     let cases = [
         (
             "unknown-type",
@@ -498,7 +495,7 @@ async fn replica_counts(cluster: &TestCluster, namespace: &str) -> Result<(i32, 
 async fn a_deployment_rolls_out_in_batches_gated_on_health() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "wf-rollout").await?;
-    let repo = rollout_repo()?;
+    let repo = rollout_repo(&ns)?;
 
     // Each run holds after a batch (batchPartition), so the test sees every boundary; a
     // batch is held only once its replicas are updated and ready (the health gate).
@@ -532,7 +529,7 @@ fn apply_waiting(
     ns: &TestNamespace,
     wait: &str,
 ) -> Result<(bool, String)> {
-    let path = repo.path().to_str().context("utf-8 path")?;
+    let path = repo.path_str()?;
     let output = driftless(
         cluster,
         &[
@@ -660,9 +657,9 @@ async fn topology_and_override_deploy_different_replicas_and_images_per_cluster(
     namespaces
         .create(&kube::api::PostParams::default(), &namespace)
         .await?;
-    let repo = Repo::new()?;
+    let repo = Repo::new(&ns)?;
     repo.write_app("spread", &two_cluster_app(&ns.name))?;
-    let path = repo.path().to_str().context("utf-8 path")?;
+    let path = repo.path_str()?;
     let edge_entry = format!("edge={}", edge.cluster.kubeconfig.display());
     let output = driftless(
         &cluster,
@@ -728,33 +725,6 @@ async fn own_cluster(
     Ok(owned)
 }
 
-/// `driftless apply` of `repo` with `extra` arguments; `(success, stdout + stderr)`.
-fn apply_with(
-    cluster: &TestCluster,
-    repo: &Repo,
-    ns: &TestNamespace,
-    extra: &[&str],
-) -> Result<(bool, String)> {
-    let path = repo.path().to_str().context("utf-8 path")?;
-    let mut args = vec![
-        "apply",
-        path,
-        "--yes",
-        "--workflow-wait",
-        "90",
-        "--tracker-namespace",
-        &ns.name,
-    ];
-    args.extend_from_slice(extra);
-    let output = driftless(cluster, &args)?;
-    let text = format!(
-        "{}\n--- stderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Ok((output.status.success(), text))
-}
-
 /// An app placed on `canary` and `local` by one topology, whose deploy step rolls out over
 /// the clusters in batches: the canary first, then (implied) the rest. `workload` is the
 /// component list; `rollout` the extra lines of the step's `rollout`.
@@ -808,7 +778,7 @@ async fn a_deploy_rolls_out_over_clusters_canary_first_with_approval_and_a_faile
     let extra = ["--cluster", canary_entry.as_str()];
 
     // 1. The canary batch, gated on health, then a hold until approved.
-    let repo = Repo::new()?;
+    let repo = Repo::new(&ns)?;
     let web = "    - name: web
       type: webservice
       properties:
@@ -879,7 +849,7 @@ async fn a_deploy_rolls_out_over_clusters_canary_first_with_approval_and_a_faile
     // its pod stays Pending): the gate times out, the rollout stops at batch 0 with the
     // reason, the canary's Deployment is rolled back to its previous revision, and the other
     // cluster is never touched.
-    let broken_repo = Repo::new()?;
+    let broken_repo = Repo::new(&ns)?;
     let stuck = |image: &str, broken: bool| {
         let selector = if broken {
             "                  nodeSelector: {no-such-node: here}\n"
@@ -913,11 +883,7 @@ async fn a_deploy_rolls_out_over_clusters_canary_first_with_approval_and_a_faile
         "stuck",
         &placement_rollout_app("stuck", &ns.name, &stuck("nginx:1.25", false), ""),
     )?;
-    let (ok, text) = apply_with(&cluster, &broken_repo, &ns, &extra)?;
-    ensure!(
-        ok && text.contains("workflow succeeded"),
-        "the good revision:\n{text}"
-    );
+    apply_succeeding(&cluster, &broken_repo, &ns, &extra, "the good revision")?;
     broken_repo.write_app(
         "stuck",
         &placement_rollout_app(
@@ -939,21 +905,23 @@ async fn a_deploy_rolls_out_over_clusters_canary_first_with_approval_and_a_faile
         replicas_and_image_of(&cluster, &ns.name, "stuck").await? == (1, "nginx:1.25".to_owned()),
         "the batch after a failed gate is never applied:\n{text}"
     );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
-    loop {
-        let deployment = replicas_and_image_of(&canary.cluster, &ns.name, "stuck").await?;
-        let pods = ready_pods_by_image(&canary.cluster, &ns.name, "app=stuck").await?;
-        if deployment == (1, "nginx:1.25".to_owned())
-            && pods == [("nginx:1.25".to_owned(), 1)].into_iter().collect()
-        {
-            break;
-        }
-        ensure!(
-            std::time::Instant::now() < deadline,
-            "the canary did not come back to the previous revision: {deployment:?} {pods:?}\n{text}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    }
+    wait_until(
+        "the canary coming back to the previous revision",
+        || async {
+            Ok((
+                replicas_and_image_of(&canary.cluster, &ns.name, "stuck").await?,
+                ready_pods_by_image(&canary.cluster, &ns.name, "app=stuck").await?,
+            ))
+        },
+        |seen| {
+            *seen
+                == (
+                    (1, "nginx:1.25".to_owned()),
+                    image_counts(&[("nginx:1.25", 1)]),
+                )
+        },
+    )
+    .await?;
     canary.down()
 }
 
@@ -961,7 +929,7 @@ async fn a_deploy_rolls_out_over_clusters_canary_first_with_approval_and_a_faile
 async fn invalid_rollouts_are_refused_before_anything_is_applied() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "wf-bad-rollout").await?;
-    let repo = rollout_repo()?;
+    let repo = rollout_repo(&ns)?;
     let deploy = |name: &str, properties: &str| {
         let policies = "  policies:
     - name: here
@@ -1128,8 +1096,8 @@ spec:
 }
 
 /// A test repository holding the test's `rollout` trait definition.
-fn rollout_repo() -> Result<Repo> {
-    let repo = Repo::new()?;
+fn rollout_repo(ns: &TestNamespace) -> Result<Repo> {
+    let repo = Repo::new(ns)?;
     std::fs::create_dir_all(repo.path().join("definitions/traits"))?;
     std::fs::write(
         repo.path().join("definitions/traits/rollout.cue"),
@@ -1198,17 +1166,13 @@ async fn pods_by_image(
 async fn a_statefulset_rolls_out_by_partition_with_both_revisions_side_by_side() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "wf-sts").await?;
-    let repo = rollout_repo()?;
+    let repo = rollout_repo(&ns)?;
 
     repo.write_app(
         "stateful",
         &statefulset_app(&ns.name, "nginx:1.25", None, false),
     )?;
-    let (ok, text) = apply(&cluster, &repo, &ns)?;
-    ensure!(
-        ok && text.contains("workflow succeeded"),
-        "first rollout:\n{text}"
-    );
+    let text = apply_succeeding(&cluster, &repo, &ns, &[], "first rollout")?;
     let pods = pods_by_image(&cluster, &ns.name).await?;
     ensure!(
         pods == (image_counts(&[("nginx:1.25", 4)]), 1),
@@ -1244,11 +1208,7 @@ async fn a_statefulset_rolls_out_by_partition_with_both_revisions_side_by_side()
         "stateful",
         &statefulset_app(&ns.name, "nginx:1.26", None, false),
     )?;
-    let (ok, text) = apply(&cluster, &repo, &ns)?;
-    ensure!(
-        ok && text.contains("workflow succeeded"),
-        "last batch:\n{text}"
-    );
+    let text = apply_succeeding(&cluster, &repo, &ns, &[], "last batch")?;
     let pods = pods_by_image(&cluster, &ns.name).await?;
     ensure!(
         pods == (image_counts(&[("nginx:1.26", 4)]), 1),
@@ -1270,18 +1230,12 @@ async fn a_statefulset_rolls_out_by_partition_with_both_revisions_side_by_side()
         "the failure names the batch, the reason and the rollback:\n{text}"
     );
     // The controller replaces the Pending pod with the previous revision's.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
-    loop {
-        let pods = pods_by_image(&cluster, &ns.name).await?;
-        if pods == (image_counts(&[("nginx:1.26", 4)]), 1) {
-            break;
-        }
-        ensure!(
-            std::time::Instant::now() < deadline,
-            "the previous revision did not come back: {pods:?}\n{text}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    }
+    wait_until(
+        "the previous revision coming back",
+        || pods_by_image(&cluster, &ns.name),
+        |pods| *pods == (image_counts(&[("nginx:1.26", 4)]), 1),
+    )
+    .await?;
     Ok(())
 }
 
@@ -1414,17 +1368,13 @@ async fn a_new_deployment_revision_runs_side_by_side_in_batches_and_a_failed_gat
 -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "wf-revision").await?;
-    let repo = rollout_repo()?;
+    let repo = rollout_repo(&ns)?;
 
     repo.write_app(
         "revised",
         &revision_app(&ns.name, "nginx:1.25", false, false),
     )?;
-    let (ok, text) = apply(&cluster, &repo, &ns)?;
-    ensure!(
-        ok && text.contains("workflow succeeded"),
-        "first rollout:\n{text}"
-    );
+    apply_succeeding(&cluster, &repo, &ns, &[], "first rollout")?;
 
     // A new image, paused: held after batch 0 with one pod of the new revision (its own Deployment), three
     // of the previous one, all ready.
@@ -1462,11 +1412,7 @@ async fn a_new_deployment_revision_runs_side_by_side_in_batches_and_a_failed_gat
         "revised",
         &revision_app(&ns.name, "nginx:1.26", false, false),
     )?;
-    let (ok, text) = apply(&cluster, &repo, &ns)?;
-    ensure!(
-        ok && text.contains("workflow succeeded"),
-        "last batches:\n{text}"
-    );
+    let text = apply_succeeding(&cluster, &repo, &ns, &[], "last batches")?;
     let deployments = deployments_of(&cluster, &ns.name).await?;
     ensure!(
         deployments.len() == 1 && deployments.get("web") == Some(&(4, "nginx:1.26".to_owned())),
@@ -1488,21 +1434,20 @@ async fn a_new_deployment_revision_runs_side_by_side_in_batches_and_a_failed_gat
             && text.contains("rolled back to revision"),
         "the failure names the batch, the reason and the rollback:\n{text}"
     );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
-    loop {
-        let deployments = deployments_of(&cluster, &ns.name).await?;
-        let pods = ready_pods_by_image(&cluster, &ns.name, "app=web").await?;
-        if deployments.len() == 1
-            && deployments.get("web") == Some(&(4, "nginx:1.26".to_owned()))
-            && pods == image_counts(&[("nginx:1.26", 4)])
-        {
-            break;
-        }
-        ensure!(
-            std::time::Instant::now() < deadline,
-            "the previous revision did not come back: {deployments:?} {pods:?}\n{text}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    }
+    wait_until(
+        "the previous revision coming back at full size",
+        || async {
+            Ok((
+                deployments_of(&cluster, &ns.name).await?,
+                ready_pods_by_image(&cluster, &ns.name, "app=web").await?,
+            ))
+        },
+        |(deployments, pods)| {
+            deployments.len() == 1
+                && deployments.get("web") == Some(&(4, "nginx:1.26".to_owned()))
+                && *pods == image_counts(&[("nginx:1.26", 4)])
+        },
+    )
+    .await?;
     Ok(())
 }
