@@ -1764,67 +1764,44 @@ mod tests {
     fn a_new_revision_runs_beside_the_previous_one_batch_by_batch_then_is_promoted() {
         let plan = plan(None, false);
         let mut state = RolloutState::new(Timestamp(0));
-        // The previous Deployment at full size, no new revision yet: batch 0 creates it.
-        let step = revision_batch(
-            &plan,
-            &mut state,
-            None,
-            &deployment(10, 10, 10),
-            Timestamp(1),
-        );
-        assert!(
-            matches!(step, RevisionStep::Batch { new: 2, old: 8, ref waiting } if waiting.starts_with("batch 0:")),
-            "{step:?}"
-        );
-        // The new revision ready but the previous one not scaled down yet: still batch 0.
-        let step = revision_batch(
-            &plan,
-            &mut state,
-            Some(&deployment(2, 2, 2)),
-            &deployment(10, 10, 10),
-            Timestamp(2),
-        );
-        assert!(
-            matches!(step, RevisionStep::Batch { new: 2, old: 8, .. }),
-            "{step:?}"
-        );
-        let step = revision_batch(
-            &plan,
-            &mut state,
-            Some(&deployment(2, 2, 2)),
-            &deployment(8, 8, 8),
-            Timestamp(3),
-        );
-        assert!(
-            matches!(step, RevisionStep::Batch { new: 5, old: 5, .. }),
-            "{step:?}"
-        );
-        let step = revision_batch(
-            &plan,
-            &mut state,
-            Some(&deployment(5, 5, 5)),
-            &deployment(5, 5, 5),
-            Timestamp(4),
-        );
-        assert!(
-            matches!(
-                step,
-                RevisionStep::Batch {
-                    new: 10,
-                    old: 0,
-                    ..
+        // (the new revision's Deployment as observed (replicas = updated = ready), the previous
+        // one's, the step expected as `(new, old)` replicas, `None` for promote).
+        let sequence = [
+            // The previous Deployment at full size, no new revision yet: batch 0 creates it.
+            (None, 10, Some((2, 8))),
+            // The new revision ready but the previous one not scaled down yet: still batch 0.
+            (Some(2), 10, Some((2, 8))),
+            (Some(2), 8, Some((5, 5))),
+            (Some(5), 5, Some((10, 0))),
+            (Some(10), 0, None),
+        ];
+        for (time, (new, old, expected)) in (1..).zip(sequence) {
+            let new = new.map(|replicas| deployment(replicas, replicas, replicas));
+            let step = revision_batch(
+                &plan,
+                &mut state,
+                new.as_ref(),
+                &deployment(old, old, old),
+                Timestamp(time),
+            );
+            match (expected, &step) {
+                (
+                    Some((new, old)),
+                    RevisionStep::Batch {
+                        new: n,
+                        old: o,
+                        waiting,
+                    },
+                ) => {
+                    assert_eq!((*n, *o), (new, old), "at {time}: {step:?}");
+                    if time == 1 {
+                        assert!(waiting.starts_with("batch 0:"), "{waiting}");
+                    }
                 }
-            ),
-            "{step:?}"
-        );
-        let step = revision_batch(
-            &plan,
-            &mut state,
-            Some(&deployment(10, 10, 10)),
-            &deployment(0, 0, 0),
-            Timestamp(5),
-        );
-        assert_eq!(step, RevisionStep::Promote);
+                (None, RevisionStep::Promote) => {}
+                _ => panic!("at {time}: expected {expected:?}, got {step:?}"),
+            }
+        }
     }
 
     #[test]

@@ -48,6 +48,14 @@ fn ok() -> StepOutcome {
 
 /// Runs the workflow to completion, succeeding every dispatch, and returns the dispatch
 /// waves (the steps dispatched together on each call).
+/// Runs `spec` to the end, every dispatched step succeeding at once, and asserts that the steps
+/// were dispatched in exactly the `expected` waves; returns the final state.
+fn expect_waves(spec: &WorkflowSpec, expected: &[&[&str]]) -> WorkflowState {
+    let (waves, state) = waves(spec);
+    assert_eq!(waves, expected);
+    state
+}
+
 fn waves(spec: &WorkflowSpec) -> (Vec<Vec<String>>, WorkflowState) {
     let mut state = WorkflowState::new(spec, "r1", Timestamp(0));
     let mut all = Vec::new();
@@ -86,8 +94,7 @@ fn step_by_step_runs_in_order() {
       - {name: two, type: apply-component, properties: {component: b}}
 ",
     ));
-    let (waves, state) = waves(&spec);
-    assert_eq!(waves, vec![vec!["one".to_owned()], vec!["two".to_owned()]]);
+    let state = expect_waves(&spec, &[&["one"], &["two"]]);
     assert_eq!(state.phase, WorkflowPhase::Succeeded);
 }
 
@@ -105,15 +112,7 @@ fn dag_respects_depends_on() {
       - {name: other, type: apply-component, properties: {component: a}}
 ",
     ));
-    let (waves, state) = waves(&spec);
-    assert_eq!(
-        waves,
-        vec![
-            vec!["first".to_owned(), "other".to_owned()],
-            vec!["mid".to_owned()],
-            vec!["last".to_owned()],
-        ]
-    );
+    let state = expect_waves(&spec, &[&["first", "other"], &["mid"], &["last"]]);
     assert_eq!(state.phase, WorkflowPhase::Succeeded);
 }
 
@@ -133,15 +132,7 @@ fn step_group_sub_steps_default_to_dag_and_finish_the_group() {
       - {name: after, type: apply-component, properties: {component: a}}
 ",
     ));
-    let (waves, state) = waves(&spec);
-    assert_eq!(
-        waves,
-        vec![
-            vec!["s1".to_owned(), "s3".to_owned()],
-            vec!["s2".to_owned()],
-            vec!["after".to_owned()],
-        ]
-    );
+    let state = expect_waves(&spec, &[&["s1", "s3"], &["s2"], &["after"]]);
     assert_eq!(state.step("group").unwrap().phase, StepPhase::Succeeded);
 }
 
@@ -160,8 +151,7 @@ fn sub_steps_step_by_step_mode() {
           - {name: s2, type: apply-component, properties: {component: a}}
 ",
     ));
-    let (waves, _) = waves(&spec);
-    assert_eq!(waves, vec![vec!["s1".to_owned()], vec!["s2".to_owned()]]);
+    expect_waves(&spec, &[&["s1"], &["s2"]]);
 }
 
 #[test]
