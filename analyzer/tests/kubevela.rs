@@ -70,35 +70,7 @@ fn render_with_only(
     definitions: &[&str],
     options: &RenderOptions,
 ) -> (RenderOutput, SourceMap) {
-    let mut files = Vec::new();
-    for (index, app) in apps.iter().enumerate() {
-        files.push(SourceFile {
-            path: format!(
-                "apps/{index}-{}",
-                Path::new(app).file_name().unwrap().to_string_lossy()
-            ),
-            contents: read(app),
-        });
-    }
-    for definition in definitions {
-        let name = Path::new(definition)
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        files.push(SourceFile {
-            path: format!("definitions/{name}"),
-            contents: read(definition),
-        });
-    }
-    analyzer::render_snapshot(
-        &Snapshot {
-            commit: None,
-            files,
-        },
-        &Definitions::empty(),
-        options,
-    )
+    render_files(Vec::new(), apps, definitions, "definitions", options)
 }
 
 /// Renders `apps` (paths relative to the KubeVela folder) plus `extra` definition files with
@@ -108,24 +80,35 @@ fn render(
     extra_definitions: &[&str],
     options: &RenderOptions,
 ) -> (RenderOutput, SourceMap) {
-    let mut files = internal_definitions();
-    for (index, app) in apps.iter().enumerate() {
-        files.push(SourceFile {
-            path: format!(
-                "apps/{index}-{}",
-                Path::new(app).file_name().unwrap().to_string_lossy()
-            ),
-            contents: read(app),
-        });
-    }
-    for definition in extra_definitions {
-        let name = Path::new(definition)
+    let files = internal_definitions();
+    render_files(files, apps, extra_definitions, "definitions/extra", options)
+}
+
+/// Renders `files` plus `apps` (under `apps/`) and `definitions` (under `definition_dir`), with
+/// no Driftless built-ins.
+fn render_files(
+    mut files: Vec<SourceFile>,
+    apps: &[&str],
+    definitions: &[&str],
+    definition_dir: &str,
+    options: &RenderOptions,
+) -> (RenderOutput, SourceMap) {
+    let file_name = |path: &str| {
+        Path::new(path)
             .file_name()
             .unwrap()
             .to_string_lossy()
-            .into_owned();
+            .into_owned()
+    };
+    for (index, app) in apps.iter().enumerate() {
         files.push(SourceFile {
-            path: format!("definitions/extra/{name}"),
+            path: format!("apps/{index}-{}", file_name(app)),
+            contents: read(app),
+        });
+    }
+    for definition in definitions {
+        files.push(SourceFile {
+            path: format!("{definition_dir}/{}", file_name(definition)),
             contents: read(definition),
         });
     }
