@@ -4,10 +4,17 @@
 //!
 //! It is plain data owned by the caller (the agent keeps one per source, across commits) and
 //! does no I/O. [`analyze_snapshot_incremental`] gives exactly what [`crate::analyze_snapshot`]
-//! gives for the same snapshot, whatever the cache holds: loading, the cross-app rules
-//! (`duplicate-object`, `duplicate-app`), the definition rules, severities and suppressions
-//! still run over every app on every call; only the per-app render and per-app rules are
-//! skipped.
+//! gives for the same snapshot, whatever the cache holds. What a commit that changes one app
+//! among N costs (issue #9):
+//! - loading parses only the files whose path, id and content changed (`cache/files.rs`);
+//!   the others' parses are shared (`Arc`), after a SHA-256 of each file's text;
+//! - render and per-app rules run for the changed apps only (this file);
+//! - `duplicate-object` updates its object index for the changed apps only
+//!   ([`crate::check::ObjectIndex`]) and then looks at the objects rendered by two apps;
+//! - still per app, but cheap: the cache lookup (a digest of the app's path and identity, its
+//!   definitions' digests), a copy of each reused result into the output (the output owns its
+//!   apps), the source map (each file's text and line index), `duplicate-app`, severities and
+//!   suppressions.
 //!
 //! An app's inputs, and so its cache key:
 //! - its manifest: the file's path and content digest (git blob ids would do as well, but the
@@ -32,6 +39,9 @@ use std::sync::Arc;
 use cue::FileId;
 use sha2::Digest;
 
+pub(crate) use files::FileCache;
+
+use crate::check::ObjectIndex;
 use crate::load::Loaded;
 use crate::load::application::LoadedApp;
 use crate::model::{Application, Definition, DefinitionKind, WorkflowStep};
@@ -61,6 +71,10 @@ pub struct AnalysisCache {
     entries: BTreeMap<AppRef, Entry>,
     /// The new snapshot's file ids by identity, built by [`AnalysisCache::begin`].
     file_ids: HashMap<FileKey, FileId>,
+    /// What loading made of each file of the last snapshot.
+    files: FileCache,
+    /// The object identities each app of the last snapshot renders (`duplicate-object`).
+    objects: ObjectIndex,
     last_run: CacheStats,
 }
 
@@ -73,6 +87,8 @@ pub struct CacheStats {
     pub analyzed: usize,
     /// Entries dropped because their app left the snapshot.
     pub evicted: usize,
+    /// Files whose earlier parse was reused (not parsed again).
+    pub files_reused: usize,
 }
 
 /// One app's cached result.
@@ -127,6 +143,16 @@ impl AnalysisCache {
     /// True when nothing is cached.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// The per-file load cache, for [`crate::load::load_snapshot_cached`].
+    pub(crate) fn files(&mut self) -> &mut FileCache {
+        &mut self.files
+    }
+
+    /// The object index of `duplicate-object`, as the last analysis left it.
+    pub(crate) fn objects(&mut self) -> &mut ObjectIndex {
+        &mut self.objects
     }
 
     /// Prepares a lookup pass over `loaded`: drops everything when a global input changed, and
@@ -221,6 +247,7 @@ impl AnalysisCache {
         stats.evicted = self.entries.len();
         self.entries = kept;
         self.file_ids.clear();
+        stats.files_reused = self.files.reused();
         self.last_run = stats;
     }
 }
@@ -340,5 +367,6 @@ fn file_key(sources: &SourceMap, file: FileId) -> FileKey {
     }
 }
 
+mod files;
 #[cfg(test)]
 mod tests;

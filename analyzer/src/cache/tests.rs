@@ -66,11 +66,12 @@ fn step(
     cache.last_run()
 }
 
-fn stats(reused: usize, analyzed: usize, evicted: usize) -> CacheStats {
+fn stats(reused: usize, analyzed: usize, evicted: usize, files_reused: usize) -> CacheStats {
     CacheStats {
         reused,
         analyzed,
         evicted,
+        files_reused,
     }
 }
 
@@ -104,20 +105,20 @@ fn cached_analysis_equals_uncached_across_edits() {
     // First analysis: nothing to reuse.
     assert_eq!(
         step(&repo, &definitions, &options, &mut cache),
-        stats(0, 5, 0)
+        stats(0, 5, 0, 0)
     );
     assert_eq!(cache.len(), 5);
     // Same snapshot: everything reused.
     assert_eq!(
         step(&repo, &definitions, &options, &mut cache),
-        stats(5, 0, 0)
+        stats(5, 0, 0, 7)
     );
 
     // One app changes: only it is analyzed again.
     repo.set("apps/b.yaml", app("b", "webservice", "nginx:1.26", ""));
     assert_eq!(
         step(&repo, &definitions, &options, &mut cache),
-        stats(4, 1, 0)
+        stats(4, 1, 0, 6)
     );
 
     // A definition changes: the apps using it (c and d use the trait) are analyzed again.
@@ -125,21 +126,21 @@ fn cached_analysis_equals_uncached_across_edits() {
     repo.set("definitions/pod-disruption-budget.cue", pdb);
     assert_eq!(
         step(&repo, &definitions, &options, &mut cache),
-        stats(3, 2, 0)
+        stats(3, 2, 0, 6)
     );
     // The YAML component definition changes: its users d and e.
     let api = repo.files["definitions/stateless-api.yaml"].replace("*2 | int", "*3 | int");
     repo.set("definitions/stateless-api.yaml", api);
     assert_eq!(
         step(&repo, &definitions, &options, &mut cache),
-        stats(3, 2, 0)
+        stats(3, 2, 0, 6)
     );
 
     // An option changes (another cluster version): every app.
     options.render.cluster_version = ClusterVersion::release(1, 18);
     assert_eq!(
         step(&repo, &definitions, &options, &mut cache),
-        stats(0, 5, 0)
+        stats(0, 5, 0, 7)
     );
 
     // An app is removed from the front of the path order: every later file id shifts, the
@@ -147,13 +148,13 @@ fn cached_analysis_equals_uncached_across_edits() {
     repo.files.remove("apps/b.yaml");
     assert_eq!(
         step(&repo, &definitions, &options, &mut cache),
-        stats(4, 0, 1)
+        stats(4, 0, 1, 0)
     );
     // An app is added in front: ids shift back.
     repo.set("apps/a.yaml", app("a", "webservice", "nginx:latest", PDB));
     assert_eq!(
         step(&repo, &definitions, &options, &mut cache),
-        stats(4, 1, 0)
+        stats(4, 1, 0, 0)
     );
 
     // A cross-app rule: a second app renders c's objects (same name, same namespace). It
@@ -165,12 +166,12 @@ fn cached_analysis_equals_uncached_across_edits() {
     );
     assert_eq!(
         step(&repo, &definitions, &options, &mut cache),
-        stats(5, 1, 0)
+        stats(5, 1, 0, 5)
     );
     repo.files.remove("apps/z.yaml");
     assert_eq!(
         step(&repo, &definitions, &options, &mut cache),
-        stats(5, 0, 1)
+        stats(5, 0, 1, 5)
     );
 
     // A new repository definition with a name no app uses still drops everything (the set of
@@ -182,7 +183,7 @@ fn cached_analysis_equals_uncached_across_edits() {
     );
     assert_eq!(
         step(&repo, &definitions, &options, &mut cache),
-        stats(0, 5, 0)
+        stats(0, 5, 0, 5)
     );
 }
 
@@ -199,12 +200,12 @@ fn apps_with_loading_problems_are_not_cached() {
     let mut cache = AnalysisCache::new();
     assert_eq!(
         step(&repo, &definitions, &options, &mut cache),
-        stats(0, 1, 0)
+        stats(0, 1, 0, 0)
     );
     assert!(cache.is_empty());
     assert_eq!(
         step(&repo, &definitions, &options, &mut cache),
-        stats(0, 1, 0)
+        stats(0, 1, 0, 2)
     );
     // Moving the second copy's lines moves the label; the reused output would be stale.
     repo.set(
@@ -213,6 +214,64 @@ fn apps_with_loading_problems_are_not_cached() {
     );
     assert_eq!(
         step(&repo, &definitions, &options, &mut cache),
-        stats(0, 1, 0)
+        stats(0, 1, 0, 1)
+    );
+}
+
+#[test]
+fn renamed_files_and_apps_moved_between_files() {
+    let definitions = Definitions::builtin();
+    let mut options = AnalysisOptions::default();
+    let mut repo = Repo {
+        files: BTreeMap::new(),
+    };
+    repo.set("apps/a.yaml", app("a", "webservice", "nginx:1.27", ""));
+    repo.set("apps/m.yaml", app("m", "webservice", "nginx:1.27", PDB));
+    repo.set("apps/z.yaml", app("z", "webservice", "nginx:latest", ""));
+    repo.set(
+        "definitions/pod-disruption-budget.cue",
+        include_str!("../../../examples/repo/definitions/pod-disruption-budget.cue").to_owned(),
+    );
+    let mut cache = AnalysisCache::new();
+    assert_eq!(
+        step(&repo, &definitions, &options, &mut cache),
+        stats(0, 3, 0, 0)
+    );
+
+    // A file renamed to a path of the same rank: same id, another path. The parse is not
+    // reused (its path differs) and neither is the app (its manifest path is part of its key).
+    let text = repo.files.remove("apps/m.yaml").unwrap();
+    repo.set("apps/n.yaml", text);
+    assert_eq!(
+        step(&repo, &definitions, &options, &mut cache),
+        stats(2, 1, 0, 3)
+    );
+
+    // App z moves into a's file (two documents); z's old file is gone. Both apps are read
+    // from a changed file, so both are analyzed; the output still equals the uncached one.
+    // Of the files, n keeps its id and is reused; the definition moves up one id and is
+    // parsed again.
+    let z = repo.files.remove("apps/z.yaml").unwrap();
+    let both = format!("{}\n---\n{z}", repo.files["apps/a.yaml"]);
+    repo.set("apps/a.yaml", both);
+    assert_eq!(
+        step(&repo, &definitions, &options, &mut cache),
+        stats(1, 2, 0, 1)
+    );
+
+    // A definition edited in place: only its user n is analyzed; every file but the
+    // definition is parsed from the cache.
+    let pdb = repo.files["definitions/pod-disruption-budget.cue"].replace("*1 | int", "*2 | int");
+    repo.set("definitions/pod-disruption-budget.cue", pdb);
+    assert_eq!(
+        step(&repo, &definitions, &options, &mut cache),
+        stats(2, 1, 0, 2)
+    );
+
+    // Other namespace rules decide other namespaces while parsing: nothing is reused.
+    options.render.default_namespace = "elsewhere".to_owned();
+    assert_eq!(
+        step(&repo, &definitions, &options, &mut cache),
+        stats(0, 3, 0, 0)
     );
 }

@@ -12,58 +12,143 @@
 //!     type: webservice
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::load::application::LoadedApp;
-use crate::{Diagnostic, RenderedApp, RenderedObject};
+use crate::{AppRef, Diagnostic, RenderedApp, RenderedObject};
 
 /// `(group, kind, namespace, name)`.
 type ObjectKey = (String, String, String, String);
 
-pub(crate) fn check(loaded: &[LoadedApp], apps: &mut [RenderedApp]) {
-    let mut owners: BTreeMap<ObjectKey, (usize, usize)> = BTreeMap::new();
-    let mut found: Vec<(usize, Diagnostic)> = Vec::new();
-    for (app_index, app) in apps.iter().enumerate() {
-        for (object_index, object) in app.objects.iter().enumerate() {
-            let Some(key) = key_of(object, &app.app.namespace) else {
+/// Which apps render which object identities, kept across analyses by the incremental cache
+/// so that a commit updates it for the apps it changed only (issue #9), instead of indexing
+/// every object of every app again. The uncached analysis fills a fresh one with every app:
+/// one code path, so both give the same diagnostics.
+#[derive(Debug, Default)]
+pub(crate) struct ObjectIndex {
+    /// Per app, each key it renders with the indices of the objects that have it.
+    by_app: BTreeMap<AppRef, Vec<(Arc<ObjectKey>, Vec<usize>)>>,
+    /// Per key, the apps that render it (in app order) with their object indices.
+    by_key: BTreeMap<Arc<ObjectKey>, BTreeMap<AppRef, Vec<usize>>>,
+    /// The keys rendered by more than one app.
+    shared: BTreeSet<Arc<ObjectKey>>,
+}
+
+impl ObjectIndex {
+    /// Brings the index up to `apps` (sorted by app, as the analysis orders them), where
+    /// `changed[i]` says whether `apps[i]` may render other objects than when last indexed
+    /// (new, re-rendered); apps not in `apps` are dropped from the index.
+    pub(crate) fn update(&mut self, apps: &[RenderedApp], changed: &[bool]) {
+        // Apps gone since the last update: a merge walk over two sorted lists.
+        let mut gone: Vec<AppRef> = Vec::new();
+        let mut current = apps.iter().map(|app| &app.app).peekable();
+        for indexed in self.by_app.keys() {
+            while current.next_if(|app| *app < indexed).is_some() {}
+            if current.peek() != Some(&indexed) {
+                gone.push(indexed.clone());
+            }
+        }
+        for app in &gone {
+            self.remove(app);
+        }
+        for (app, _) in apps.iter().zip(changed).filter(|(_, changed)| **changed) {
+            self.remove(&app.app);
+            let mut keys: BTreeMap<ObjectKey, Vec<usize>> = BTreeMap::new();
+            for (object_index, object) in app.objects.iter().enumerate() {
+                if let Some(key) = key_of(object, &app.app.namespace) {
+                    keys.entry(key).or_default().push(object_index);
+                }
+            }
+            let mut entries = Vec::with_capacity(keys.len());
+            for (key, objects) in keys {
+                let key = Arc::new(key);
+                let owners = self.by_key.entry(key.clone()).or_default();
+                owners.insert(app.app.clone(), objects.clone());
+                if owners.len() > 1 {
+                    self.shared.insert(key.clone());
+                }
+                entries.push((key, objects));
+            }
+            self.by_app.insert(app.app.clone(), entries);
+        }
+    }
+
+    fn remove(&mut self, app: &AppRef) {
+        let Some(entries) = self.by_app.remove(app) else {
+            return;
+        };
+        for (key, _) in entries {
+            let Some(owners) = self.by_key.get_mut(&key) else {
                 continue;
             };
-            match owners.get(&key) {
-                None => {
-                    owners.insert(key, (app_index, object_index));
-                }
-                Some(&(first_app, first_object)) if first_app != app_index => {
-                    let first = &apps[first_app];
-                    let span = component_span(&loaded[app_index], object);
-                    let first_span =
-                        component_span(&loaded[first_app], &first.objects[first_object]);
-                    let (_, kind, namespace, name) = &key;
-                    let mut diagnostic = Diagnostic::error(
-                        "duplicate-object",
-                        format!(
-                            "{kind} {namespace}/{name} is also rendered by app {}",
-                            first.app
-                        ),
-                        Some(span),
-                    )
-                    .for_app(&app.app)
-                    .with_label(first_span, format!("rendered by app {} here", first.app));
-                    if loaded[app_index]
-                        .app
-                        .spec
-                        .components
-                        .iter()
-                        .any(|component| component.name == object.component)
-                    {
-                        diagnostic = diagnostic.for_component(&object.component);
-                    }
-                    found.push((app_index, diagnostic));
-                }
-                Some(_) => {}
+            owners.remove(app);
+            if owners.len() < 2 {
+                self.shared.remove(&key);
+            }
+            if owners.is_empty() {
+                self.by_key.remove(&key);
             }
         }
     }
-    for (app_index, diagnostic) in found {
+}
+
+/// Reports every object that an earlier app (in app order) also renders, from `index` brought
+/// up to `apps` (see [`ObjectIndex::update`]): work in the number of shared objects, not of
+/// apps.
+pub(crate) fn check(loaded: &[Arc<LoadedApp>], apps: &mut [RenderedApp], index: &ObjectIndex) {
+    let position = |app: &AppRef| apps.binary_search_by(|rendered| rendered.app.cmp(app)).ok();
+    // (app index, object index, diagnostic): each app's in object order, as a scan of its
+    // objects would find them.
+    let mut found: Vec<(usize, usize, Diagnostic)> = Vec::new();
+    for key in &index.shared {
+        let Some(owners) = index.by_key.get(key) else {
+            continue;
+        };
+        let mut owners = owners.iter();
+        let Some((first_ref, first_objects)) = owners.next() else {
+            continue;
+        };
+        let (Some(first_app), Some(&first_object)) = (position(first_ref), first_objects.first())
+        else {
+            continue;
+        };
+        let first = &apps[first_app];
+        let first_span = component_span(&loaded[first_app], &first.objects[first_object]);
+        let (_, kind, namespace, name) = key.as_ref();
+        for (app_ref, objects) in owners {
+            let Some(app_index) = position(app_ref) else {
+                continue;
+            };
+            let app = &apps[app_index];
+            for &object_index in objects {
+                let object = &app.objects[object_index];
+                let span = component_span(&loaded[app_index], object);
+                let mut diagnostic = Diagnostic::error(
+                    "duplicate-object",
+                    format!(
+                        "{kind} {namespace}/{name} is also rendered by app {}",
+                        first.app
+                    ),
+                    Some(span),
+                )
+                .for_app(&app.app)
+                .with_label(first_span, format!("rendered by app {} here", first.app));
+                if loaded[app_index]
+                    .app
+                    .spec
+                    .components
+                    .iter()
+                    .any(|component| component.name == object.component)
+                {
+                    diagnostic = diagnostic.for_component(&object.component);
+                }
+                found.push((app_index, object_index, diagnostic));
+            }
+        }
+    }
+    found.sort_by_key(|(app_index, object_index, _)| (*app_index, *object_index));
+    for (app_index, _, diagnostic) in found {
         apps[app_index].diagnostics.push(diagnostic);
     }
 }

@@ -44,6 +44,7 @@ mod unknown_workflow_step_type;
 use std::sync::Arc;
 
 pub use config::{AnalysisConfig, IgnoreRule, RuleLevel};
+pub(crate) use duplicate_object::ObjectIndex;
 
 use crate::definitions::Definitions;
 use crate::load::application::LoadedApp;
@@ -105,7 +106,12 @@ pub(crate) fn analyze(
         forced: options.render.forced_namespace.as_deref(),
         default: &options.render.default_namespace,
     };
-    let loaded = crate::load::load_snapshot(snapshot, definitions, &namespaces);
+    let loaded = crate::load::load_snapshot_cached(
+        snapshot,
+        definitions,
+        &namespaces,
+        cache.as_deref_mut().map(crate::cache::AnalysisCache::files),
+    );
     let evaluator = cue::Evaluator::new();
     let parameter_schemas =
         unknown_property::ParameterSchemas::new(&loaded.definitions, &loaded.apps, &evaluator);
@@ -142,9 +148,13 @@ pub(crate) fn analyze(
             (rendered, used, Reused::No)
         })
         .collect();
-    if let Some(cache) = cache {
+    if let Some(cache) = cache.as_deref_mut() {
         cache.store(&loaded, &analyzed);
     }
+    let changed: Vec<bool> = analyzed
+        .iter()
+        .map(|(_, _, reused)| *reused == Reused::No)
+        .collect();
     let mut diagnostics = loaded.diagnostics;
     diagnostics.extend(definitions.diagnostics().iter().cloned());
     for definition in loaded.definitions.iter() {
@@ -160,7 +170,14 @@ pub(crate) fn analyze(
         &parameter_schemas,
     ));
     let mut apps: Vec<RenderedApp> = analyzed.into_iter().map(|(app, _, _)| app).collect();
-    duplicate_object::check(&loaded.apps, &mut apps);
+    // The cache keeps the object index across analyses and updates it for changed apps only.
+    let mut fresh_index = ObjectIndex::default();
+    let object_index = match cache {
+        Some(cache) => cache.objects(),
+        None => &mut fresh_index,
+    };
+    object_index.update(&apps, &changed);
+    duplicate_object::check(&loaded.apps, &mut apps, object_index);
 
     // Settings and suppressions apply to every phase's diagnostics alike.
     let sources = loaded.sources;

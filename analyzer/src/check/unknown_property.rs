@@ -58,7 +58,7 @@ impl ParameterSchemas {
     /// definition (for `undocumented-parameter`).
     pub(crate) fn new(
         definitions: &Definitions,
-        apps: &[LoadedApp],
+        apps: &[std::sync::Arc<LoadedApp>],
         evaluator: &cue::Evaluator,
     ) -> ParameterSchemas {
         // Borrowed names: 10,000 apps name the same few types over and over.

@@ -1,0 +1,92 @@
+//! The per-file load cache: what loading made of each file of the previous snapshot (its YAML
+//! documents with positions, its Applications decoded, its `.cue` definition parsed), reused
+//! for a file whose path, content and file id are unchanged, so a commit that changes one file
+//! of 10,000 parses one file (issue #9).
+//!
+//! The key includes the [`FileId`] because every span of a parse result carries it: a file added
+//! or removed before another in path order shifts that file's id, and the shifted file is parsed
+//! again rather than re-pointed (correct, and rare next to edits in place). It also holds the
+//! namespace rules the parses were made with, since an app's namespace is decided while
+//! parsing.
+//!
+//! Plain data, no I/O; it keeps the results of one snapshot (the last) at most.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cue::FileId;
+
+use crate::load::ParsedFile;
+use crate::load::application::NamespaceRules;
+
+/// Parse results of the last snapshot's files, by path.
+#[derive(Debug, Default)]
+pub(crate) struct FileCache {
+    /// `(forced, default)` namespaces of the parses held; other rules drop them all.
+    namespaces: Option<(Option<String>, String)>,
+    // Looked up by path only, never iterated into output: a HashMap's order does not matter.
+    files: HashMap<String, CachedFile>,
+    /// Parses reused by the last load.
+    reused: usize,
+}
+
+#[derive(Debug)]
+struct CachedFile {
+    file: FileId,
+    digest: [u8; 32],
+    parsed: Arc<ParsedFile>,
+}
+
+impl FileCache {
+    /// Prepares a load with `namespaces`: forgets every parse made with other rules.
+    pub(crate) fn begin(&mut self, namespaces: &NamespaceRules<'_>) {
+        let rules = (
+            namespaces.forced.map(str::to_owned),
+            namespaces.default.to_owned(),
+        );
+        if self.namespaces.as_ref() != Some(&rules) {
+            self.files.clear();
+            self.namespaces = Some(rules);
+        }
+    }
+
+    /// The earlier parse of `path` when it had the same id and content digest.
+    pub(crate) fn get(
+        &self,
+        path: &str,
+        file: FileId,
+        digest: &[u8; 32],
+    ) -> Option<Arc<ParsedFile>> {
+        self.files
+            .get(path)
+            .filter(|cached| cached.file == file && cached.digest == *digest)
+            .map(|cached| cached.parsed.clone())
+    }
+
+    /// Replaces the cache with this load's files: `(path, id, digest, parse, reused)`.
+    pub(crate) fn replace<'a>(
+        &mut self,
+        loaded: impl Iterator<Item = (&'a str, FileId, [u8; 32], &'a Arc<ParsedFile>, bool)>,
+    ) {
+        let mut files = HashMap::with_capacity(self.files.len());
+        let mut reused = 0;
+        for (path, file, digest, parsed, was_reused) in loaded {
+            reused += usize::from(was_reused);
+            files.insert(
+                path.to_owned(),
+                CachedFile {
+                    file,
+                    digest,
+                    parsed: parsed.clone(),
+                },
+            );
+        }
+        self.files = files;
+        self.reused = reused;
+    }
+
+    /// How many files the last load took from the cache.
+    pub(crate) fn reused(&self) -> usize {
+        self.reused
+    }
+}
