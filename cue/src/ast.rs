@@ -11,6 +11,7 @@
 //! ([`CompileChecks`]), which depends on the file alone.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::Error;
 use crate::span::Span;
@@ -26,12 +27,48 @@ pub struct File {
     pub compile_checks: CompileChecks,
 }
 
-/// The errors of CUE's compile-time checks on a [`File`] (unused imports, misplaced default
-/// marks), computed once on its first evaluation instead of walking the whole file on every
-/// evaluation of a template. It is a cache, not syntax: it compares equal to any other, and a
-/// file whose fields are changed after an evaluation must get a fresh one.
-#[derive(Debug, Clone, Default)]
-pub struct CompileChecks(pub(crate) OnceLock<Vec<Error>>);
+/// What the evaluator keeps with a [`File`]: the errors of CUE's compile-time checks (unused
+/// imports, misplaced default marks), computed once on its first evaluation instead of walking
+/// the whole file on every evaluation of a template, and an identity that no other file shares
+/// (the key under which evaluations of the file cache results that depend on the file alone).
+/// It is a cache, not syntax: it compares equal to any other, a clone gets a fresh identity, and
+/// a file whose fields are changed after an evaluation must get a fresh one.
+#[derive(Debug)]
+pub struct CompileChecks {
+    pub(crate) checks: OnceLock<Vec<Error>>,
+    pub(crate) uid: u64,
+    /// The most vertices an evaluation of this file needed so far: the next one sizes its
+    /// arena from it (a trait template needs a few dozen, a component template hundreds).
+    pub(crate) vertex_hint: AtomicUsize,
+}
+
+impl CompileChecks {
+    fn next_uid() -> u64 {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+impl Default for CompileChecks {
+    fn default() -> CompileChecks {
+        CompileChecks {
+            checks: OnceLock::new(),
+            uid: CompileChecks::next_uid(),
+            vertex_hint: AtomicUsize::new(0),
+        }
+    }
+}
+
+// A clone is another file (its nodes live at other addresses): it must not share the identity.
+impl Clone for CompileChecks {
+    fn clone(&self) -> CompileChecks {
+        CompileChecks {
+            checks: self.checks.clone(),
+            uid: CompileChecks::next_uid(),
+            vertex_hint: AtomicUsize::new(self.vertex_hint.load(Ordering::Relaxed)),
+        }
+    }
+}
 
 impl PartialEq for CompileChecks {
     fn eq(&self, _: &CompileChecks) -> bool {

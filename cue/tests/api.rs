@@ -381,3 +381,83 @@ fn legacy_list_arithmetic_is_opt_in() {
         "{errors:?}"
     );
 }
+
+/// An untouched optional field whose value depends on the template alone is built once and
+/// reused by later evaluations of the same file (`engine/pure.rs`); one that can see the
+/// injected data, directly, through a definition, or through an enclosing field, must still be
+/// evaluated every time.
+#[test]
+fn optional_fields_are_reused_only_when_the_data_cannot_reach_them() {
+    let parsed = cue::parse_file(
+        cue::FileId(0),
+        "#P: {v: context.n}\n#Q: {w: *7 | int, x?: {y: int}}\nparameter: {\n\tk: int\n\ta?: {x: int, y: *\"d\" | string}\n\tb?: {y: context.n}\n\tc?: #P\n\td?: #Q\n\te?: {f: {g: context.n + 1}}\n\th?: {i: k}\n}\n",
+    );
+    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+    fn field<'e>(value: &'e Exported, path: &[&str]) -> &'e Exported {
+        path.iter().fold(value, |value, label| match value {
+            Exported::Struct(fields) => {
+                &fields
+                    .iter()
+                    .find(|f| f.label == *label)
+                    .unwrap_or_else(|| panic!("no field {label}"))
+                    .value
+            }
+            other => panic!("not a struct at {label}: {other:?}"),
+        })
+    }
+    let mut first_schema = None;
+    // The same thread evaluates the file three times: the later ones reuse the first's
+    // data-independent fields.
+    for n in [1, 2, 3] {
+        let context = serde_json::json!({"n": n});
+        let parameter = serde_json::json!({"k": n * 10});
+        let span = cue::Span::default();
+        let value = cue::Evaluator::new().evaluate(
+            &[&parsed.file],
+            &[
+                cue::Injection {
+                    field: "parameter",
+                    value: &parameter,
+                    span,
+                },
+                cue::Injection {
+                    field: "context",
+                    value: &context,
+                    span,
+                },
+            ],
+        );
+        assert!(value.validate().is_empty(), "{:?}", value.validate());
+        let exported = value.lookup(&["parameter"]).unwrap().export();
+        let n_json = serde_json::json!(n);
+        assert_eq!(
+            field(&exported, &["b", "y"]),
+            &Exported::Scalar(n_json.clone())
+        );
+        assert_eq!(field(&exported, &["c", "v"]), &Exported::Scalar(n_json));
+        assert_eq!(
+            field(&exported, &["e", "f", "g"]),
+            &Exported::Scalar(serde_json::json!(n + 1))
+        );
+        assert_eq!(
+            field(&exported, &["h", "i"]),
+            &Exported::Scalar(serde_json::json!(n * 10))
+        );
+        let schema = (
+            field(&exported, &["a"]).clone(),
+            field(&exported, &["d"]).clone(),
+        );
+        assert!(matches!(
+            field(&exported, &["a", "x"]),
+            Exported::Incomplete(_)
+        ));
+        assert!(matches!(
+            field(&exported, &["d", "w"]),
+            Exported::Default { .. }
+        ));
+        match &first_schema {
+            None => first_schema = Some(schema),
+            Some(first) => assert_eq!(first, &schema),
+        }
+    }
+}

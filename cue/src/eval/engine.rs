@@ -24,6 +24,10 @@ use crate::exported::KindSet;
 use crate::span::Span;
 use crate::{Error, ErrorKind};
 
+mod pure;
+
+pub use pure::SchemaKey;
+
 use super::val::{Atom, BoundOp, Conflict, Shape, Validator, compare, format_float, parse_number};
 
 pub type VId = u32;
@@ -41,9 +45,10 @@ pub const STACK_SEGMENT: usize = 4 * 1024 * 1024;
 pub const MAX_STRING_LEN: usize = 1 << 24;
 /// Most alternatives a disjunction expansion may produce.
 const MAX_DISJUNCTS: usize = 512;
-/// Initial vertex arena size: the largest evaluation seen so far in this process (templates are
-/// evaluated over and over with similar sizes), capped so one huge input does not make every
-/// later evaluation reserve a large block.
+/// Initial vertex arena size when several files are evaluated together: the largest such
+/// evaluation seen so far in this process, capped so one huge input does not make every later
+/// evaluation reserve a large block. A single file keeps its own hint
+/// (`ast::CompileChecks::vertex_hint`), so small templates do not reserve what large ones need.
 static VERTEX_CAPACITY_HINT: AtomicUsize = AtomicUsize::new(64);
 const MAX_VERTEX_CAPACITY_HINT: usize = 4096;
 
@@ -321,6 +326,12 @@ pub struct Engine<'a> {
     /// KubeVela's upgrade of pre-v0.11 CUE: `list + list` concatenates and `list * n` repeats
     /// (see [`super::Evaluator::with_legacy_list_arithmetic`]).
     pub legacy_list_arithmetic: bool,
+    /// The identity of the one file evaluated, when results that depend on the file alone
+    /// may be reused across evaluations (see `pure.rs`), and its top-level declarations.
+    schema_scope: Option<u64>,
+    schema_root_decls: Option<&'a [Decl]>,
+    /// Where this evaluation's arena size is remembered (see [`Engine::record_size`]).
+    size_hint: &'a AtomicUsize,
 }
 
 pub const ROOT: VId = 0;
@@ -379,7 +390,7 @@ pub fn is_definition(label: &str) -> bool {
 impl<'a> Engine<'a> {
     pub fn new() -> Engine<'a> {
         let mut engine = Engine {
-            vs: Vec::with_capacity(VERTEX_CAPACITY_HINT.load(Ordering::Relaxed)),
+            vs: Vec::with_capacity(1),
             envs: Vec::with_capacity(64),
             syms: Vec::with_capacity(128),
             sym_index: HashMap::with_capacity_and_hasher(128, FxBuild),
@@ -393,6 +404,9 @@ impl<'a> Engine<'a> {
             insert_at: None,
             ref_in_definition: false,
             legacy_list_arithmetic: false,
+            schema_scope: None,
+            schema_root_decls: None,
+            size_hint: &VERTEX_CAPACITY_HINT,
         };
         let root_label = engine.intern("");
         let mut root = Vertex::new(None, root_label, 0);
@@ -450,7 +464,7 @@ impl<'a> Engine<'a> {
     /// once instead of growing (and copying) it several times.
     pub fn record_size(&self) {
         let needed = self.vs.len().min(MAX_VERTEX_CAPACITY_HINT);
-        VERTEX_CAPACITY_HINT.fetch_max(needed, Ordering::Relaxed);
+        self.size_hint.fetch_max(needed, Ordering::Relaxed);
     }
 
     pub fn sym(&self, sym: Sym) -> &str {
@@ -480,8 +494,24 @@ impl<'a> Engine<'a> {
 
     /// Adds the files and injections to the root vertex.
     pub fn load(&mut self, files: &[&'a ast::File], injections: &[super::Injection<'a>]) {
+        if let [file] = files
+            && injections
+                .iter()
+                .all(|i| !is_definition(i.field) && !is_hidden(i.field))
+        {
+            self.schema_scope = Some(file.compile_checks.uid);
+            self.schema_root_decls = Some(&file.decls);
+        }
+        if let [file] = files {
+            self.size_hint = &file.compile_checks.vertex_hint;
+        }
+        let hint = match self.size_hint.load(Ordering::Relaxed) {
+            0 => 64,
+            seen => seen,
+        };
+        self.vs.reserve(hint.saturating_sub(self.vs.len()));
         for file in files {
-            let checks = file.compile_checks.0.get_or_init(|| {
+            let checks = file.compile_checks.checks.get_or_init(|| {
                 let mut errors = super::compile::unused(file);
                 errors.extend(super::compile::misplaced_marks(file));
                 errors

@@ -2,13 +2,17 @@
 //! once evaluation is complete, so a [`super::Value`] no longer borrows the AST. JSON export,
 //! validation and the syntax-like [`Exported`] view all work on this tree.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::exported::{Constraint, Exported, ExportedField, KindSet};
 use crate::span::Span;
 use crate::{Error, ErrorKind};
 
-use super::engine::{Engine, FieldKind, VId, is_definition, is_hidden, json_atom};
+use super::engine::{
+    Engine, FieldKind, FxBuild, SchemaKey, VId, is_definition, is_hidden, json_atom,
+};
 use super::val::{Atom, kind_text};
 
 const MAX_DEPTH: u32 = 260;
@@ -138,8 +142,11 @@ fn build_inner(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32)
         let mut fields = Vec::with_capacity(arcs.len());
         for (sym, arc) in arcs {
             let label = engine.syms[sym as usize].clone();
-            let opt = u32::from(engine.vs[arc as usize].field == FieldKind::Optional);
-            let node = build_at(engine, arc, depth + 1, optional_depth + opt);
+            let node = if engine.vs[arc as usize].field == FieldKind::Optional {
+                build_optional(engine, arc, depth + 1, optional_depth + 1)
+            } else {
+                build_at(engine, arc, depth + 1, optional_depth)
+            };
             let a = &engine.vs[arc as usize];
             let doc = if a.docs.is_empty() {
                 no_doc.clone()
@@ -164,6 +171,56 @@ fn build_inner(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32)
         text: vertex.shape.constraint_text(),
         span: vertex.span,
     })
+}
+
+thread_local! {
+    /// Built values of optional fields that depend on their file alone (see
+    /// `engine/pure.rs`), or `None` for fields found ineligible. Values are `Rc` and never
+    /// leave their thread; a thread renders the same templates over and over.
+    static SCHEMA_CACHE: RefCell<HashMap<SchemaKey, Option<Rc<Node>>, FxBuild>> =
+        RefCell::new(HashMap::with_hasher(FxBuild));
+}
+
+/// Entries kept per thread before the cache starts over (a long-running process sees new
+/// template files; their stale entries are never hit again).
+const SCHEMA_CACHE_LIMIT: usize = 1 << 14;
+
+/// [`build_at`] for optional arc `v`: an untouched optional field that cannot see the data is
+/// built once per template and thread, then reused.
+fn build_optional(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32) -> Rc<Node> {
+    let Some(key) = engine.schema_key(v, depth, optional_depth) else {
+        return build_at(engine, v, depth, optional_depth);
+    };
+    match SCHEMA_CACHE.with(|cache| cache.borrow().get(&key).cloned()) {
+        Some(Some(node)) => return node,
+        Some(None) => return build_at(engine, v, depth, optional_depth),
+        None => {}
+    }
+    let eligible = engine.is_data_independent(v);
+    let node = build_at(engine, v, depth, optional_depth);
+    // Errors carry the path they were found at, which a reuse elsewhere would get wrong.
+    let kept = (eligible && !has_errors(&node)).then(|| node.clone());
+    SCHEMA_CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.len() >= SCHEMA_CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(key, kept);
+    });
+    node
+}
+
+/// Whether any error is held anywhere in `node`.
+fn has_errors(node: &Node) -> bool {
+    match node {
+        Node::Bottom(_) => true,
+        Node::Struct(fields, incomplete) => {
+            !incomplete.is_empty() || fields.iter().any(|f| has_errors(&f.node))
+        }
+        Node::List { elems, .. } => elems.iter().any(|e| has_errors(e)),
+        Node::Disj { alts, .. } => alts.iter().any(|a| has_errors(a)),
+        Node::Scalar(_) | Node::Incomplete { .. } | Node::Data(_) => false,
+    }
 }
 
 /// Whether `json` has an object key the engine rejects (`#x`, `_x` given as strings): such
