@@ -66,6 +66,8 @@ pub use check::{
 };
 pub use definitions::{BUILTIN_PREFIX, Definitions};
 pub use diagnostic::{Diagnostic, Label, Severity};
+#[doc(hidden)]
+pub use load::load_only;
 pub use model::{Definition, DefinitionKind};
 pub use snapshot::{Embedding, Location, Snapshot, SourceFile, SourceMap};
 

@@ -1,11 +1,9 @@
-//! YAML documents loaded with positions: each document becomes a `serde_json::Value` plus a
-//! [`Positions`] index from JSON-pointer paths to the span of the key and of the value.
+//! YAML documents loaded with positions: each document becomes a `serde_json::Value` plus
+//! [`Positions`], which finds the span of the key and of the value at a JSON-pointer path.
 //!
 //! serde-saphyr does the YAML work (scalar resolution, anchors, multi-document streams); a
 //! recursive visitor wraps every node in `serde_saphyr::Spanned` so that one pass yields both
 //! the data and where each piece of it came from.
-
-use std::collections::BTreeMap;
 
 use cue::{FileId, Span};
 use serde::Deserialize;
@@ -26,33 +24,58 @@ pub(crate) struct YamlError {
     pub(crate) span: Span,
 }
 
-/// JSON-pointer path (`/spec/components/1/properties/image`) → spans of the node.
+/// Where every node of one document sits, looked up by JSON-pointer path
+/// (`/spec/components/1/properties/image`).
+///
+/// Compact on purpose: loading records the spans of every node of every file, but diagnostics
+/// ask for a handful. So the nodes are one flat vector in document order (a node's
+/// descendants follow it, up to its `end`), the mapping keys one string arena, and a lookup
+/// walks the path through the children: no allocation per node, none per lookup.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Positions {
     file: FileId,
-    nodes: BTreeMap<String, NodeSpans>,
+    nodes: Vec<NodeSpans>,
+    /// The mapping keys, back to back; a node's `key_text` is a range of it.
+    keys: String,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct NodeSpans {
     /// The key of a mapping entry; `None` for sequence elements and the root.
-    key: Option<Span>,
-    value: Span,
+    key: Option<(u32, u32)>,
+    value: (u32, u32),
+    /// Byte range of the mapping key's text in `Positions::keys` (empty otherwise).
+    key_text: (u32, u32),
+    /// Index one past this node's last descendant.
+    end: u32,
+    kind: NodeKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NodeKind {
+    Scalar,
+    Seq,
+    Map,
 }
 
 impl Positions {
     /// The span of the value at `pointer`, or of its nearest ancestor that has one.
     pub(crate) fn value_span(&self, pointer: &str) -> Span {
         self.find(pointer)
-            .map_or(Span::new(self.file, 0, 0), |node| node.value)
+            .0
+            .map_or(Span::new(self.file, 0, 0), |node| {
+                Span::new(self.file, node.value.0, node.value.1)
+            })
     }
 
     /// The span of the key at `pointer` (the value's span for sequence elements), or of the
     /// nearest ancestor.
     pub(crate) fn key_span(&self, pointer: &str) -> Span {
         self.find(pointer)
+            .0
             .map_or(Span::new(self.file, 0, 0), |node| {
-                node.key.unwrap_or(node.value)
+                let (start, end) = node.key.unwrap_or(node.value);
+                Span::new(self.file, start, end)
             })
     }
 
@@ -63,21 +86,71 @@ impl Positions {
 
     /// True when the exact path was present in the document.
     pub(crate) fn contains(&self, pointer: &str) -> bool {
-        self.nodes.contains_key(pointer)
+        matches!(self.find(pointer), (Some(_), true))
     }
 
-    fn find(&self, pointer: &str) -> Option<&NodeSpans> {
-        let mut current = pointer;
-        loop {
-            if let Some(node) = self.nodes.get(current) {
-                return Some(node);
+    /// The node at `pointer`, or its nearest ancestor present in the document, and whether the
+    /// whole path was found.
+    fn find(&self, pointer: &str) -> (Option<&NodeSpans>, bool) {
+        let Some(mut current) = self.nodes.first().map(|_| 0usize) else {
+            return (None, false);
+        };
+        if pointer.is_empty() {
+            return (self.nodes.get(current), true);
+        }
+        // A pointer is "" or starts with '/'; anything else names no node below the root.
+        let Some(rest) = pointer.strip_prefix('/') else {
+            return (self.nodes.get(current), false);
+        };
+        for segment in rest.split('/') {
+            match self.child(current, segment) {
+                Some(child) => current = child,
+                None => return (self.nodes.get(current), false),
             }
-            if current.is_empty() {
-                return None;
+        }
+        (self.nodes.get(current), true)
+    }
+
+    /// The index of the child of node `parent` named by one pointer segment (still escaped).
+    fn child(&self, parent: usize, segment: &str) -> Option<usize> {
+        let node = self.nodes.get(parent)?;
+        let end = node.end as usize;
+        let mut child = parent + 1;
+        match node.kind {
+            NodeKind::Scalar => None,
+            NodeKind::Seq => {
+                // Only the canonical spelling of an index names an element (`01` does not).
+                let index: usize = segment.parse().ok()?;
+                if segment != index.to_string() {
+                    return None;
+                }
+                for _ in 0..index {
+                    child = self.nodes.get(child)?.end as usize;
+                }
+                (child < end).then_some(child)
             }
-            current = current.rfind('/').map_or("", |slash| &current[..slash]);
+            NodeKind::Map => {
+                while child < end {
+                    let entry = self.nodes.get(child)?;
+                    let (start, stop) = entry.key_text;
+                    let key = self.keys.get(start as usize..stop as usize)?;
+                    if segment_matches(segment, key) {
+                        return Some(child);
+                    }
+                    child = entry.end as usize;
+                }
+                None
+            }
         }
     }
+}
+
+/// True when an escaped pointer segment (RFC 6901: `~1` is `/`, `~0` is `~`) names `key`.
+fn segment_matches(segment: &str, key: &str) -> bool {
+    if !segment.contains('~') {
+        return segment == key;
+    }
+    segment.replace("~1", "/").replace("~0", "~") == key
 }
 
 /// Escapes one path segment for a JSON pointer (RFC 6901).
@@ -106,10 +179,11 @@ pub(crate) fn parse_documents(file: FileId, text: &str) -> Result<Vec<YamlDocume
         .map(|node| {
             let mut positions = Positions {
                 file,
-                nodes: BTreeMap::new(),
+                nodes: Vec::new(),
+                keys: String::new(),
             };
-            let root_span = span_of(file, &node.location);
-            let value = node.into_json(file, String::new(), None, root_span, &mut positions);
+            let root_span = range_of(&node.location);
+            let value = value_into_json(node.value, None, root_span, &mut positions);
             YamlDocument { value, positions }
         })
         .collect())
@@ -146,11 +220,12 @@ fn offset_of_line_col(text: &str, line: u64, column: u64) -> u32 {
     text.len() as u32
 }
 
-fn span_of(file: FileId, location: &serde_saphyr::Location) -> Span {
+/// Byte range of a location's span (empty at 0 when serde-saphyr has no offset).
+fn range_of(location: &serde_saphyr::Location) -> (u32, u32) {
     let span = location.span();
     let start = span.byte_offset().unwrap_or(0) as u32;
     let len = span.byte_len().unwrap_or(0) as u32;
-    Span::new(file, start, start + len)
+    (start, start + len)
 }
 
 /// A YAML node with the location of every child.
@@ -168,31 +243,33 @@ enum NodeValue {
     Map(Vec<(Spanned<String>, Spanned<NodeValue>)>),
 }
 
-impl Node {
-    fn into_json(
-        self,
-        file: FileId,
-        pointer: String,
-        key: Option<Span>,
-        span: Span,
-        positions: &mut Positions,
-    ) -> serde_json::Value {
-        value_into_json(self.value, file, pointer, key, span, positions)
-    }
-}
-
+/// Converts a node to JSON, recording it and its descendants in `positions` in document order.
+/// `key` is the node's mapping key: its span and its text.
 fn value_into_json(
     value: NodeValue,
-    file: FileId,
-    pointer: String,
-    key: Option<Span>,
-    span: Span,
+    key: Option<((u32, u32), &str)>,
+    span: (u32, u32),
     positions: &mut Positions,
 ) -> serde_json::Value {
-    positions
-        .nodes
-        .insert(pointer.clone(), NodeSpans { key, value: span });
-    match value {
+    let index = positions.nodes.len();
+    let key_text = key.map_or((0, 0), |(_, text)| {
+        let start = positions.keys.len() as u32;
+        positions.keys.push_str(text);
+        (start, positions.keys.len() as u32)
+    });
+    let kind = match value {
+        NodeValue::Seq(_) => NodeKind::Seq,
+        NodeValue::Map(_) => NodeKind::Map,
+        _ => NodeKind::Scalar,
+    };
+    positions.nodes.push(NodeSpans {
+        key: key.map(|(span, _)| span),
+        value: span,
+        key_text,
+        end: 0,
+        kind,
+    });
+    let json = match value {
         NodeValue::Null => serde_json::Value::Null,
         NodeValue::Bool(b) => serde_json::Value::Bool(b),
         NodeValue::Number(n) => serde_json::Value::Number(n),
@@ -200,31 +277,20 @@ fn value_into_json(
         NodeValue::Seq(items) => serde_json::Value::Array(
             items
                 .into_iter()
-                .enumerate()
-                .map(|(index, item)| {
-                    let item_span = span_of(file, &item.referenced);
-                    value_into_json(
-                        item.value,
-                        file,
-                        format!("{pointer}/{index}"),
-                        None,
-                        item_span,
-                        positions,
-                    )
+                .map(|item| {
+                    let item_span = range_of(&item.referenced);
+                    value_into_json(item.value, None, item_span, positions)
                 })
                 .collect(),
         ),
         NodeValue::Map(entries) => {
-            let mut object = serde_json::Map::new();
+            let mut object = serde_json::Map::with_capacity(entries.len());
             for (entry_key, entry_value) in entries {
-                let key_span = span_of(file, &entry_key.referenced);
-                let value_span = span_of(file, &entry_value.referenced);
-                let child_pointer = format!("{pointer}/{}", escape_segment(&entry_key.value));
+                let key_span = range_of(&entry_key.referenced);
+                let value_span = range_of(&entry_value.referenced);
                 let child = value_into_json(
                     entry_value.value,
-                    file,
-                    child_pointer,
-                    Some(key_span),
+                    Some((key_span, &entry_key.value)),
                     value_span,
                     positions,
                 );
@@ -234,7 +300,12 @@ fn value_into_json(
             }
             serde_json::Value::Object(object)
         }
+    };
+    let end = positions.nodes.len() as u32;
+    if let Some(node) = positions.nodes.get_mut(index) {
+        node.end = end;
     }
+    json
 }
 
 impl<'de> Deserialize<'de> for Node {
@@ -413,6 +484,39 @@ mod tests {
             line_col(text, doc.positions.value_span("/spec/components/0"))
         );
         assert_eq!(doc.positions.value_span(image).file, FileId(3));
+    }
+
+    #[test]
+    fn lookups_walk_keys_indexes_and_escapes() {
+        let text = "a/b: 1\n\"t~x\": 2\n80: {x: [q, [r, s]]}\nlist:\n- 0\n- k: v\n";
+        let doc = parse_documents(FileId(1), text).unwrap().remove(0);
+        let positions = &doc.positions;
+        assert_eq!(line_col(text, positions.key_span("/a~1b")), (1, 1));
+        assert_eq!(line_col(text, positions.value_span("/t~0x")), (2, 8));
+        assert_eq!(line_col(text, positions.value_span("/80/x/1/1")), (3, 17));
+        assert_eq!(line_col(text, positions.value_span("/list/1/k")), (6, 6));
+        assert!(positions.contains("/list/1/k"));
+        assert!(positions.contains(""));
+        // Not present: a later sibling, a non-canonical index, a path below a scalar, a key
+        // that only matches once unescaped differently.
+        for missing in ["/list/2", "/list/01", "/a~1b/c", "/a/b", "/80/x/1/1/0"] {
+            assert!(!positions.contains(missing), "{missing}");
+        }
+        // ... each falls back to its nearest present ancestor.
+        assert_eq!(
+            positions.value_span("/list/2"),
+            positions.value_span("/list")
+        );
+        assert_eq!(
+            positions.value_span("/80/x/1/1/0"),
+            positions.value_span("/80/x/1/1")
+        );
+        assert_eq!(positions.value_span("/a/b"), positions.value_span(""));
+        // Sequence elements have no key: their key span is their value span.
+        assert_eq!(
+            positions.key_span("/list/0"),
+            positions.value_span("/list/0")
+        );
     }
 
     #[test]
