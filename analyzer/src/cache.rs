@@ -41,11 +41,14 @@ use sha2::Digest;
 
 pub(crate) use files::FileCache;
 
-use crate::check::ObjectIndex;
+use crate::check::{AppObjects, ObjectIndex};
 use crate::load::Loaded;
 use crate::load::application::LoadedApp;
 use crate::model::{Application, Definition, DefinitionKind, WorkflowStep};
-use crate::{AnalysisOptions, AppRef, Definitions, RenderOutput, RenderedApp, Snapshot, SourceMap};
+use crate::{
+    AnalysisOptions, AppRef, Definitions, Diagnostic, RenderOutput, RenderedApp, Snapshot,
+    SourceMap,
+};
 
 /// Loads, renders and checks every Application of `snapshot` like
 /// [`crate::analyze_snapshot`], reusing from `cache` the per-app results of apps whose inputs
@@ -60,7 +63,56 @@ pub fn analyze_snapshot_incremental(
     options: &AnalysisOptions,
     cache: &mut AnalysisCache,
 ) -> (RenderOutput, SourceMap) {
+    let (output, sources) = crate::check::analyze(snapshot, definitions, options, Some(cache));
+    (output.into_output(), sources)
+}
+
+/// [`analyze_snapshot_incremental`] without copying the apps reused from the cache: each app
+/// of the output is shared with the cache (`Arc`), so a commit that changes one app among
+/// 10,000 copies one app's result, not 10,000 (issue #9). An app that a cross-app rule
+/// reports on is a copy of its own.
+///
+/// Never fails; [`SharedOutput::into_output`] is what [`analyze_snapshot_incremental`] returns.
+pub fn analyze_snapshot_shared(
+    snapshot: &Snapshot,
+    definitions: &Definitions,
+    options: &AnalysisOptions,
+    cache: &mut AnalysisCache,
+) -> (SharedOutput, SourceMap) {
     crate::check::analyze(snapshot, definitions, options, Some(cache))
+}
+
+/// A [`RenderOutput`] whose apps are shared with an [`AnalysisCache`].
+#[derive(Debug, Clone, Default)]
+pub struct SharedOutput {
+    /// One entry per Application found, sorted by [`AppRef`].
+    pub apps: Vec<Arc<RenderedApp>>,
+    /// Diagnostics not tied to one app.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl SharedOutput {
+    /// The output as a [`RenderOutput`], copying only the apps still shared.
+    pub fn into_output(self) -> RenderOutput {
+        RenderOutput {
+            apps: self.apps.into_iter().map(Arc::unwrap_or_clone).collect(),
+            diagnostics: self.diagnostics,
+        }
+    }
+
+    /// A [`RenderOutput`] of the apps `keep` selects (copies of them), with every
+    /// output-wide diagnostic.
+    pub fn select(&self, mut keep: impl FnMut(&RenderedApp) -> bool) -> RenderOutput {
+        RenderOutput {
+            apps: self
+                .apps
+                .iter()
+                .filter(|app| keep(app))
+                .map(|app| RenderedApp::clone(app))
+                .collect(),
+            diagnostics: self.diagnostics.clone(),
+        }
+    }
 }
 
 /// Per-app analysis results from an earlier snapshot, for [`analyze_snapshot_incremental`].
@@ -101,8 +153,9 @@ struct Entry {
     used: Vec<(DefinitionKind, String)>,
     /// The identity of every file id `rendered` refers to.
     files: Vec<(FileId, FileKey)>,
-    /// After the per-app rules, before cross-app rules and settings.
-    rendered: RenderedApp,
+    /// After the per-app rules and the settings (severities, suppressions, a blocked app's
+    /// objects dropped), before cross-app rules. Shared with the outputs.
+    rendered: Arc<RenderedApp>,
 }
 
 /// A file of a source map, independent of its id.
@@ -113,15 +166,16 @@ struct FileKey {
     embedded: Option<(u32, u32)>,
 }
 
-/// A per-app result as the analysis pipeline passes it on: the app, the definitions it used,
-/// and whether it came from the cache.
-pub(crate) type Analyzed = (RenderedApp, Vec<Arc<Definition>>, Reused);
+/// A per-app result as the analysis pipeline passes it on: the app (after per-app rules and
+/// settings), the definitions it used, and whether it came from the cache.
+pub(crate) type Analyzed = (Arc<RenderedApp>, Vec<Arc<Definition>>, Reused);
 
 /// Whether a per-app result was taken from the cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum Reused {
     Yes,
-    No,
+    /// Analyzed now; with the identities of the objects it rendered (for `duplicate-object`).
+    No(AppObjects),
 }
 
 impl AnalysisCache {
@@ -202,6 +256,8 @@ impl AnalysisCache {
         }
         let mut rendered = entry.rendered.clone();
         if remap.iter().any(|(old, new)| old != new) {
+            // A copy, re-pointed; `store` keeps it so the next lookup needs none.
+            let rendered = Arc::make_mut(&mut rendered);
             let new_id = |old: FileId| {
                 remap
                     .iter()
@@ -230,11 +286,15 @@ impl AnalysisCache {
             match reused {
                 Reused::Yes => {
                     stats.reused += 1;
-                    if let Some(entry) = self.entries.remove(&app.app_ref) {
+                    if let Some(mut entry) = self.entries.remove(&app.app_ref) {
+                        if !Arc::ptr_eq(&entry.rendered, rendered) {
+                            entry.files = file_keys(rendered, &loaded.sources);
+                            entry.rendered = rendered.clone();
+                        }
                         kept.insert(app.app_ref.clone(), entry);
                     }
                 }
-                Reused::No => {
+                Reused::No(_) => {
                     stats.analyzed += 1;
                     self.entries.remove(&app.app_ref);
                     if app.diagnostics.is_empty() {
@@ -255,7 +315,7 @@ impl AnalysisCache {
 fn new_entry(
     app: &LoadedApp,
     loaded: &Loaded,
-    rendered: &RenderedApp,
+    rendered: &Arc<RenderedApp>,
     used: &[Arc<Definition>],
 ) -> Entry {
     let mut names: Vec<(DefinitionKind, String)> = referenced(&app.app);
@@ -275,13 +335,6 @@ fn new_entry(
             (kind, name, digest)
         })
         .collect();
-    let mut ids: Vec<FileId> = vec![rendered.file];
-    for diagnostic in &rendered.diagnostics {
-        ids.extend(diagnostic.span.map(|span| span.file));
-        ids.extend(diagnostic.labels.iter().map(|label| label.span.file));
-    }
-    ids.sort_by_key(|id| id.0);
-    ids.dedup();
     Entry {
         manifest: manifest_digest(app, &loaded.sources),
         dependencies,
@@ -289,12 +342,23 @@ fn new_entry(
             .iter()
             .map(|definition| (definition.kind, definition.name.clone()))
             .collect(),
-        files: ids
-            .into_iter()
-            .map(|id| (id, file_key(&loaded.sources, id)))
-            .collect(),
+        files: file_keys(rendered, &loaded.sources),
         rendered: rendered.clone(),
     }
+}
+
+/// The identity of every file `rendered` refers to.
+fn file_keys(rendered: &RenderedApp, sources: &SourceMap) -> Vec<(FileId, FileKey)> {
+    let mut ids: Vec<FileId> = vec![rendered.file];
+    for diagnostic in &rendered.diagnostics {
+        ids.extend(diagnostic.span.map(|span| span.file));
+        ids.extend(diagnostic.labels.iter().map(|label| label.span.file));
+    }
+    ids.sort_by_key(|id| id.0);
+    ids.dedup();
+    ids.into_iter()
+        .map(|id| (id, file_key(sources, id)))
+        .collect()
 }
 
 /// The definitions an Application names, by kind.

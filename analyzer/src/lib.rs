@@ -60,7 +60,9 @@ pub mod rules;
 pub mod schema;
 mod snapshot;
 
-pub use cache::{AnalysisCache, CacheStats, analyze_snapshot_incremental};
+pub use cache::{
+    AnalysisCache, CacheStats, SharedOutput, analyze_snapshot_incremental, analyze_snapshot_shared,
+};
 pub use check::{
     AnalysisConfig, AnalysisOptions, IGNORE_ANNOTATION, IgnoreRule, RuleLevel, analyze_snapshot,
 };

@@ -21,28 +21,50 @@ use crate::{AppRef, Diagnostic, RenderedApp, RenderedObject};
 /// `(group, kind, namespace, name)`.
 type ObjectKey = (String, String, String, String);
 
+/// The identities of the objects one app rendered: `(key, object index, component)`, taken
+/// before severities apply (a blocked app's objects still count, as they did when this rule
+/// scanned the apps directly).
+pub(crate) type AppObjects = Vec<(ObjectKey, usize, String)>;
+
 /// Which apps render which object identities, kept across analyses by the incremental cache
 /// so that a commit updates it for the apps it changed only (issue #9), instead of indexing
 /// every object of every app again. The uncached analysis fills a fresh one with every app:
 /// one code path, so both give the same diagnostics.
 #[derive(Debug, Default)]
 pub(crate) struct ObjectIndex {
-    /// Per app, each key it renders with the indices of the objects that have it.
-    by_app: BTreeMap<AppRef, Vec<(Arc<ObjectKey>, Vec<usize>)>>,
-    /// Per key, the apps that render it (in app order) with their object indices.
-    by_key: BTreeMap<Arc<ObjectKey>, BTreeMap<AppRef, Vec<usize>>>,
+    /// Per app, the keys it renders.
+    by_app: BTreeMap<AppRef, Vec<Arc<ObjectKey>>>,
+    /// Per key, the apps that render it (in app order) with `(object index, component)` of
+    /// each object that has it.
+    by_key: BTreeMap<Arc<ObjectKey>, BTreeMap<AppRef, Vec<(usize, String)>>>,
     /// The keys rendered by more than one app.
     shared: BTreeSet<Arc<ObjectKey>>,
 }
 
+/// The identities of `app`'s objects, for [`ObjectIndex::update`].
+pub(crate) fn objects_of(app: &RenderedApp) -> AppObjects {
+    app.objects
+        .iter()
+        .enumerate()
+        .filter_map(|(object_index, object)| {
+            key_of(object, &app.app.namespace)
+                .map(|key| (key, object_index, object.component.clone()))
+        })
+        .collect()
+}
+
 impl ObjectIndex {
-    /// Brings the index up to `apps` (sorted by app, as the analysis orders them), where
-    /// `changed[i]` says whether `apps[i]` may render other objects than when last indexed
-    /// (new, re-rendered); apps not in `apps` are dropped from the index.
-    pub(crate) fn update(&mut self, apps: &[RenderedApp], changed: &[bool]) {
+    /// Brings the index up to an analysis whose apps are `apps` (sorted, as the analysis
+    /// orders them): apps not among them are dropped, and each app of `changed` (new or
+    /// re-rendered) is indexed again with its objects.
+    pub(crate) fn update<'a>(
+        &mut self,
+        apps: impl Iterator<Item = &'a AppRef>,
+        changed: impl Iterator<Item = (&'a AppRef, &'a AppObjects)>,
+    ) {
         // Apps gone since the last update: a merge walk over two sorted lists.
         let mut gone: Vec<AppRef> = Vec::new();
-        let mut current = apps.iter().map(|app| &app.app).peekable();
+        let mut current = apps.peekable();
         for indexed in self.by_app.keys() {
             while current.next_if(|app| *app < indexed).is_some() {}
             if current.peek() != Some(&indexed) {
@@ -52,33 +74,33 @@ impl ObjectIndex {
         for app in &gone {
             self.remove(app);
         }
-        for (app, _) in apps.iter().zip(changed).filter(|(_, changed)| **changed) {
-            self.remove(&app.app);
-            let mut keys: BTreeMap<ObjectKey, Vec<usize>> = BTreeMap::new();
-            for (object_index, object) in app.objects.iter().enumerate() {
-                if let Some(key) = key_of(object, &app.app.namespace) {
-                    keys.entry(key).or_default().push(object_index);
-                }
+        for (app, objects) in changed {
+            self.remove(app);
+            let mut keys: BTreeMap<&ObjectKey, Vec<(usize, String)>> = BTreeMap::new();
+            for (key, object_index, component) in objects {
+                keys.entry(key)
+                    .or_default()
+                    .push((*object_index, component.clone()));
             }
             let mut entries = Vec::with_capacity(keys.len());
             for (key, objects) in keys {
-                let key = Arc::new(key);
+                let key = Arc::new(key.clone());
                 let owners = self.by_key.entry(key.clone()).or_default();
-                owners.insert(app.app.clone(), objects.clone());
+                owners.insert(app.clone(), objects);
                 if owners.len() > 1 {
                     self.shared.insert(key.clone());
                 }
-                entries.push((key, objects));
+                entries.push(key);
             }
-            self.by_app.insert(app.app.clone(), entries);
+            self.by_app.insert(app.clone(), entries);
         }
     }
 
     fn remove(&mut self, app: &AppRef) {
-        let Some(entries) = self.by_app.remove(app) else {
+        let Some(keys) = self.by_app.remove(app) else {
             return;
         };
-        for (key, _) in entries {
+        for key in keys {
             let Some(owners) = self.by_key.get_mut(&key) else {
                 continue;
             };
@@ -93,13 +115,15 @@ impl ObjectIndex {
     }
 }
 
-/// Reports every object that an earlier app (in app order) also renders, from `index` brought
-/// up to `apps` (see [`ObjectIndex::update`]): work in the number of shared objects, not of
-/// apps.
-pub(crate) fn check(loaded: &[Arc<LoadedApp>], apps: &mut [RenderedApp], index: &ObjectIndex) {
-    let position = |app: &AppRef| apps.binary_search_by(|rendered| rendered.app.cmp(app)).ok();
-    // (app index, object index, diagnostic): each app's in object order, as a scan of its
-    // objects would find them.
+/// Every object that an earlier app (in app order) also renders, as `(app index,
+/// diagnostic)`, each app's in object order: from `index` brought up to `loaded` (see
+/// [`ObjectIndex::update`]), so the work is in the number of shared objects, not of apps.
+pub(crate) fn check(loaded: &[Arc<LoadedApp>], index: &ObjectIndex) -> Vec<(usize, Diagnostic)> {
+    let position = |app: &AppRef| {
+        loaded
+            .binary_search_by(|loaded| loaded.app_ref.cmp(app))
+            .ok()
+    };
     let mut found: Vec<(usize, usize, Diagnostic)> = Vec::new();
     for key in &index.shared {
         let Some(owners) = index.by_key.get(key) else {
@@ -109,48 +133,45 @@ pub(crate) fn check(loaded: &[Arc<LoadedApp>], apps: &mut [RenderedApp], index: 
         let Some((first_ref, first_objects)) = owners.next() else {
             continue;
         };
-        let (Some(first_app), Some(&first_object)) = (position(first_ref), first_objects.first())
+        let (Some(first_app), Some((_, first_component))) =
+            (position(first_ref), first_objects.first())
         else {
             continue;
         };
-        let first = &apps[first_app];
-        let first_span = component_span(&loaded[first_app], &first.objects[first_object]);
+        let first_span = component_span(&loaded[first_app], first_component);
         let (_, kind, namespace, name) = key.as_ref();
         for (app_ref, objects) in owners {
             let Some(app_index) = position(app_ref) else {
                 continue;
             };
-            let app = &apps[app_index];
-            for &object_index in objects {
-                let object = &app.objects[object_index];
-                let span = component_span(&loaded[app_index], object);
+            let app = &loaded[app_index];
+            for (object_index, component) in objects {
+                let span = component_span(app, component);
                 let mut diagnostic = Diagnostic::error(
                     "duplicate-object",
-                    format!(
-                        "{kind} {namespace}/{name} is also rendered by app {}",
-                        first.app
-                    ),
+                    format!("{kind} {namespace}/{name} is also rendered by app {first_ref}"),
                     Some(span),
                 )
-                .for_app(&app.app)
-                .with_label(first_span, format!("rendered by app {} here", first.app));
-                if loaded[app_index]
+                .for_app(app_ref)
+                .with_label(first_span, format!("rendered by app {first_ref} here"));
+                if app
                     .app
                     .spec
                     .components
                     .iter()
-                    .any(|component| component.name == object.component)
+                    .any(|candidate| candidate.name == *component)
                 {
-                    diagnostic = diagnostic.for_component(&object.component);
+                    diagnostic = diagnostic.for_component(component);
                 }
-                found.push((app_index, object_index, diagnostic));
+                found.push((app_index, *object_index, diagnostic));
             }
         }
     }
     found.sort_by_key(|(app_index, object_index, _)| (*app_index, *object_index));
-    for (app_index, _, diagnostic) in found {
-        apps[app_index].diagnostics.push(diagnostic);
-    }
+    found
+        .into_iter()
+        .map(|(app_index, _, diagnostic)| (app_index, diagnostic))
+        .collect()
 }
 
 fn key_of(object: &RenderedObject, app_namespace: &str) -> Option<ObjectKey> {
@@ -171,14 +192,14 @@ fn key_of(object: &RenderedObject, app_namespace: &str) -> Option<ObjectKey> {
     ))
 }
 
-fn component_span(loaded: &LoadedApp, object: &RenderedObject) -> cue::Span {
+fn component_span(loaded: &LoadedApp, component: &str) -> cue::Span {
     let positions = &loaded.document.positions;
     match loaded
         .app
         .spec
         .components
         .iter()
-        .position(|component| component.name == object.component)
+        .position(|candidate| candidate.name == component)
     {
         Some(index) => positions.value_span(&format!("/spec/components/{index}/name")),
         None => positions.value_span("/metadata/name"),

@@ -44,7 +44,7 @@ mod unknown_workflow_step_type;
 use std::sync::Arc;
 
 pub use config::{AnalysisConfig, IgnoreRule, RuleLevel};
-pub(crate) use duplicate_object::ObjectIndex;
+pub(crate) use duplicate_object::{AppObjects, ObjectIndex};
 
 use crate::definitions::Definitions;
 use crate::load::application::LoadedApp;
@@ -88,7 +88,8 @@ pub fn analyze_snapshot(
     definitions: &Definitions,
     options: &AnalysisOptions,
 ) -> (RenderOutput, SourceMap) {
-    analyze(snapshot, definitions, options, None)
+    let (output, sources) = analyze(snapshot, definitions, options, None);
+    (output.into_output(), sources)
 }
 
 /// The pipeline of [`analyze_snapshot`]. With a `cache`, an app whose inputs are unchanged
@@ -99,7 +100,7 @@ pub(crate) fn analyze(
     definitions: &Definitions,
     options: &AnalysisOptions,
     mut cache: Option<&mut crate::cache::AnalysisCache>,
-) -> (RenderOutput, SourceMap) {
+) -> (crate::SharedOutput, SourceMap) {
     use crate::cache::Reused;
     use rayon::prelude::*;
     let namespaces = crate::load::application::NamespaceRules {
@@ -119,6 +120,9 @@ pub(crate) fn analyze(
     if let Some(cache) = cache.as_deref_mut() {
         cache.begin(&loaded, options);
     }
+    // Settings and suppressions apply to every phase's diagnostics alike; per app they are
+    // applied here, so that a cached result is stored (and shared) as the output has it.
+    let settings = Settings::new(&options.config);
     let lookup = cache.as_deref();
     let analyzed: Vec<crate::cache::Analyzed> = loaded
         .apps
@@ -145,16 +149,18 @@ pub(crate) fn analyze(
             let found = check_app(&ctx);
             property_constraints::classify(&ctx, &mut rendered.diagnostics);
             rendered.diagnostics.extend(found);
-            (rendered, used, Reused::No)
+            // Before settings: the objects of an app blocked by them still count.
+            let objects = duplicate_object::objects_of(&rendered);
+            settings.apply(&mut rendered.diagnostics, Some(app), &loaded.sources);
+            if rendered.is_blocked() {
+                rendered.objects.clear();
+            }
+            (Arc::new(rendered), used, Reused::No(objects))
         })
         .collect();
     if let Some(cache) = cache.as_deref_mut() {
         cache.store(&loaded, &analyzed);
     }
-    let changed: Vec<bool> = analyzed
-        .iter()
-        .map(|(_, _, reused)| *reused == Reused::No)
-        .collect();
     let mut diagnostics = loaded.diagnostics;
     diagnostics.extend(definitions.diagnostics().iter().cloned());
     for definition in loaded.definitions.iter() {
@@ -169,27 +175,45 @@ pub(crate) fn analyze(
         &loaded.definitions,
         &parameter_schemas,
     ));
-    let mut apps: Vec<RenderedApp> = analyzed.into_iter().map(|(app, _, _)| app).collect();
     // The cache keeps the object index across analyses and updates it for changed apps only.
     let mut fresh_index = ObjectIndex::default();
     let object_index = match cache {
         Some(cache) => cache.objects(),
         None => &mut fresh_index,
     };
-    object_index.update(&apps, &changed);
-    duplicate_object::check(&loaded.apps, &mut apps, object_index);
-
-    // Settings and suppressions apply to every phase's diagnostics alike.
+    object_index.update(
+        loaded.apps.iter().map(|app| &app.app_ref),
+        loaded
+            .apps
+            .iter()
+            .zip(&analyzed)
+            .filter_map(|(app, (_, _, reused))| match reused {
+                Reused::No(objects) => Some((&app.app_ref, objects)),
+                Reused::Yes => None,
+            }),
+    );
+    let duplicates = duplicate_object::check(&loaded.apps, object_index);
+    let mut apps: Vec<Arc<RenderedApp>> = analyzed.into_iter().map(|(app, _, _)| app).collect();
     let sources = loaded.sources;
-    let settings = Settings::new(&options.config);
-    settings.apply(&mut diagnostics, None, &sources);
-    for (app, loaded_app) in apps.iter_mut().zip(&loaded.apps) {
-        settings.apply(&mut app.diagnostics, Some(loaded_app), &sources);
+    for (app_index, diagnostic) in duplicates {
+        let (Some(app), Some(loaded_app)) = (apps.get_mut(app_index), loaded.apps.get(app_index))
+        else {
+            continue;
+        };
+        let mut found = vec![diagnostic];
+        settings.apply(&mut found, Some(loaded_app), &sources);
+        if found.is_empty() {
+            continue;
+        }
+        // A copy when the cache shares it: the cross-app finding is this output's only.
+        let app = Arc::make_mut(app);
+        app.diagnostics.extend(found);
         if app.is_blocked() {
             app.objects.clear();
         }
     }
-    (RenderOutput { apps, diagnostics }, sources)
+    settings.apply(&mut diagnostics, None, &sources);
+    (crate::SharedOutput { apps, diagnostics }, sources)
 }
 
 /// What a per-app rule sees.
