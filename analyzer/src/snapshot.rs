@@ -38,6 +38,18 @@ struct SourceEntry {
     embedded_in: Option<Embedding>,
 }
 
+/// One registered file (path, text, line index), shareable between source maps: the
+/// incremental analysis keeps the last snapshot's and registers an unchanged file's entry again
+/// instead of copying its text and indexing its lines (issue #9).
+#[derive(Debug, Clone)]
+pub(crate) struct SharedSource(std::sync::Arc<SourceEntry>);
+
+impl SharedSource {
+    pub(crate) fn text(&self) -> &str {
+        &self.0.text
+    }
+}
+
 /// Where an embedded text (a `spec.schematic.cue.template` block) sits in its YAML file.
 #[derive(Debug, Clone, Copy)]
 pub struct Embedding {
@@ -70,6 +82,23 @@ impl SourceMap {
     pub fn add_embedded(&mut self, text: impl Into<String>, embedding: Embedding) -> FileId {
         let path = self.path(embedding.parent).to_owned();
         self.push(path, text.into(), Some(embedding))
+    }
+
+    /// Registers a file of an earlier map again (never an embedded text: its parent's id may
+    /// differ), and returns its id here.
+    pub(crate) fn add_shared(&mut self, source: SharedSource) -> FileId {
+        let id = FileId(self.entries.len() as u32);
+        self.entries.push(source.0);
+        id
+    }
+
+    /// The entry of a file of its own (`None` for an embedded text), to register again in a
+    /// later map with [`SourceMap::add_shared`].
+    pub(crate) fn shared(&self, file: FileId) -> Option<SharedSource> {
+        self.entries
+            .get(file.0 as usize)
+            .filter(|entry| entry.embedded_in.is_none())
+            .map(|entry| SharedSource(entry.clone()))
     }
 
     fn push(&mut self, path: String, text: String, embedded_in: Option<Embedding>) -> FileId {

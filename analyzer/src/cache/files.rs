@@ -1,7 +1,7 @@
-//! The per-file load cache: what loading made of each file of the previous snapshot (its YAML
-//! documents with positions, its Applications decoded, its `.cue` definition parsed), reused
-//! for a file whose path, content and file id are unchanged, so a commit that changes one file
-//! of 10,000 parses one file (issue #9).
+//! The per-file load cache: what loading made of each file of the previous snapshot (its
+//! source-map entry with the line index, its YAML documents with positions, its Applications
+//! decoded, its `.cue` definition parsed), reused for a file whose path, text and file id are
+//! unchanged, so a commit that changes one file of 10,000 parses one file (issue #9).
 //!
 //! The key includes the [`FileId`] because every span of a parse result carries it: a file added
 //! or removed before another in path order shifts that file's id, and the shifted file is parsed
@@ -18,6 +18,7 @@ use cue::FileId;
 
 use crate::load::ParsedFile;
 use crate::load::application::NamespaceRules;
+use crate::snapshot::SharedSource;
 
 /// Parse results of the last snapshot's files, by path.
 #[derive(Debug, Default)]
@@ -33,7 +34,8 @@ pub(crate) struct FileCache {
 #[derive(Debug)]
 struct CachedFile {
     file: FileId,
-    digest: [u8; 32],
+    /// The source-map entry: the text the parse was made from, and its line index.
+    source: SharedSource,
     parsed: Arc<ParsedFile>,
 }
 
@@ -50,33 +52,38 @@ impl FileCache {
         }
     }
 
-    /// The earlier parse of `path` when it had the same id and content digest.
-    pub(crate) fn get(
-        &self,
-        path: &str,
-        file: FileId,
-        digest: &[u8; 32],
-    ) -> Option<Arc<ParsedFile>> {
+    /// The earlier source-map entry of `path` when its text was `text` (a byte comparison:
+    /// cheaper than hashing the text, and exact).
+    pub(crate) fn source(&self, path: &str, text: &str) -> Option<SharedSource> {
         self.files
             .get(path)
-            .filter(|cached| cached.file == file && cached.digest == *digest)
+            .filter(|cached| cached.source.text() == text)
+            .map(|cached| cached.source.clone())
+    }
+
+    /// The earlier parse of `path` when it had id `file`; the caller has checked the text
+    /// with [`FileCache::source`].
+    pub(crate) fn get(&self, path: &str, file: FileId) -> Option<Arc<ParsedFile>> {
+        self.files
+            .get(path)
+            .filter(|cached| cached.file == file)
             .map(|cached| cached.parsed.clone())
     }
 
-    /// Replaces the cache with this load's files: `(path, id, digest, parse, reused)`.
+    /// Replaces the cache with this load's files: `(path, id, source entry, parse, reused)`.
     pub(crate) fn replace<'a>(
         &mut self,
-        loaded: impl Iterator<Item = (&'a str, FileId, [u8; 32], &'a Arc<ParsedFile>, bool)>,
+        loaded: impl Iterator<Item = (&'a str, FileId, SharedSource, &'a Arc<ParsedFile>, bool)>,
     ) {
         let mut files = HashMap::with_capacity(self.files.len());
         let mut reused = 0;
-        for (path, file, digest, parsed, was_reused) in loaded {
+        for (path, file, source, parsed, was_reused) in loaded {
             reused += usize::from(was_reused);
             files.insert(
                 path.to_owned(),
                 CachedFile {
                     file,
-                    digest,
+                    source,
                     parsed: parsed.clone(),
                 },
             );

@@ -68,8 +68,9 @@ pub(crate) fn load_snapshot(
 }
 
 /// [`load_snapshot`], taking from `file_cache` the parse of every file whose path, id and
-/// content are those of the earlier load, and leaving in it this load's parses (issue #9: a
-/// commit that changes one file of 10,000 parses one file). Same result as without a cache.
+/// text are those of the earlier load (and its source-map entry when path and text are), and
+/// leaving in it this load's (issue #9: a commit that changes one file of 10,000 parses and
+/// indexes one file). Same result as without a cache.
 pub(crate) fn load_snapshot_cached(
     snapshot: &Snapshot,
     builtins: &Definitions,
@@ -87,6 +88,11 @@ pub(crate) fn load_snapshot_cached(
     let mut standalone = Standalone::default();
     let mut crds = Vec::new();
     let mut work: Vec<FileWork<'_>> = Vec::with_capacity(files.len());
+    if let Some(file_cache) = file_cache.as_deref_mut() {
+        file_cache.begin(namespaces);
+    }
+    // Per file: whether its text is the one the cache holds for its path.
+    let mut unchanged: Vec<bool> = Vec::with_capacity(files.len());
     for source in files {
         let path = source.path.trim_start_matches("./");
         if is_ignored(path) {
@@ -94,7 +100,14 @@ pub(crate) fn load_snapshot_cached(
         }
         let is_yaml = path.ends_with(".yaml") || path.ends_with(".yml");
         if is_yaml || (path.ends_with(".cue") && is_under_definitions(path)) {
-            let file = sources.add(path, source.contents.as_str());
+            let cached = file_cache
+                .as_deref()
+                .and_then(|file_cache| file_cache.source(path, &source.contents));
+            unchanged.push(cached.is_some());
+            let file = match cached {
+                Some(shared) => sources.add_shared(shared),
+                None => sources.add(path, source.contents.as_str()),
+            };
             work.push(FileWork {
                 file,
                 path,
@@ -103,20 +116,17 @@ pub(crate) fn load_snapshot_cached(
             });
         }
     }
-    if let Some(file_cache) = file_cache.as_deref_mut() {
-        file_cache.begin(namespaces);
-    }
     let lookup = file_cache.as_deref();
-    let parsed: Vec<(Arc<ParsedFile>, [u8; 32], bool)> = work
+    let parsed: Vec<(Arc<ParsedFile>, bool)> = work
         .par_iter()
-        .map(|work| {
-            let Some(file_cache) = lookup else {
-                return (Arc::new(parse_file(work, namespaces)), [0; 32], false);
-            };
-            let digest = definition_yaml::digest(work.text);
-            match file_cache.get(work.path, work.file, &digest) {
-                Some(parsed) => (parsed, digest, true),
-                None => (Arc::new(parse_file(work, namespaces)), digest, false),
+        .zip(&unchanged)
+        .map(|(work, unchanged)| {
+            let reused = lookup
+                .filter(|_| *unchanged)
+                .and_then(|file_cache| file_cache.get(work.path, work.file));
+            match reused {
+                Some(parsed) => (parsed, true),
+                None => (Arc::new(parse_file(work, namespaces)), false),
             }
         })
         .collect();
@@ -124,12 +134,13 @@ pub(crate) fn load_snapshot_cached(
         file_cache.replace(
             work.iter()
                 .zip(&parsed)
-                .map(|(work, (parsed, digest, reused))| {
-                    (work.path, work.file, *digest, parsed, *reused)
+                .filter_map(|(work, (parsed, reused))| {
+                    let source = sources.shared(work.file)?;
+                    Some((work.path, work.file, source, parsed, *reused))
                 }),
         );
     }
-    for (work, (parsed, _, _)) in work.iter().zip(&parsed) {
+    for (work, (parsed, _)) in work.iter().zip(&parsed) {
         match parsed.as_ref() {
             ParsedFile::YamlError(error) => diagnostics.push(Diagnostic::error(
                 "yaml-syntax",
