@@ -336,6 +336,31 @@ pub struct Engine<'a> {
 
 pub const ROOT: VId = 0;
 
+/// Label symbols (text, index, list-index symbols), shared by the evaluations of one thread: the
+/// same templates are evaluated over and over with the same labels, so an evaluation takes the
+/// table over instead of allocating and hashing every label again, and hands it back when it
+/// ends. A symbol's number is only used within one evaluation (results hold label text).
+#[derive(Default)]
+struct Symbols {
+    syms: Vec<Rc<str>>,
+    sym_index: HashMap<Rc<str>, Sym, FxBuild>,
+    index_syms: Vec<Sym>,
+}
+
+thread_local! {
+    static SYMBOLS: std::cell::RefCell<Symbols> = const {
+        std::cell::RefCell::new(Symbols {
+            syms: Vec::new(),
+            sym_index: HashMap::with_hasher(FxBuild),
+            index_syms: Vec::new(),
+        })
+    };
+}
+
+/// Symbols kept per thread before the table starts over (data keys, such as label and env var
+/// names of many apps, would otherwise accumulate in a long-running process).
+const MAX_SHARED_SYMBOLS: usize = 1 << 16;
+
 /// The empty label, interned first (labels of the root and of temporary vertices).
 const EMPTY_SYM: Sym = 0;
 
@@ -387,15 +412,38 @@ pub fn is_definition(label: &str) -> bool {
     label.starts_with('#') || label.starts_with("_#")
 }
 
+impl Drop for Engine<'_> {
+    /// Hands the symbol table back to the thread (see [`Symbols`]).
+    fn drop(&mut self) {
+        let symbols = Symbols {
+            syms: std::mem::take(&mut self.syms),
+            sym_index: std::mem::take(&mut self.sym_index),
+            index_syms: std::mem::take(&mut self.index_syms),
+        };
+        // During thread teardown the table is simply dropped.
+        let _ = SYMBOLS.try_with(|shared| *shared.borrow_mut() = symbols);
+    }
+}
+
 impl<'a> Engine<'a> {
     pub fn new() -> Engine<'a> {
+        // An evaluation nested in another on the same thread finds the table taken and starts
+        // an empty one: correct, just not shared.
+        let shared = SYMBOLS
+            .try_with(|symbols| std::mem::take(&mut *symbols.borrow_mut()))
+            .unwrap_or_default();
+        let shared = if shared.syms.len() > MAX_SHARED_SYMBOLS {
+            Symbols::default()
+        } else {
+            shared
+        };
         let mut engine = Engine {
             vs: Vec::with_capacity(1),
             envs: Vec::with_capacity(64),
-            syms: Vec::with_capacity(128),
-            sym_index: HashMap::with_capacity_and_hasher(128, FxBuild),
+            syms: shared.syms,
+            sym_index: shared.sym_index,
             ast_syms: HashMap::with_capacity_and_hasher(128, FxBuild),
-            index_syms: Vec::new(),
+            index_syms: shared.index_syms,
             lets: HashMap::with_hasher(FxBuild),
             alias_envs: HashMap::with_hasher(FxBuild),
             strings: HashMap::with_hasher(FxBuild),

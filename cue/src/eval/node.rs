@@ -178,7 +178,7 @@ thread_local! {
     /// `engine/pure.rs`), or `None` for fields found ineligible. Values are `Rc` and never
     /// leave their thread; a thread renders the same templates over and over.
     static SCHEMA_CACHE: RefCell<HashMap<SchemaKey, Option<Rc<Node>>, FxBuild>> =
-        RefCell::new(HashMap::with_hasher(FxBuild));
+        const { RefCell::new(HashMap::with_hasher(FxBuild)) };
 }
 
 /// Entries kept per thread before the cache starts over (a long-running process sees new

@@ -325,7 +325,7 @@ impl<'e, 'a> Walk<'e, 'a> {
         if !is_definition(name) {
             return false;
         }
-        if self.visiting.iter().any(|v| *v == name) {
+        if self.visiting.contains(&name) {
             return true;
         }
         let open_ended = decls.iter().any(|decl| match decl {
