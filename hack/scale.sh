@@ -5,6 +5,8 @@
 #
 #   hack/scale.sh                      # everything: 1 / 1k / 10k apps, cluster "scale"
 #   hack/scale.sh --max 1000           # iterate quickly: stop at 1,000 apps
+#   hack/scale.sh --min 10000          # only the sizes from 10,000 on (live/agent: the 1,000-app
+#                                      # runs share the 10k runs' source and would prune the rest)
 #   hack/scale.sh --only render        # one group: render | analyze | live | agent
 #   hack/scale.sh --vela               # also the side-by-side with `vela dry-run` (hack/vela-compare.sh)
 #
@@ -23,14 +25,16 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 MAX=10000
+MIN=1
 ONLY=""
 VELA=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --max) MAX=$2; shift 2 ;;
+    --min) MIN=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --vela) VELA=1; shift ;;
-    -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scale.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -83,6 +87,8 @@ measure() {
   local row
   row=$(printf '| %s | %s s | %s MiB |' "$label" "$wall" "$((rss / 1024))")
   ROWS+=("$row")
+  # Each row's stderr is kept (with -v: requests and the memory of each phase).
+  cp "$WORK/last.err" "$WORK/row-${#ROWS[@]}.err"
   say "$row"
 }
 
@@ -95,7 +101,7 @@ table() {
 trap 'table' EXIT
 
 sizes=()
-for n in 1 100 1000 10000; do ((n <= MAX)) && sizes+=("$n"); done
+for n in 1 100 1000 10000; do ((n >= MIN && n <= MAX)) && sizes+=("$n"); done
 
 if want render; then
   for n in "${sizes[@]}"; do
@@ -148,7 +154,7 @@ note_requests() {
 if want live; then
   cluster_up
   for n in 1000 10000; do
-    ((n <= MAX)) || continue
+    ((n >= MIN && n <= MAX)) || continue
     dir=$(repo "$n")
     # One source identity per size, so the 10k apply does not prune what the 1k one applied
     # (it re-applies apps 0-999 unchanged and creates the other 9,000). The 10k setup runs at
@@ -274,7 +280,7 @@ if want agent; then
   # 100 apps under their own source identity; the larger sizes under "scale-all", smallest
   # first: each setup apply prunes what that source applied beyond its size, as it should.
   for n in 100 1000 10000; do
-    ((n <= MAX)) || continue
+    ((n >= MIN && n <= MAX)) || continue
     if [[ $n == 100 ]]; then agent_run 100 scale-100; else agent_run "$n" scale-all; fi
   done
 fi

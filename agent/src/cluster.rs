@@ -323,6 +323,9 @@ impl Cluster {
             };
             for mut item in page.items {
                 item.types = Some(types.clone());
+                // Nothing downstream reads them (diffs drop them), and at 10,000 apps they are
+                // a large share of every live object held for the plan.
+                item.metadata.managed_fields = None;
                 let Some(name) = item.metadata.name.clone() else {
                     continue;
                 };

@@ -102,39 +102,84 @@ pub async fn plan_live_apps(
     options: &LiveOptions,
     orphans: &Orphans,
 ) -> LivePlan {
-    let store = TrackerStore::new(cluster, &options.tracker_namespace);
     let desired_apps = observe::desired_apps(cluster, &output.apps, policies, revision).await;
-    // One LIST per (kind, namespace) instead of a GET per object and tracker (issue #9).
-    observe::prefetch(cluster, &desired_apps, &options.tracker_namespace).await;
-    let mut observations = Vec::new();
-    for desired in desired_apps {
-        observations.push(observe::observe_app(cluster, &store, desired, FIELD_MANAGER).await);
-    }
-    cluster.clear_prefetched();
-    let mut diagnostics = output.diagnostics.clone();
-    let rendered: BTreeSet<AppRef> = output.apps.iter().map(|app| app.app.clone()).collect();
+    plan_desired(
+        cluster,
+        desired_apps,
+        output.diagnostics.clone(),
+        options,
+        orphans,
+    )
+    .await
+}
+
+/// [`plan_live`] that moves the rendered objects out of `output` into the plan instead of
+/// copying them, for a caller done with them (the CLI): `output` keeps its apps, diagnostics
+/// and hashes, with no objects. At 10,000 apps the copy is hundreds of MiB.
+pub async fn plan_live_taking(
+    cluster: &Cluster,
+    output: &mut RenderOutput,
+    policies: &BTreeMap<AppRef, Vec<Policy>>,
+    revision: Option<&str>,
+    options: &LiveOptions,
+) -> LivePlan {
+    let desired_apps =
+        observe::desired_apps_taking(cluster, &mut output.apps, policies, revision).await;
+    plan_desired(
+        cluster,
+        desired_apps,
+        output.diagnostics.clone(),
+        options,
+        &Orphans::NotRendered,
+    )
+    .await
+}
+
+async fn plan_desired(
+    cluster: &Cluster,
+    desired_apps: Vec<planner::DesiredApp>,
+    mut diagnostics: Vec<analyzer::Diagnostic>,
+    options: &LiveOptions,
+    orphans: &Orphans,
+) -> LivePlan {
+    let mut store = TrackerStore::new(cluster, &options.tracker_namespace);
+    let rendered: BTreeSet<AppRef> = desired_apps.iter().map(|app| app.app.clone()).collect();
     let in_git = match orphans {
         Orphans::NotRendered => Some(&rendered),
         Orphans::NotIn(in_git) => Some(in_git),
         Orphans::Skip => None,
     };
-    let found = match in_git {
-        Some(in_git) => {
-            observe::observe_orphans(cluster, &store, in_git, options.apply.source.as_deref()).await
-        }
-        None => Ok(Vec::new()),
+    // Looking for removed apps lists every tracker: that one LIST also answers each app's
+    // tracker read (before, the trackers were read a second time by the prefetch).
+    let trackers = match in_git {
+        Some(_) => match store.list_and_keep().await {
+            Ok(trackers) => Some(trackers),
+            Err(error) => {
+                diagnostics.push(analyzer::Diagnostic::error(
+                    "cluster-error",
+                    error.to_string(),
+                    None,
+                ));
+                None
+            }
+        },
+        None => None,
     };
-    let orphans = match found {
-        Ok(orphans) => orphans,
-        Err(error) => {
-            diagnostics.push(analyzer::Diagnostic::error(
-                "cluster-error",
-                error.to_string(),
-                None,
-            ));
-            Vec::new()
+    // One LIST per (kind, namespace) instead of a GET per object and tracker (issue #9).
+    let tracker_namespace = (!store.has_listed()).then_some(options.tracker_namespace.as_str());
+    observe::prefetch(cluster, &desired_apps, tracker_namespace).await;
+    let mut observations = Vec::with_capacity(desired_apps.len());
+    for desired in desired_apps {
+        observations.push(observe::observe_app(cluster, &store, desired, FIELD_MANAGER).await);
+    }
+    let orphans = match (in_git, trackers) {
+        (Some(in_git), Some(trackers)) => {
+            observe::observe_orphans(cluster, trackers, in_git, options.apply.source.as_deref())
+                .await
         }
+        _ => Vec::new(),
     };
+    cluster.clear_prefetched();
     // Planning and rating health are pure and per app (diffs, health CUE): in parallel.
     let planned: Vec<AppPlan> = observations
         .par_iter()

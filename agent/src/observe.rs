@@ -21,7 +21,7 @@ use crate::ownership::{self, Admission};
 use crate::plan::{ObjectRef, Scope};
 use crate::planner::{DesiredApp, LiveObjects, Observed};
 use crate::tracker::TrackerRecord;
-use crate::tracker_store::{TrackerError, TrackerStore};
+use crate::tracker_store::TrackerStore;
 
 /// The cluster's Kubernetes version from its `/version`, as KubeVela puts it into
 /// `context.clusterVersion`, so live renders take the template branches of the real cluster.
@@ -88,6 +88,59 @@ pub async fn desired_apps(
     policies: &BTreeMap<AppRef, Vec<Policy>>,
     revision: Option<&str>,
 ) -> Vec<DesiredApp> {
+    let scopes = scopes(cluster, rendered).await;
+    let no_policies = Vec::new();
+    // Per app and pure (ownership marks, hashes of every object): in parallel.
+    rendered
+        .par_iter()
+        .map(|app| {
+            DesiredApp::from_rendered(
+                app,
+                policies.get(&app.app).unwrap_or(&no_policies),
+                revision.map(str::to_owned),
+                &|api_version, kind| {
+                    scopes
+                        .get(&(api_version.to_owned(), kind.to_owned()))
+                        .copied()
+                },
+            )
+        })
+        .collect()
+}
+
+/// [`desired_apps`] that moves each app's rendered objects into its desired app, leaving
+/// `rendered` without objects (its apps, diagnostics and hashes stay): at 10,000 apps a copy
+/// is hundreds of MiB the caller would hold for nothing.
+pub async fn desired_apps_taking(
+    cluster: &Cluster,
+    rendered: &mut [RenderedApp],
+    policies: &BTreeMap<AppRef, Vec<Policy>>,
+    revision: Option<&str>,
+) -> Vec<DesiredApp> {
+    let scopes = scopes(cluster, rendered).await;
+    let no_policies = Vec::new();
+    rendered
+        .par_iter_mut()
+        .map(|app| {
+            let objects = std::mem::take(&mut app.objects);
+            DesiredApp::from_rendered_objects(
+                app,
+                objects,
+                policies.get(&app.app).unwrap_or(&no_policies),
+                revision.map(str::to_owned),
+                &|api_version, kind| {
+                    scopes
+                        .get(&(api_version.to_owned(), kind.to_owned()))
+                        .copied()
+                },
+            )
+        })
+        .collect()
+}
+
+/// The scope of every kind the apps render, by discovery; a kind the cluster does not serve
+/// has none, unless a CRD rendered by the same app defines it.
+async fn scopes(cluster: &Cluster, rendered: &[RenderedApp]) -> BTreeMap<(String, String), Scope> {
     let mut kinds = BTreeSet::new();
     for app in rendered {
         for object in &app.objects {
@@ -107,23 +160,7 @@ pub async fn desired_apps(
             scopes.entry(key).or_insert(scope);
         }
     }
-    let no_policies = Vec::new();
-    // Per app and pure (ownership marks, hashes of every object): in parallel.
-    rendered
-        .par_iter()
-        .map(|app| {
-            DesiredApp::from_rendered(
-                app,
-                policies.get(&app.app).unwrap_or(&no_policies),
-                revision.map(str::to_owned),
-                &|api_version, kind| {
-                    scopes
-                        .get(&(api_version.to_owned(), kind.to_owned()))
-                        .copied()
-                },
-            )
-        })
-        .collect()
+    scopes
 }
 
 /// Observes one app: its tracker, every rendered and tracked object, and dry runs where needed.
@@ -243,19 +280,16 @@ pub async fn observe_app(
     }
 }
 
-/// Observes the apps whose trackers (of this source) list them but which are no longer rendered.
-///
-/// # Errors
-///
-/// The trackers could not be listed.
+/// Observes the apps whose trackers (of this source, among `trackers`: every tracker of the
+/// cluster, see [`TrackerStore::list_and_keep`]) list them but which are no longer rendered.
 pub async fn observe_orphans(
     cluster: &Cluster,
-    store: &TrackerStore<'_>,
+    trackers: BTreeMap<AppRef, TrackerRecord>,
     rendered: &BTreeSet<AppRef>,
     source: Option<&str>,
-) -> Result<Vec<OrphanObservation>, TrackerError> {
+) -> Vec<OrphanObservation> {
     let mut orphans = Vec::new();
-    for (app, tracker) in store.list().await? {
+    for (app, tracker) in trackers {
         // Apps applied from another source, or with no source recorded, are not ours to delete.
         if rendered.contains(&app) || source.is_none() || tracker.source.as_deref() != source {
             continue;
@@ -269,26 +303,29 @@ pub async fn observe_orphans(
         }
         orphans.push(OrphanObservation { app, live, tracker });
     }
-    Ok(orphans)
+    orphans
 }
 
-/// Reads in bulk what observing these apps will read: their rendered objects and their trackers
-/// (see [`Cluster::prefetch`]). The reads of [`observe_app`] then take from that snapshot; call
+/// Reads in bulk what observing these apps will read: their rendered objects and, with a
+/// `tracker_namespace`, their trackers (see [`Cluster::prefetch`]; `None` when the store
+/// already listed them). The reads of [`observe_app`] then take from that snapshot; call
 /// [`Cluster::clear_prefetched`] when the observation is done.
 pub async fn prefetch(
     cluster: &Cluster,
     apps: &[DesiredApp],
-    tracker_namespace: &str,
+    tracker_namespace: Option<&str>,
 ) -> crate::cluster::PrefetchStats {
     let objects = apps
         .iter()
         .filter(|app| !app.is_blocked())
         .flat_map(|app| app.objects.iter().map(|object| object.object_ref.clone()));
-    let trackers = apps.iter().map(|app| ObjectRef {
-        api_version: "v1".to_owned(),
-        kind: "ConfigMap".to_owned(),
-        namespace: Some(tracker_namespace.to_owned()),
-        name: crate::tracker::tracker_name(&app.app),
+    let trackers = tracker_namespace.into_iter().flat_map(|namespace| {
+        apps.iter().map(move |app| ObjectRef {
+            api_version: "v1".to_owned(),
+            kind: "ConfigMap".to_owned(),
+            namespace: Some(namespace.to_owned()),
+            name: crate::tracker::tracker_name(&app.app),
+        })
     });
     // A Vec, not an iterator of closures: the future must stay `Send` for the agent's tasks.
     let wanted: Vec<ObjectRef> = objects.chain(trackers).collect();
@@ -326,9 +363,13 @@ pub async fn read(
     let api = cluster.api(resolved, object_ref).await;
     match api.get_opt(&object_ref.name).await {
         Ok(None) => Ok(None),
-        Ok(Some(object)) => serde_json::to_value(object)
-            .map(Some)
-            .map_err(|error| error.to_string()),
+        Ok(Some(mut object)) => {
+            // As `Cluster::prefetch` does: plans never read them, and they are large.
+            object.metadata.managed_fields = None;
+            serde_json::to_value(object)
+                .map(Some)
+                .map_err(|error| error.to_string())
+        }
         Err(error) => Err(describe_error(&error)),
     }
 }
@@ -352,7 +393,10 @@ pub async fn dry_run(
         .patch(&object_ref.name, &params, &Patch::Apply(object))
         .await
     {
-        Ok(object) => serde_json::to_value(object).map_err(|error| error.to_string()),
+        Ok(mut object) => {
+            object.metadata.managed_fields = None;
+            serde_json::to_value(object).map_err(|error| error.to_string())
+        }
         Err(error) => Err(describe_error(&error)),
     }
 }

@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use analyzer::model::Policy;
-use analyzer::{AppRef, Diagnostic, RenderedApp};
+use analyzer::{AppRef, Diagnostic, RenderedApp, RenderedObject};
 use serde_json::Value;
 use sha2::Digest;
 
@@ -123,13 +123,32 @@ impl DesiredApp {
         revision: Option<String>,
         scope_of: &dyn Fn(&str, &str) -> Option<Scope>,
     ) -> DesiredApp {
+        let objects = if rendered.is_blocked() {
+            Vec::new()
+        } else {
+            rendered.objects.clone()
+        };
+        DesiredApp::from_rendered_objects(rendered, objects, policies, revision, scope_of)
+    }
+
+    /// [`DesiredApp::from_rendered`] with the rendered objects given apart, moved rather than
+    /// copied: a caller that needs the render no more (the CLI's plan and apply) does not hold
+    /// every object of 10,000 apps twice. `rendered` gives the app, its diagnostics and whether
+    /// it is blocked; its own `objects` are not read.
+    pub fn from_rendered_objects(
+        rendered: &RenderedApp,
+        rendered_objects: Vec<RenderedObject>,
+        policies: &[Policy],
+        revision: Option<String>,
+        scope_of: &dyn Fn(&str, &str) -> Option<Scope>,
+    ) -> DesiredApp {
         let app = &rendered.app;
         let (policies, mut diagnostics) = ResourcePolicies::from_policies(app, policies);
         diagnostics.splice(0..0, rendered.diagnostics.iter().cloned());
         let mut objects = Vec::new();
         let mut seen = BTreeSet::new();
         if !rendered.is_blocked() {
-            for rendered_object in &rendered.objects {
+            for rendered_object in rendered_objects {
                 let object_ref = match ObjectRef::from_object(&rendered_object.object) {
                     Ok(object_ref) => object_ref,
                     Err(error) => {
@@ -145,7 +164,12 @@ impl DesiredApp {
                         continue;
                     }
                 };
-                let mut object = rendered_object.object.clone();
+                let RenderedObject {
+                    component,
+                    trait_type,
+                    output_name,
+                    mut object,
+                } = rendered_object;
                 let object_ref = match scope_of(&object_ref.api_version, &object_ref.kind) {
                     Some(scope) => {
                         let fixed = object_ref.with_scope(scope, &app.namespace);
@@ -162,12 +186,12 @@ impl DesiredApp {
                             None,
                         )
                         .for_app(app)
-                        .for_component(&rendered_object.component),
+                        .for_component(&component),
                     );
                     continue;
                 }
                 ownership::mark(&mut object, app);
-                let component_type = match rendered_object.trait_type {
+                let component_type = match trait_type {
                     None => object
                         .pointer("/metadata/labels/workload.oam.dev~1type")
                         .and_then(Value::as_str)
@@ -177,10 +201,10 @@ impl DesiredApp {
                 objects.push(DesiredObject {
                     hash: hash_object(&object),
                     object_ref,
-                    component: rendered_object.component.clone(),
+                    component,
                     component_type,
-                    trait_type: rendered_object.trait_type.clone(),
-                    output_name: rendered_object.output_name.clone(),
+                    trait_type,
+                    output_name,
                     object,
                 });
             }

@@ -13,6 +13,9 @@ use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, P
 use crate::cluster::{Cluster, describe_error, has_status};
 use crate::tracker::{DATA_KEY, LABEL_TRACKER, TrackerRecord, tracker_name};
 
+/// Records per LIST page: 10,000 trackers are ~10 MB of JSON, which one response should not hold.
+const LIST_PAGE: u32 = 500;
+
 /// Why a ConfigMap record could not be read or written (the callers add what the record is).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecordError {
@@ -94,21 +97,29 @@ impl<'a> ConfigMapStore<'a> {
     /// # Errors
     /// The list failed.
     pub async fn list(&self) -> Result<Vec<StoredRecord>, String> {
-        self.cluster.throttle().await;
-        let params = ListParams::default().labels(&format!("{}=true", self.label));
-        match self.api().list(&params).await {
-            Ok(list) => {
-                let mut records: Vec<StoredRecord> = list
-                    .items
+        let mut params = ListParams::default()
+            .labels(&format!("{}=true", self.label))
+            .limit(LIST_PAGE);
+        let mut records = Vec::new();
+        loop {
+            self.cluster.throttle().await;
+            let page = match self.api().list(&params).await {
+                Ok(page) => page,
+                Err(error) if has_status(&error, 404) => return Ok(Vec::new()),
+                Err(error) => return Err(describe_error(&error)),
+            };
+            records.extend(
+                page.items
                     .into_iter()
-                    .map(|config_map| self.record(config_map))
-                    .collect();
-                records.sort_by(|a, b| a.name.cmp(&b.name));
-                Ok(records)
+                    .map(|config_map| self.record(config_map)),
+            );
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                _ => break,
             }
-            Err(error) if has_status(&error, 404) => Ok(Vec::new()),
-            Err(error) => Err(describe_error(&error)),
         }
+        records.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(records)
     }
 
     fn record(&self, config_map: ConfigMap) -> StoredRecord {
@@ -240,13 +251,22 @@ pub enum TrackerError {
 /// The trackers of one cluster.
 pub struct TrackerStore<'a> {
     store: ConfigMapStore<'a>,
+    /// Every tracker by name, as [`TrackerStore::list_and_keep`] listed them: reads answer from
+    /// it instead of asking the cluster again.
+    listed: Option<BTreeMap<String, StoredRecord>>,
 }
 
 impl<'a> TrackerStore<'a> {
     pub fn new(cluster: &'a Cluster, namespace: &str) -> TrackerStore<'a> {
         TrackerStore {
             store: ConfigMapStore::new(cluster, namespace, LABEL_TRACKER, DATA_KEY),
+            listed: None,
         }
+    }
+
+    /// True once [`TrackerStore::list_and_keep`] listed the trackers: reads need no request.
+    pub fn has_listed(&self) -> bool {
+        self.listed.is_some()
     }
 
     /// The tracker of an app; `None` when it has none yet.
@@ -256,6 +276,10 @@ impl<'a> TrackerStore<'a> {
     /// The read failed, or the stored record does not parse.
     pub async fn read(&self, app: &AppRef) -> Result<Option<TrackerRecord>, TrackerError> {
         let name = tracker_name(app);
+        if let Some(listed) = &self.listed {
+            // Listed moments ago by this plan: a tracker not in the list does not exist.
+            return listed.get(&name).map(parse).transpose();
+        }
         let stored =
             self.store
                 .read(&name)
@@ -265,6 +289,34 @@ impl<'a> TrackerStore<'a> {
                     message,
                 })?;
         stored.map(|stored| parse(&stored)).transpose()
+    }
+
+    /// [`TrackerStore::list`], keeping what it read so the reads of this store that follow
+    /// take their tracker from it: a plan that looks for removed apps lists every tracker
+    /// anyway, and reading them again (one LIST of the namespace, or a GET per app) doubled
+    /// its tracker traffic. An unreadable list keeps nothing; reads then ask the cluster.
+    ///
+    /// # Errors
+    ///
+    /// The list failed, or a stored record does not parse (the records are kept all the same:
+    /// the read of the app whose tracker is invalid fails alone).
+    pub async fn list_and_keep(&mut self) -> Result<BTreeMap<AppRef, TrackerRecord>, TrackerError> {
+        let records =
+            self.store
+                .list()
+                .await
+                .map_err(|message| TrackerError::TrackerReadFailed {
+                    name: "*".to_owned(),
+                    message,
+                })?;
+        let trackers = by_app(&records);
+        self.listed = Some(
+            records
+                .into_iter()
+                .map(|record| (record.name.clone(), record))
+                .collect(),
+        );
+        trackers
     }
 
     /// Every tracker in the namespace, by app.
@@ -281,14 +333,7 @@ impl<'a> TrackerStore<'a> {
                     name: "*".to_owned(),
                     message,
                 })?;
-        let mut trackers = BTreeMap::new();
-        for stored in records {
-            let record = parse(&stored)?;
-            if let Some(app) = record.app.clone() {
-                trackers.insert(app, record);
-            }
-        }
-        Ok(trackers)
+        by_app(&records)
     }
 
     /// Stores the record: a create when it has no resourceVersion, otherwise a replace
@@ -345,6 +390,18 @@ impl<'a> TrackerStore<'a> {
             }
         }
     }
+}
+
+/// Parsed trackers by the app they record; the first invalid one is the error.
+fn by_app(records: &[StoredRecord]) -> Result<BTreeMap<AppRef, TrackerRecord>, TrackerError> {
+    let mut trackers = BTreeMap::new();
+    for stored in records {
+        let record = parse(stored)?;
+        if let Some(app) = record.app.clone() {
+            trackers.insert(app, record);
+        }
+    }
+    Ok(trackers)
 }
 
 fn parse(stored: &StoredRecord) -> Result<TrackerRecord, TrackerError> {

@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use agent::apply::{AppApplyReport, ApplyOptions, ApplyOutcome};
 use agent::cluster::{Cluster, ClusterOptions};
 use agent::live::{
-    LiveOptions, LivePlan, WorkflowResult, applications_from_sources, apply_live_except, plan_live,
-    policies_from_sources, read_health, run_workflows, uses_workflow,
+    LiveOptions, LivePlan, WorkflowResult, applications_from_sources, apply_live_except,
+    plan_live_taking, policies_from_sources, read_health, run_workflows, uses_workflow,
 };
 use agent::planner::PlanOptions;
 use agent::report::{DiagnosticStyle, plan_human, render_diagnostics};
@@ -42,11 +42,12 @@ pub fn plan(
     let (repo, live_plan) = runtime.block_on(async {
         let cluster = connect(cluster_args).await?;
         let version = cluster_version(&cluster).await;
-        let repo = analyze_repo_for(path, version)?;
+        let mut repo = analyze_repo_for(path, version)?;
         report_render_diagnostics(&repo, style);
-        let live_plan = plan_with(&cluster, cluster_args, path, &repo).await;
+        tracing::info!(rss = %memory(), "analyzed");
+        let live_plan = plan_with(&cluster, cluster_args, path, &mut repo).await;
         // For `hack/scale.sh` (with -v): a plan's reads must not grow with unchanged apps.
-        tracing::info!(requests = cluster.requests(), "planned against the cluster");
+        tracing::info!(requests = cluster.requests(), rss = %memory(), "planned against the cluster");
         anyhow::Ok((repo, live_plan))
     })?;
     report_cluster_diagnostics(&live_plan, &repo, style);
@@ -101,11 +102,14 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
     runtime.block_on(async {
         let cluster = connect(&args.cluster).await?;
         let version = cluster_version(&cluster).await;
-        let repo = render_repo_for(&args.path, version)?;
+        let mut repo = render_repo_for(&args.path, version)?;
         report_render_diagnostics(&repo, style);
-        let live_plan = plan_with(&cluster, &args.cluster, &args.path, &repo).await;
+        tracing::info!(rss = %memory(), "rendered");
+        let mut live_plan = plan_with(&cluster, &args.cluster, &args.path, &mut repo).await;
+        tracing::info!(requests = cluster.requests(), rss = %memory(), "planned");
         report_cluster_diagnostics(&live_plan, &repo, style);
         write_stdout(&plan_human(&live_plan.plan))?;
+        tracing::info!(rss = %memory(), "plan written");
         // Without changes there is nothing to confirm; the apply then only brings the trackers
         // up to date (adoptions, entries of objects that left our ownership).
         if live_plan.plan.has_changes() && !args.yes && !confirm()? {
@@ -121,6 +125,7 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
         let skip: BTreeSet<AppRef> = workflow_apps.keys().cloned().collect();
         let reports = apply_live_except(&cluster, &live_plan, &options, &skip).await;
         let mut text = String::from("\nApply results:\n");
+        tracing::info!(requests = cluster.requests(), rss = %memory(), "applied the plan");
         let mut failed = apply_results_text(&reports, None, &mut text);
         if !workflow_apps.is_empty() {
             let fleet = fleet(args, &workflow_apps).await?;
@@ -143,10 +148,15 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
             failed |= workflow_text(&results, &mut text);
         }
         write_stdout(&text)?;
+        // The objects as planned are stale now, and the health read lists them all again:
+        // without this, both copies of every live object would be held at once.
+        for observation in &mut live_plan.observations {
+            observation.live = agent::planner::LiveObjects::default();
+        }
         let health = read_health(&cluster, &live_plan).await;
         write_stdout(&health_text(&health))?;
         // For `hack/scale.sh` (with -v): the requests an apply costs, against its QPS budget.
-        tracing::info!(requests = cluster.requests(), "applied");
+        tracing::info!(requests = cluster.requests(), rss = %memory(), "applied");
         Ok(if failed || live_plan.plan.has_errors() {
             Outcome::Blocked
         } else {
@@ -351,7 +361,7 @@ async fn plan_with(
     cluster: &Cluster,
     cluster_args: &ClusterArgs,
     path: &Path,
-    repo: &RenderedRepo,
+    repo: &mut RenderedRepo,
 ) -> LivePlan {
     let policies = policies_from_sources(&repo.output, &repo.sources);
     let mut options = live_options(cluster_args, path);
@@ -362,7 +372,8 @@ async fn plan_with(
         &repo.sources,
         &analyzer::Definitions::builtin(),
     );
-    plan_live(cluster, &repo.output, &policies, None, &options).await
+    // The rendered objects move into the plan: nothing after it reads them from the render.
+    plan_live_taking(cluster, &mut repo.output, &policies, None, &options).await
 }
 
 fn live_options(cluster_args: &ClusterArgs, path: &Path) -> LiveOptions {
@@ -455,4 +466,20 @@ fn health_text(
         }
     }
     text
+}
+
+/// This process's memory for the phase logs of `plan` and `apply` (`-v`): resident now and at
+/// its peak so far, from `/proc/self/status`, so `hack/scale.sh` runs show which phase grows.
+/// Empty where there is no procfs.
+fn memory() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.trim().strip_suffix("kB"))
+            .and_then(|kib| kib.trim().parse::<u64>().ok())
+            .map_or_else(|| "?".to_owned(), |kib| format!("{} MiB", kib / 1024))
+    };
+    format!("{} (peak {})", field("VmRSS:"), field("VmHWM:"))
 }
