@@ -21,6 +21,10 @@ use crate::{AppRef, Diagnostic, RenderedApp, RenderedObject};
 /// `(group, kind, namespace, name)`.
 type ObjectKey = (String, String, String, String);
 
+/// The apps that render one key, each with `(object index, component)` of its objects that
+/// have it.
+type Owners = BTreeMap<AppRef, Vec<(usize, String)>>;
+
 /// The identities of the objects one app rendered: `(key, object index, component)`, taken
 /// before severities apply (a blocked app's objects still count, as they did when this rule
 /// scanned the apps directly).
@@ -34,9 +38,8 @@ pub(crate) type AppObjects = Vec<(ObjectKey, usize, String)>;
 pub(crate) struct ObjectIndex {
     /// Per app, the keys it renders.
     by_app: BTreeMap<AppRef, Vec<Arc<ObjectKey>>>,
-    /// Per key, the apps that render it (in app order) with `(object index, component)` of
-    /// each object that has it.
-    by_key: BTreeMap<Arc<ObjectKey>, BTreeMap<AppRef, Vec<(usize, String)>>>,
+    /// Per key, the apps that render it (in app order).
+    by_key: BTreeMap<Arc<ObjectKey>, Owners>,
     /// The keys rendered by more than one app.
     shared: BTreeSet<Arc<ObjectKey>>,
 }
