@@ -26,6 +26,7 @@ mod error;
 mod eval;
 mod exported;
 mod parser;
+mod reads;
 mod span;
 
 pub use error::{Error, ErrorKind};

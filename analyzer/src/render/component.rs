@@ -132,6 +132,13 @@ pub(crate) fn render_component(
                 "componentType".to_owned(),
                 Value::String(component.component_type.clone()),
             );
+        }
+        // `context.output(s)` is the whole workload converted to JSON and then built into the
+        // evaluation: left out for a template that cannot observe it (e.g. `scaler`), which
+        // renders the same without it.
+        if let Some(object) = trait_context.as_object_mut()
+            && trait_template.may_read_fields("context", &["output", "outputs"])
+        {
             // Deviation: upstream injects the base as CUE text; JSON cannot carry a value that
             // is still non-concrete, so such fields are left out of `context.output`.
             let output_json = to_json(&workload, Concreteness::Lenient).unwrap_or_default();
