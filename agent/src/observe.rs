@@ -89,6 +89,7 @@ pub async fn desired_apps(
     revision: Option<&str>,
 ) -> Vec<DesiredApp> {
     let scopes = scopes(cluster, rendered).await;
+    let scope_of = |api_version: &str, kind: &str| scope_in(&scopes, api_version, kind);
     let no_policies = Vec::new();
     // Per app and pure (ownership marks, hashes of every object): in parallel.
     rendered
@@ -98,11 +99,7 @@ pub async fn desired_apps(
                 app,
                 policies.get(&app.app).unwrap_or(&no_policies),
                 revision.map(str::to_owned),
-                &|api_version, kind| {
-                    scopes
-                        .get(&(api_version.to_owned(), kind.to_owned()))
-                        .copied()
-                },
+                &scope_of,
             )
         })
         .collect()
@@ -118,6 +115,7 @@ pub async fn desired_apps_taking(
     revision: Option<&str>,
 ) -> Vec<DesiredApp> {
     let scopes = scopes(cluster, rendered).await;
+    let scope_of = |api_version: &str, kind: &str| scope_in(&scopes, api_version, kind);
     let no_policies = Vec::new();
     rendered
         .par_iter_mut()
@@ -128,14 +126,21 @@ pub async fn desired_apps_taking(
                 objects,
                 policies.get(&app.app).unwrap_or(&no_policies),
                 revision.map(str::to_owned),
-                &|api_version, kind| {
-                    scopes
-                        .get(&(api_version.to_owned(), kind.to_owned()))
-                        .copied()
-                },
+                &scope_of,
             )
         })
         .collect()
+}
+
+/// The scope [`scopes`] found for `api_version` and `kind`.
+fn scope_in(
+    scopes: &BTreeMap<(String, String), Scope>,
+    api_version: &str,
+    kind: &str,
+) -> Option<Scope> {
+    scopes
+        .get(&(api_version.to_owned(), kind.to_owned()))
+        .copied()
 }
 
 /// The scope of every kind the apps render, by discovery; a kind the cluster does not serve
