@@ -472,7 +472,7 @@ pub fn rollout_plans(app: &Application) -> (BTreeMap<String, RolloutPlan>, Vec<I
 /// One app's workflow outcome: checked and run, or refused before anything was applied.
 #[derive(Debug, Clone)]
 pub enum WorkflowResult {
-    Ran(WorkflowReport),
+    Ran(Box<WorkflowReport>),
     /// The workflow is not valid (unknown step types, cycles, unknown names, bad `if`):
     /// nothing of the app was applied.
     Invalid {
@@ -628,7 +628,7 @@ async fn run_workflows_inner(
                     .await;
                     report.applies.extend(collected);
                 }
-                results.push(WorkflowResult::Ran(report));
+                results.push(WorkflowResult::Ran(Box::new(report)));
             }
             Err(error) => results.push(WorkflowResult::Failed {
                 app: observation.desired.app.clone(),
