@@ -301,14 +301,7 @@ impl<'a> TrackerStore<'a> {
     /// The list failed, or a stored record does not parse (the records are kept all the same:
     /// the read of the app whose tracker is invalid fails alone).
     pub async fn list_and_keep(&mut self) -> Result<BTreeMap<AppRef, TrackerRecord>, TrackerError> {
-        let records =
-            self.store
-                .list()
-                .await
-                .map_err(|message| TrackerError::TrackerReadFailed {
-                    name: "*".to_owned(),
-                    message,
-                })?;
+        let records = self.list_records().await?;
         let trackers = by_app(&records);
         self.listed = Some(
             records
@@ -325,15 +318,19 @@ impl<'a> TrackerStore<'a> {
     ///
     /// The list failed, or a stored record does not parse.
     pub async fn list(&self) -> Result<BTreeMap<AppRef, TrackerRecord>, TrackerError> {
-        let records =
-            self.store
-                .list()
-                .await
-                .map_err(|message| TrackerError::TrackerReadFailed {
-                    name: "*".to_owned(),
-                    message,
-                })?;
+        let records = self.list_records().await?;
         by_app(&records)
+    }
+
+    /// Every stored tracker record in the namespace, unparsed.
+    async fn list_records(&self) -> Result<Vec<StoredRecord>, TrackerError> {
+        self.store
+            .list()
+            .await
+            .map_err(|message| TrackerError::TrackerReadFailed {
+                name: "*".to_owned(),
+                message,
+            })
     }
 
     /// Stores the record: a create when it has no resourceVersion, otherwise a replace
