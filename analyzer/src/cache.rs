@@ -7,14 +7,17 @@
 //! gives for the same snapshot, whatever the cache holds. What a commit that changes one app
 //! among N costs (issue #9):
 //! - loading parses only the files whose path, id and content changed (`cache/files.rs`);
-//!   the others' parses are shared (`Arc`), after a SHA-256 of each file's text;
+//!   the others' parses are shared (`Arc`), after a byte comparison of each file's text;
 //! - render and per-app rules run for the changed apps only (this file);
 //! - `duplicate-object` updates its object index for the changed apps only
 //!   ([`crate::check::ObjectIndex`]) and then looks at the objects rendered by two apps;
-//! - still per app, but cheap: the cache lookup (a digest of the app's path and identity, its
-//!   definitions' digests), a copy of each reused result into the output (the output owns its
-//!   apps), the source map (each file's text and line index), `duplicate-app`, severities and
-//!   suppressions.
+//! - `parameter` schemas are evaluated when a rule first asks for one and kept while the
+//!   definition's source is unchanged (`check/unknown_property.rs`);
+//! - still per app, but O(1) each: the cache lookup (one map lookup; the app's parse is the
+//!   cached one by pointer, and while the definitions are those of the last analysis their
+//!   digests are not compared app by app), a reference count per reused result, and one
+//!   pointer per app in the output's lists and the source map. Only apps gone from the
+//!   snapshot make the cache walk its entries.
 //!
 //! An app's inputs, and so its cache key:
 //! - its manifest: the file's path and content digest (git blob ids would do as well, but the
@@ -34,14 +37,14 @@
 //! whose file cannot be found again is rendered afresh.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cue::FileId;
 use sha2::Digest;
 
 pub(crate) use files::FileCache;
 
-use crate::check::{AppObjects, ObjectIndex};
+use crate::check::{AppObjects, ObjectIndex, SchemaMemo};
 use crate::load::Loaded;
 use crate::load::application::LoadedApp;
 use crate::model::{Application, Definition, DefinitionKind, WorkflowStep};
@@ -120,9 +123,18 @@ impl SharedOutput {
 pub struct AnalysisCache {
     /// Digest of what every app reads; when it changes, nothing is reused.
     global: Option<[u8; 32]>,
+    /// Digest of every definition (kind, name, source digest) of the last analysis: while it
+    /// is unchanged, every entry's dependencies are (each was checked or made against it), so
+    /// a lookup need not look them up one by one.
+    definitions: Option<[u8; 32]>,
+    /// Set by [`AnalysisCache::begin`]: the definitions are those of the last analysis.
+    definitions_unchanged: bool,
     entries: BTreeMap<AppRef, Entry>,
-    /// The new snapshot's file ids by identity, built by [`AnalysisCache::begin`].
-    file_ids: HashMap<FileKey, FileId>,
+    /// The new snapshot's file ids by identity: built by the first lookup that needs it (a
+    /// file added or removed in front of a cached app's file shifted its id).
+    file_ids: OnceLock<HashMap<FileKey, FileId>>,
+    /// The `parameter` schemas evaluated so far, by definition digest.
+    schemas: SchemaMemo,
     /// What loading made of each file of the last snapshot.
     files: FileCache,
     /// The object identities each app of the last snapshot renders (`duplicate-object`).
@@ -146,6 +158,9 @@ pub struct CacheStats {
 /// One app's cached result.
 #[derive(Debug)]
 struct Entry {
+    /// The app as loaded: the same `Arc` again when its file was not parsed again (same path,
+    /// text and file id), which proves the manifest unchanged without hashing it.
+    app: Arc<LoadedApp>,
     manifest: [u8; 32],
     /// Every definition the result depends on, with its digest then (`None`: it did not exist).
     dependencies: Vec<(DefinitionKind, String, Option<[u8; 32]>)>,
@@ -209,53 +224,82 @@ impl AnalysisCache {
         &mut self.objects
     }
 
-    /// Prepares a lookup pass over `loaded`: drops everything when a global input changed, and
-    /// indexes the new snapshot's files.
+    /// The `parameter` schemas kept from earlier analyses, for this one.
+    pub(crate) fn take_schemas(&mut self) -> SchemaMemo {
+        std::mem::take(&mut self.schemas)
+    }
+
+    /// Keeps this analysis's `parameter` schemas for the next.
+    pub(crate) fn keep_schemas(&mut self, schemas: SchemaMemo) {
+        self.schemas = schemas;
+    }
+
+    /// Prepares a lookup pass over `loaded`: drops everything when a global input changed.
+    /// O(definitions), not O(apps).
     pub(crate) fn begin(&mut self, loaded: &Loaded, options: &AnalysisOptions) {
         let global = global_digest(loaded, options);
         if self.global != Some(global) {
             self.entries.clear();
             self.global = Some(global);
         }
-        self.file_ids.clear();
-        for index in 0..loaded.sources.len() {
-            let id = FileId(index as u32);
-            self.file_ids
-                .entry(file_key(&loaded.sources, id))
-                .or_insert(id);
-        }
+        let definitions = definitions_digest(loaded);
+        self.definitions_unchanged = self.definitions == Some(definitions);
+        self.definitions = Some(definitions);
+        self.file_ids = OnceLock::new();
     }
 
     /// The cached result of `app`, re-pointed at this snapshot's file ids, when its inputs are
-    /// unchanged.
-    pub(crate) fn lookup(&self, app: &LoadedApp, loaded: &Loaded) -> Option<Analyzed> {
+    /// unchanged. With `used`, the definitions its render used (otherwise none: the caller
+    /// does not need them). O(1) for an app whose file was not parsed again, bar the map
+    /// lookup.
+    pub(crate) fn lookup(
+        &self,
+        app: &Arc<LoadedApp>,
+        loaded: &Loaded,
+        used: bool,
+    ) -> Option<Analyzed> {
         if !app.diagnostics.is_empty() {
             return None;
         }
         let entry = self.entries.get(&app.app_ref)?;
-        if entry.manifest != manifest_digest(app, &loaded.sources) {
+        if !Arc::ptr_eq(&entry.app, app) && entry.manifest != manifest_digest(app, &loaded.sources)
+        {
             return None;
         }
-        let unchanged = entry.dependencies.iter().all(|(kind, name, digest)| {
-            loaded
-                .definitions
-                .get(*kind, name)
-                .map(|definition| definition.source_digest)
-                == *digest
-        });
+        let unchanged = self.definitions_unchanged
+            || entry.dependencies.iter().all(|(kind, name, digest)| {
+                loaded
+                    .definitions
+                    .get(*kind, name)
+                    .map(|definition| definition.source_digest)
+                    == *digest
+            });
         if !unchanged {
             return None;
         }
-        let mut remap: Vec<(FileId, FileId)> = Vec::with_capacity(entry.files.len());
+        // Each file the result points into, at its id in this snapshot: the same id unless a
+        // file was added or removed in front of it.
+        let mut remap: Vec<(FileId, FileId)> = Vec::new();
         for (old, key) in &entry.files {
-            remap.push((*old, *self.file_ids.get(key)?));
+            if !file_key_is(&loaded.sources, *old, key) {
+                let new = *self
+                    .file_ids
+                    .get_or_init(|| file_ids(&loaded.sources))
+                    .get(key)?;
+                remap.push((*old, new));
+            }
         }
-        let mut used = Vec::with_capacity(entry.used.len());
-        for (kind, name) in &entry.used {
-            used.push(loaded.definitions.get(*kind, name)?.clone());
-        }
+        let used = if used {
+            let mut found = Vec::with_capacity(entry.used.len());
+            for (kind, name) in &entry.used {
+                found.push(loaded.definitions.get(*kind, name)?.clone());
+            }
+            found
+        } else {
+            Vec::new()
+        };
         let mut rendered = entry.rendered.clone();
-        if remap.iter().any(|(old, new)| old != new) {
+        if !remap.is_empty() {
             // A copy, re-pointed; `store` keeps it so the next lookup needs none.
             let rendered = Arc::make_mut(&mut rendered);
             let new_id = |old: FileId| {
@@ -278,42 +322,59 @@ impl AnalysisCache {
     }
 
     /// Records this pass's results (`analyzed` is in `loaded.apps` order) and forgets apps no
-    /// longer in the snapshot.
+    /// longer in the snapshot. Updates the entries in place: an unchanged app costs no map
+    /// operation, and the walk that finds the apps gone runs only when some are.
     pub(crate) fn store(&mut self, loaded: &Loaded, analyzed: &[Analyzed]) {
         let mut stats = CacheStats::default();
-        let mut kept: BTreeMap<AppRef, Entry> = BTreeMap::new();
+        // Entries that are this snapshot's apps, once the loop below is done.
+        let mut current = 0;
         for (app, (rendered, used, reused)) in loaded.apps.iter().zip(analyzed) {
             match reused {
                 Reused::Yes => {
                     stats.reused += 1;
-                    if let Some(mut entry) = self.entries.remove(&app.app_ref) {
-                        if !Arc::ptr_eq(&entry.rendered, rendered) {
-                            entry.files = file_keys(rendered, &loaded.sources);
-                            entry.rendered = rendered.clone();
-                        }
-                        kept.insert(app.app_ref.clone(), entry);
+                    current += 1;
+                    // Only a re-pointed result is a new `Arc`: keep it, and its files.
+                    let Some(entry) = self.entries.get_mut(&app.app_ref) else {
+                        continue;
+                    };
+                    if !Arc::ptr_eq(&entry.rendered, rendered) {
+                        entry.files = file_keys(rendered, &loaded.sources);
+                        entry.rendered = rendered.clone();
+                    }
+                    if !Arc::ptr_eq(&entry.app, app) {
+                        entry.app = app.clone();
                     }
                 }
                 Reused::No(_) => {
                     stats.analyzed += 1;
-                    self.entries.remove(&app.app_ref);
                     if app.diagnostics.is_empty() {
-                        kept.insert(app.app_ref.clone(), new_entry(app, loaded, rendered, used));
+                        current += 1;
+                        self.entries
+                            .insert(app.app_ref.clone(), new_entry(app, loaded, rendered, used));
+                    } else {
+                        self.entries.remove(&app.app_ref);
                     }
                 }
             }
         }
-        // Entries left in `self.entries` belong to apps that are gone.
-        stats.evicted = self.entries.len();
-        self.entries = kept;
-        self.file_ids.clear();
+        if self.entries.len() > current {
+            // Apps gone: a merge walk of two sorted lists (the entries, the snapshot's apps).
+            let before = self.entries.len();
+            let mut apps = loaded.apps.iter().map(|app| &app.app_ref).peekable();
+            self.entries.retain(|cached, _| {
+                while apps.next_if(|app| *app < cached).is_some() {}
+                apps.peek() == Some(&cached)
+            });
+            stats.evicted = before - self.entries.len();
+        }
+        self.file_ids = OnceLock::new();
         stats.files_reused = self.files.reused();
         self.last_run = stats;
     }
 }
 
 fn new_entry(
-    app: &LoadedApp,
+    app: &Arc<LoadedApp>,
     loaded: &Loaded,
     rendered: &Arc<RenderedApp>,
     used: &[Arc<Definition>],
@@ -336,6 +397,7 @@ fn new_entry(
         })
         .collect();
     Entry {
+        app: app.clone(),
         manifest: manifest_digest(app, &loaded.sources),
         dependencies,
         used: used
@@ -418,6 +480,38 @@ fn global_digest(loaded: &Loaded, options: &AnalysisOptions) -> [u8; 32] {
     for crd in &loaded.crds {
         hasher.update([0]);
         hasher.update(crd.to_string().as_bytes());
+    }
+    hasher.finalize().into()
+}
+
+/// Every file of `sources` by identity (the first id of each).
+fn file_ids(sources: &SourceMap) -> HashMap<FileKey, FileId> {
+    let mut ids = HashMap::with_capacity(sources.len());
+    for index in 0..sources.len() {
+        let id = FileId(index as u32);
+        ids.entry(file_key(sources, id)).or_insert(id);
+    }
+    ids
+}
+
+/// True when `file` of `sources` is the file `key` names, without building a key.
+fn file_key_is(sources: &SourceMap, file: FileId, key: &FileKey) -> bool {
+    sources.path(file) == key.path
+        && sources
+            .embedding(file)
+            .map(|embedding| (embedding.first_line, embedding.indent))
+            == key.embedded
+}
+
+/// Every definition by kind, name and source digest.
+fn definitions_digest(loaded: &Loaded) -> [u8; 32] {
+    let mut hasher = sha2::Sha256::new();
+    for definition in loaded.definitions.iter() {
+        hasher.update(definition.kind.cr_kind().as_bytes());
+        hasher.update([0]);
+        hasher.update(definition.name.as_bytes());
+        hasher.update([0]);
+        hasher.update(definition.source_digest);
     }
     hasher.finalize().into()
 }

@@ -2,8 +2,9 @@
 //! the cache warm (`analyzer::analyze_snapshot_shared`, as `driftless agent` runs it per
 //! commit). Each iteration changes app 7 to its next generation, so exactly one file is parsed
 //! and one app rendered again; the figure should stay about the same whatever the number of
-//! apps (issue #9). What remains per app is cheap: a SHA-256 of each file, the source map
-//! (each text and its line index), the cache lookups and a reference count per reused app.
+//! apps (issue #9). What remains per app is cheap: a byte comparison of each file with the
+//! cached text, one map lookup per file and per app, a reference count per reused app and a
+//! pointer per app in the output and the source map.
 //!
 //! ```sh
 //! cargo bench -p loadgen --bench incremental

@@ -71,24 +71,36 @@ impl FileCache {
     }
 
     /// Replaces the cache with this load's files: `(path, id, source entry, parse, reused)`.
+    /// In place: a reused file's entry is already the one it would get, so only new and
+    /// re-parsed files are written, and the paths are compared only when some file is gone.
     pub(crate) fn replace<'a>(
         &mut self,
         loaded: impl Iterator<Item = (&'a str, FileId, SharedSource, &'a Arc<ParsedFile>, bool)>,
     ) {
-        let mut files = HashMap::with_capacity(self.files.len());
         let mut reused = 0;
+        let mut paths: Vec<&'a str> = Vec::with_capacity(self.files.len());
         for (path, file, source, parsed, was_reused) in loaded {
-            reused += usize::from(was_reused);
-            files.insert(
-                path.to_owned(),
-                CachedFile {
-                    file,
-                    source,
-                    parsed: parsed.clone(),
-                },
-            );
+            paths.push(path);
+            if was_reused {
+                reused += 1;
+                continue;
+            }
+            let cached = CachedFile {
+                file,
+                source,
+                parsed: parsed.clone(),
+            };
+            match self.files.get_mut(path) {
+                Some(entry) => *entry = cached,
+                None => {
+                    self.files.insert(path.to_owned(), cached);
+                }
+            }
         }
-        self.files = files;
+        if self.files.len() > paths.len() {
+            let kept: std::collections::HashSet<&str> = paths.into_iter().collect();
+            self.files.retain(|path, _| kept.contains(path.as_str()));
+        }
         self.reused = reused;
     }
 

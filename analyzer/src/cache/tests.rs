@@ -275,3 +275,127 @@ fn renamed_files_and_apps_moved_between_files() {
         stats(0, 3, 0, 0)
     );
 }
+
+/// The top-level diagnostics of `repo`'s analysis with the rule `rule`.
+fn top_level(repo: &Repo, definitions: &Definitions, rule: &str) -> usize {
+    let (output, _) = analyze_snapshot(&repo.snapshot(), definitions, &AnalysisOptions::default());
+    output
+        .diagnostics
+        .iter()
+        .filter(|diagnostic| diagnostic.rule == rule)
+        .count()
+}
+
+#[test]
+fn a_broken_definition_is_reported_while_no_reused_app_uses_it() {
+    let definitions = Definitions::builtin();
+    let options = AnalysisOptions::default();
+    let pdb = include_str!("../../../examples/repo/definitions/pod-disruption-budget.cue");
+    let mut repo = Repo {
+        files: BTreeMap::new(),
+    };
+    repo.set("apps/a.yaml", app("a", "webservice", "nginx:1.27", ""));
+    repo.set("apps/b.yaml", app("b", "webservice", "nginx:1.27", PDB));
+    // A second trait with a syntax error in its template: reported on its own while unused.
+    repo.set(
+        "definitions/broken.cue",
+        pdb.replace("\"pod-disruption-budget\": {", "\"broken-budget\": {")
+            .replace("selector: matchLabels:", "selector: ) matchLabels:"),
+    );
+    repo.set("definitions/pod-disruption-budget.cue", pdb.to_owned());
+    let mut cache = AnalysisCache::new();
+    assert_eq!(
+        step(&repo, &definitions, &options, &mut cache),
+        stats(0, 2, 0, 0)
+    );
+    assert_eq!(top_level(&repo, &definitions, "cue-syntax"), 1);
+    // a changes, b is reused: the broken trait is still unused.
+    repo.set("apps/a.yaml", app("a", "webservice", "nginx:1.26", ""));
+    assert_eq!(
+        step(&repo, &definitions, &options, &mut cache),
+        stats(1, 1, 0, 3)
+    );
+    // b uses the broken trait: the error is b's now, not the repository's.
+    repo.set(
+        "apps/b.yaml",
+        app(
+            "b",
+            "webservice",
+            "nginx:1.27",
+            &PDB.replace("pod-disruption", "broken"),
+        ),
+    );
+    assert_eq!(
+        step(&repo, &definitions, &options, &mut cache),
+        stats(1, 1, 0, 3)
+    );
+    assert_eq!(top_level(&repo, &definitions, "cue-syntax"), 0);
+    // a changes again: b is reused, and its use of the broken trait still counts.
+    repo.set("apps/a.yaml", app("a", "webservice", "nginx:1.25", ""));
+    assert_eq!(
+        step(&repo, &definitions, &options, &mut cache),
+        stats(1, 1, 0, 3)
+    );
+}
+
+#[test]
+fn parameter_schemas_follow_definition_edits() {
+    let definitions = Definitions::builtin();
+    let options = AnalysisOptions::default();
+    let pdb = include_str!("../../../examples/repo/definitions/pod-disruption-budget.cue");
+    let mut repo = Repo {
+        files: BTreeMap::new(),
+    };
+    // A property the trait does not declare: `unknown-property` on c.
+    repo.set(
+        "apps/c.yaml",
+        app(
+            "c",
+            "webservice",
+            "nginx:1.27",
+            &PDB.replace("minAvailable", "minAvailabel"),
+        ),
+    );
+    repo.set("apps/d.yaml", app("d", "webservice", "nginx:1.27", ""));
+    repo.set("definitions/pod-disruption-budget.cue", pdb.to_owned());
+    let unknown = |repo: &Repo| {
+        let (output, _) =
+            analyze_snapshot(&repo.snapshot(), &definitions, &AnalysisOptions::default());
+        output
+            .apps
+            .iter()
+            .flat_map(|app| &app.diagnostics)
+            .filter(|diagnostic| diagnostic.rule == "unknown-property")
+            .count()
+    };
+    let mut cache = AnalysisCache::new();
+    assert_eq!(
+        step(&repo, &definitions, &options, &mut cache),
+        stats(0, 2, 0, 0)
+    );
+    assert_eq!(unknown(&repo), 1);
+    assert_eq!(top_level(&repo, &definitions, "undocumented-parameter"), 0);
+    // The trait declares the property, without a `+usage=` line: the schema kept from the
+    // last analysis is stale and must not be used.
+    repo.set(
+        "definitions/pod-disruption-budget.cue",
+        pdb.replace(
+            "maxUnavailable?: int | string",
+            "maxUnavailable?: int | string\n\t\tminAvailabel?: int",
+        ),
+    );
+    assert_eq!(
+        step(&repo, &definitions, &options, &mut cache),
+        stats(1, 1, 0, 2)
+    );
+    assert_eq!(unknown(&repo), 0);
+    assert_eq!(top_level(&repo, &definitions, "undocumented-parameter"), 1);
+    // Back to the first text: its schema is evaluated again, not taken from an older entry.
+    repo.set("definitions/pod-disruption-budget.cue", pdb.to_owned());
+    assert_eq!(
+        step(&repo, &definitions, &options, &mut cache),
+        stats(1, 1, 0, 2)
+    );
+    assert_eq!(unknown(&repo), 1);
+    assert_eq!(top_level(&repo, &definitions, "undocumented-parameter"), 0);
+}

@@ -59,24 +59,15 @@ pub(crate) fn objects_of(app: &RenderedApp) -> AppObjects {
 impl ObjectIndex {
     /// Brings the index up to an analysis whose apps are `apps` (sorted, as the analysis
     /// orders them): apps not among them are dropped, and each app of `changed` (new or
-    /// re-rendered) is indexed again with its objects.
+    /// re-rendered) is indexed again with its objects. The index holds every app it was given
+    /// (with or without objects), so apps are gone only when it holds more than `apps`: only
+    /// then are they walked.
     pub(crate) fn update<'a>(
         &mut self,
-        apps: impl Iterator<Item = &'a AppRef>,
+        apps: impl ExactSizeIterator<Item = &'a AppRef>,
         changed: impl Iterator<Item = (&'a AppRef, &'a AppObjects)>,
     ) {
-        // Apps gone since the last update: a merge walk over two sorted lists.
-        let mut gone: Vec<AppRef> = Vec::new();
-        let mut current = apps.peekable();
-        for indexed in self.by_app.keys() {
-            while current.next_if(|app| *app < indexed).is_some() {}
-            if current.peek() != Some(&indexed) {
-                gone.push(indexed.clone());
-            }
-        }
-        for app in &gone {
-            self.remove(app);
-        }
+        let n_apps = apps.len();
         for (app, objects) in changed {
             self.remove(app);
             let mut keys: BTreeMap<&ObjectKey, Vec<(usize, String)>> = BTreeMap::new();
@@ -96,6 +87,21 @@ impl ObjectIndex {
                 entries.push(key);
             }
             self.by_app.insert(app.clone(), entries);
+        }
+        if self.by_app.len() == n_apps {
+            return;
+        }
+        // Apps gone since the last update: a merge walk over two sorted lists.
+        let mut gone: Vec<AppRef> = Vec::new();
+        let mut current = apps.peekable();
+        for indexed in self.by_app.keys() {
+            while current.next_if(|app| *app < indexed).is_some() {}
+            if current.peek() != Some(&indexed) {
+                gone.push(indexed.clone());
+            }
+        }
+        for app in &gone {
+            self.remove(app);
         }
     }
 

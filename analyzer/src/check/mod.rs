@@ -45,6 +45,7 @@ use std::sync::Arc;
 
 pub use config::{AnalysisConfig, IgnoreRule, RuleLevel};
 pub(crate) use duplicate_object::{AppObjects, ObjectIndex};
+pub(crate) use unknown_property::SchemaMemo;
 
 use crate::definitions::Definitions;
 use crate::load::application::LoadedApp;
@@ -114,9 +115,22 @@ pub(crate) fn analyze(
         cache.as_deref_mut().map(crate::cache::AnalysisCache::files),
     );
     let evaluator = cue::Evaluator::new();
-    let parameter_schemas =
-        unknown_property::ParameterSchemas::new(&loaded.definitions, &loaded.apps, &evaluator);
+    let parameter_schemas = unknown_property::ParameterSchemas::new(
+        &loaded.definitions,
+        &evaluator,
+        cache
+            .as_deref_mut()
+            .map(crate::cache::AnalysisCache::take_schemas)
+            .unwrap_or_default(),
+    );
     let crd_schemas = crate::schema::SchemaSet::from_crds(&loaded.crds);
+    // Only a definition with errors is reported when no app uses it: without one, which
+    // definitions the reused apps used is not needed.
+    let broken: Vec<&Arc<crate::model::Definition>> = loaded
+        .definitions
+        .iter()
+        .filter(|definition| !definition.errors.is_empty())
+        .collect();
     if let Some(cache) = cache.as_deref_mut() {
         cache.begin(&loaded, options);
     }
@@ -128,7 +142,9 @@ pub(crate) fn analyze(
         .apps
         .par_iter()
         .map(|app| {
-            if let Some(reused) = lookup.and_then(|cache| cache.lookup(app, &loaded)) {
+            if let Some(reused) =
+                lookup.and_then(|cache| cache.lookup(app, &loaded, !broken.is_empty()))
+            {
                 return reused;
             }
             let (mut rendered, used) = crate::render::render_app(
@@ -163,7 +179,7 @@ pub(crate) fn analyze(
     }
     let mut diagnostics = loaded.diagnostics;
     diagnostics.extend(definitions.diagnostics().iter().cloned());
-    for definition in loaded.definitions.iter() {
+    for definition in broken {
         let used = analyzed
             .iter()
             .any(|(_, used, _)| used.iter().any(|u| Arc::ptr_eq(u, definition)));
@@ -175,6 +191,10 @@ pub(crate) fn analyze(
         &loaded.definitions,
         &parameter_schemas,
     ));
+    let schema_memo = parameter_schemas.into_memo();
+    if let Some(cache) = cache.as_deref_mut() {
+        cache.keep_schemas(schema_memo);
+    }
     // The cache keeps the object index across analyses and updates it for changed apps only.
     let mut fresh_index = ObjectIndex::default();
     let object_index = match cache {
@@ -222,7 +242,7 @@ pub(crate) struct AppContext<'a> {
     pub(crate) objects: &'a [RenderedObject],
     pub(crate) definitions: &'a Definitions,
     pub(crate) config: &'a AnalysisConfig,
-    pub(crate) parameter_schemas: &'a unknown_property::ParameterSchemas,
+    pub(crate) parameter_schemas: &'a unknown_property::ParameterSchemas<'a>,
     /// The schemas of the repository's CustomResourceDefinitions.
     pub(crate) crd_schemas: &'a crate::schema::SchemaSet,
 }

@@ -10,6 +10,8 @@
 //! constraint. An error the classification does not understand stays `invalid-properties`.
 //! Only apps that have such an error pay for it.
 
+use std::sync::Arc;
+
 use cue::{Exported, KindSet, Span};
 use serde_json::Value;
 
@@ -37,7 +39,7 @@ pub(crate) fn classify(ctx: &AppContext<'_>, diagnostics: &mut [Diagnostic]) {
 
 /// The properties of each component, trait and policy with the schema of their definition:
 /// (JSON pointer of `properties`, properties, schema).
-fn property_sites<'a>(ctx: &'a AppContext<'_>) -> Vec<(String, &'a Value, &'a Schema)> {
+fn property_sites<'a>(ctx: &'a AppContext<'_>) -> Vec<(String, &'a Value, Arc<Schema>)> {
     let spec = &ctx.loaded.app.spec;
     let schemas = ctx.parameter_schemas;
     let mut sites = Vec::new();
@@ -82,7 +84,7 @@ fn property_sites<'a>(ctx: &'a AppContext<'_>) -> Vec<(String, &'a Value, &'a Sc
 
 fn reclassify(
     ctx: &AppContext<'_>,
-    sites: &[(String, &Value, &Schema)],
+    sites: &[(String, &Value, Arc<Schema>)],
     diagnostic: &Diagnostic,
 ) -> Option<Diagnostic> {
     let span = diagnostic.span?;

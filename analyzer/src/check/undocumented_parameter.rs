@@ -23,7 +23,7 @@ pub(crate) fn check(definitions: &Definitions, schemas: &ParameterSchemas) -> Ve
             continue;
         };
         let mut missing = Vec::new();
-        collect(schema, &mut Vec::new(), &mut missing);
+        collect(&schema, &mut Vec::new(), &mut missing);
         if missing.is_empty() {
             continue;
         }

@@ -14,14 +14,14 @@
 //!       prots: [80]           # warning: unknown property `prots`; did you mean `ports`?
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use cue::{Exported, Span};
 
 use super::AppContext;
 use crate::Diagnostic;
 use crate::definitions::Definitions;
-use crate::load::application::LoadedApp;
 use crate::load::yaml::escape_segment;
 use crate::model::DefinitionKind;
 
@@ -46,66 +46,84 @@ pub(crate) struct SchemaField {
     pub(crate) schema: Schema,
 }
 
-/// The `parameter` schema of every definition an app uses or the repository declares,
-/// evaluated once per analysis.
-#[derive(Debug, Default)]
-pub(crate) struct ParameterSchemas {
-    by_definition: BTreeMap<(DefinitionKind, String), Schema>,
+/// Evaluated `parameter` schemas by kind and name (without `@version`): the definition's
+/// source digest then, and the schema. What [`ParameterSchemas`] hands back to the caller for
+/// the next analysis.
+pub(crate) type SchemaMemo = BTreeMap<DefinitionKind, BTreeMap<String, ([u8; 32], Arc<Schema>)>>;
+
+/// The `parameter` schema of a definition, evaluated the first time a rule asks for it (per
+/// analysis, or once for as long as the definition is unchanged when the caller keeps the
+/// [`SchemaMemo`]): a commit that changes one app among 10,000 walks no other app to find the
+/// definitions in use, and evaluates no template again (issue #9).
+#[derive(Debug)]
+pub(crate) struct ParameterSchemas<'a> {
+    definitions: &'a Definitions,
+    evaluator: &'a cue::Evaluator,
+    memo: RwLock<SchemaMemo>,
 }
 
-impl ParameterSchemas {
-    /// Evaluates the templates of the definitions `apps` use, and of every repository
-    /// definition (for `undocumented-parameter`).
+impl<'a> ParameterSchemas<'a> {
+    /// The schemas of `definitions`, starting from `memo` (entries of definitions whose source
+    /// changed, or that are gone, are dropped).
     pub(crate) fn new(
-        definitions: &Definitions,
-        apps: &[std::sync::Arc<LoadedApp>],
-        evaluator: &cue::Evaluator,
-    ) -> ParameterSchemas {
-        // Borrowed names: 10,000 apps name the same few types over and over.
-        let mut wanted: BTreeSet<(DefinitionKind, &str)> = BTreeSet::new();
-        for app in apps {
-            let spec = &app.app.spec;
-            for component in &spec.components {
-                wanted.insert((DefinitionKind::Component, &component.component_type));
-                for component_trait in &component.traits {
-                    wanted.insert((DefinitionKind::Trait, &component_trait.trait_type));
-                }
-            }
-            for policy in &spec.policies {
-                wanted.insert((DefinitionKind::Policy, &policy.policy_type));
-            }
+        definitions: &'a Definitions,
+        evaluator: &'a cue::Evaluator,
+        mut memo: SchemaMemo,
+    ) -> ParameterSchemas<'a> {
+        for (kind, by_name) in &mut memo {
+            by_name.retain(|name, (digest, _)| {
+                definitions
+                    .get(*kind, name)
+                    .is_some_and(|definition| definition.source_digest == *digest)
+            });
         }
-        for definition in definitions.iter().filter(|definition| !definition.builtin) {
-            wanted.insert((definition.kind, &definition.name));
+        ParameterSchemas {
+            definitions,
+            evaluator,
+            memo: RwLock::new(memo),
         }
-        let mut by_definition = BTreeMap::new();
-        for (kind, name) in wanted {
-            let Some(definition) = definitions.get(kind, name) else {
-                continue;
-            };
-            let Some(template) = &definition.template else {
-                continue;
-            };
-            // A template that panics the evaluator is the renderer's `internal-error` to
-            // report; here it just has no schema.
-            let schema = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let value = evaluator.evaluate(&[template.as_ref()], &[]);
-                value
-                    .lookup(&["parameter"])
-                    .map_or(Schema::Unchecked, |parameter| {
-                        schema_of(&parameter.export())
-                    })
-            }))
-            .unwrap_or(Schema::Unchecked);
-            by_definition.insert((kind, name.to_owned()), schema);
-        }
-        ParameterSchemas { by_definition }
     }
 
-    /// The schema of a definition's `parameter`, if it was evaluated.
-    pub(crate) fn get(&self, kind: DefinitionKind, name: &str) -> Option<&Schema> {
+    /// The schema of a definition's `parameter`; `None` when there is no such definition or
+    /// it has no template.
+    pub(crate) fn get(&self, kind: DefinitionKind, name: &str) -> Option<Arc<Schema>> {
         let base = name.split_once('@').map_or(name, |(base, _)| base);
-        self.by_definition.get(&(kind, base.to_owned()))
+        {
+            // A poisoned lock only means an evaluation panicked elsewhere: the map is intact.
+            let memo = self.memo.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some((_, schema)) = memo.get(&kind).and_then(|by_name| by_name.get(base)) {
+                return Some(schema.clone());
+            }
+        }
+        let definition = self.definitions.get(kind, base)?;
+        let template = definition.template.as_ref()?;
+        // A template that panics the evaluator is the renderer's `internal-error` to report;
+        // here it just has no schema. Two threads may evaluate one template at once: both get
+        // the same schema.
+        let schema = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let value = self.evaluator.evaluate(&[template.as_ref()], &[]);
+            value
+                .lookup(&["parameter"])
+                .map_or(Schema::Unchecked, |parameter| {
+                    schema_of(&parameter.export())
+                })
+        }))
+        .unwrap_or(Schema::Unchecked);
+        let schema = Arc::new(schema);
+        self.memo
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(kind)
+            .or_default()
+            .insert(base.to_owned(), (definition.source_digest, schema.clone()));
+        Some(schema)
+    }
+
+    /// The schemas evaluated so far, for the next analysis.
+    pub(crate) fn into_memo(self) -> SchemaMemo {
+        self.memo
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -192,7 +210,7 @@ impl Block<'_> {
         walk(
             ctx,
             properties,
-            schema,
+            &schema,
             &self.pointer,
             &subject,
             self.component,
