@@ -32,7 +32,9 @@ pub struct SourceMap {
 struct SourceEntry {
     path: String,
     text: String,
-    index: LineIndex,
+    /// Built on the first [`SourceMap::locate`]: loading registers every file of the snapshot
+    /// in one serial pass, and only the few files with a diagnostic are ever located.
+    index: std::sync::OnceLock<LineIndex>,
     /// For an embedded CUE template: where its first line sits in the enclosing file, and the
     /// indentation that the YAML block scalar stripped from each line.
     embedded_in: Option<Embedding>,
@@ -103,11 +105,10 @@ impl SourceMap {
 
     fn push(&mut self, path: String, text: String, embedded_in: Option<Embedding>) -> FileId {
         let id = FileId(self.entries.len() as u32);
-        let index = LineIndex::new(&text);
         self.entries.push(std::sync::Arc::new(SourceEntry {
             path,
             text,
-            index,
+            index: std::sync::OnceLock::new(),
             embedded_in,
         }));
         id
@@ -153,7 +154,10 @@ impl SourceMap {
                 column: 0,
             };
         };
-        let LineCol { line, column } = entry.index.line_col(span.start);
+        let LineCol { line, column } = entry
+            .index
+            .get_or_init(|| LineIndex::new(&entry.text))
+            .line_col(span.start);
         match entry.embedded_in {
             None => Location {
                 path: entry.path.clone(),

@@ -201,6 +201,14 @@ pub fn load_only(snapshot: &Snapshot, builtins: &Definitions) -> (usize, usize) 
     (loaded.apps.len(), loaded.diagnostics.len())
 }
 
+/// Where the loader's YAML fast path and serde-saphyr disagree on `text`: `None` when they
+/// agree or the fast path leaves the file to serde-saphyr, else both results. For the
+/// `yaml_fast_path` fuzz target (FUZZING.md); not part of the API.
+#[doc(hidden)]
+pub fn yaml_fast_path_mismatch(text: &str) -> Option<String> {
+    yaml::fast_path_mismatch(text)
+}
+
 /// A file to load, registered in the source map.
 struct FileWork<'a> {
     file: cue::FileId,

@@ -3,7 +3,11 @@
 //!
 //! serde-saphyr does the YAML work (scalar resolution, anchors, multi-document streams); a
 //! recursive visitor wraps every node in `serde_saphyr::Spanned` so that one pass yields both
-//! the data and where each piece of it came from.
+//! the data and where each piece of it came from. Most manifests take the fast path first
+//! (`fast.rs`: the parser's events read directly, same results), which hands anything unusual
+//! back to serde-saphyr.
+
+mod fast;
 
 use cue::{FileId, Span};
 use serde::Deserialize;
@@ -11,7 +15,7 @@ use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
 /// One YAML document with its positions.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct YamlDocument {
     pub(crate) value: serde_json::Value,
     pub(crate) positions: Positions,
@@ -31,7 +35,7 @@ pub(crate) struct YamlError {
 /// ask for a handful. So the nodes are one flat vector in document order (a node's
 /// descendants follow it, up to its `end`), the mapping keys one string arena, and a lookup
 /// walks the path through the children: no allocation per node, none per lookup.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Positions {
     file: FileId,
     nodes: Vec<NodeSpans>,
@@ -39,7 +43,7 @@ pub(crate) struct Positions {
     keys: String,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct NodeSpans {
     /// The key of a mapping entry; `None` for sequence elements and the root.
     key: Option<(u32, u32)>,
@@ -161,6 +165,31 @@ pub(crate) fn escape_segment(segment: &str) -> String {
 /// Parses every document of a YAML stream. Null documents (empty, or only comments) are
 /// skipped. A syntax error anywhere fails the whole file: serde-saphyr stops at the first.
 pub(crate) fn parse_documents(file: FileId, text: &str) -> Result<Vec<YamlDocument>, YamlError> {
+    match fast::parse_documents(file, text) {
+        Some(documents) => Ok(documents),
+        None => parse_documents_with_serde_saphyr(file, text),
+    }
+}
+
+/// See [`super::yaml_fast_path_mismatch`].
+pub(crate) fn fast_path_mismatch(text: &str) -> Option<String> {
+    let fast = fast::parse_documents(FileId(0), text)?;
+    let reference = parse_documents_with_serde_saphyr(FileId(0), text);
+    match reference {
+        Ok(documents) if documents == fast => None,
+        Ok(documents) => Some(format!("fast path: {fast:?}\nserde-saphyr: {documents:?}")),
+        Err(error) => Some(format!(
+            "fast path: {fast:?}\nserde-saphyr: error {}",
+            error.message
+        )),
+    }
+}
+
+/// [`parse_documents`] by serde-saphyr alone: the reference the fast path must equal.
+fn parse_documents_with_serde_saphyr(
+    file: FileId,
+    text: &str,
+) -> Result<Vec<YamlDocument>, YamlError> {
     let nodes: Vec<Node> = serde_saphyr::from_str_multiple(text).map_err(|error| {
         let offset = error.location().map_or(0, |location| {
             location.span().byte_offset().map_or_else(
