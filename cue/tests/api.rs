@@ -158,6 +158,71 @@ fn injections_unify_into_top_level_fields() {
     assert_eq!(errors[0].kind, ErrorKind::Conflict);
 }
 
+/// `evaluate_omitting_injected` leaves out exactly the injected fields the program never
+/// unified with; every other field, and validation, are those of `evaluate`.
+#[test]
+fn omitting_injected_keeps_declared_fields_and_errors() {
+    let parsed = cue::parse_file(
+        cue::FileId(0),
+        "parameter: {image: string, port: *80 | int}\nout: {name: context.name, image: parameter.image, port: parameter.port}\n",
+    );
+    let context = serde_json::json!({"name": "web", "labels": {"a": "b"}});
+    let span = cue::Span::default();
+    let run = |parameter: &serde_json::Value, omit: bool| {
+        let injections = [
+            cue::Injection {
+                field: "parameter",
+                value: parameter,
+                span,
+            },
+            cue::Injection {
+                field: "context",
+                value: &context,
+                span,
+            },
+        ];
+        let evaluator = cue::Evaluator::new();
+        if omit {
+            evaluator.evaluate_omitting_injected(&[&parsed.file], &injections)
+        } else {
+            evaluator.evaluate(&[&parsed.file], &injections)
+        }
+    };
+    let good = serde_json::json!({"image": "nginx"});
+    let full = run(&good, false);
+    let omitted = run(&good, true);
+    assert!(full.lookup(&["context"]).is_some());
+    assert!(omitted.lookup(&["context"]).is_none());
+    let labels = |value: &cue::Value| -> Vec<String> {
+        value.fields().into_iter().map(|(label, _)| label).collect()
+    };
+    assert_eq!(labels(&full), ["parameter", "out", "context"]);
+    assert_eq!(labels(&omitted), ["parameter", "out"]);
+    assert_eq!(
+        omitted.lookup(&["out"]).unwrap().to_json().unwrap(),
+        serde_json::json!({"name": "web", "image": "nginx", "port": 80})
+    );
+    assert_eq!(
+        omitted.lookup(&["parameter"]).unwrap().to_json().unwrap(),
+        full.lookup(&["parameter"]).unwrap().to_json().unwrap()
+    );
+    let bad = serde_json::json!({"image": 3});
+    let messages = |value: cue::Value| -> Vec<String> {
+        value
+            .validate()
+            .iter()
+            .map(|e| format!("{}: {}", e.path_string(), e.message))
+            .collect()
+    };
+    let omitted_errors = messages(run(&bad, true));
+    assert_eq!(omitted_errors, messages(run(&bad, false)));
+    assert_eq!(omitted_errors.len(), 1);
+    assert!(
+        omitted_errors[0].starts_with("parameter.image: "),
+        "{omitted_errors:?}"
+    );
+}
+
 /// An injected field the program only reads is kept as data (not evaluated field by field); it
 /// must read, export and validate exactly as when the program also declares it, which sends it
 /// through the engine.
@@ -459,5 +524,26 @@ fn optional_fields_are_reused_only_when_the_data_cannot_reach_them() {
             None => first_schema = Some(schema),
             Some(first) => assert_eq!(first, &schema),
         }
+    }
+}
+
+/// Identifier resolution remembers where a name is declared per file (by the addresses of its
+/// declarations): a new file parsed into the memory of a dropped one, with the same names in
+/// another order, must still resolve to its own declarations.
+#[test]
+fn resolution_of_a_new_file_at_a_dropped_files_addresses_is_its_own() {
+    for round in 0..20 {
+        let (source, expected) = if round % 2 == 0 {
+            ("a: 1\nb: 2\nout: a\n", 1)
+        } else {
+            ("b: 3\na: 4\nout: a\n", 4)
+        };
+        let parsed = cue::parse_file(cue::FileId(0), source);
+        let value = cue::Evaluator::new().evaluate(&[&parsed.file], &[]);
+        assert_eq!(
+            value.lookup(&["out"]).unwrap().to_json().unwrap(),
+            expected,
+            "round {round}"
+        );
     }
 }

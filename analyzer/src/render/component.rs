@@ -110,6 +110,15 @@ pub(crate) fn render_component(
         })
         .collect();
 
+    // The traits' context: the component's plus `componentType`, built once; a trait whose
+    // template can read `context.output(s)` gets its own copy with them.
+    let mut base_trait_context = context;
+    if let Some(object) = base_trait_context.as_object_mut() {
+        object.insert(
+            "componentType".to_owned(),
+            Value::String(component.component_type.clone()),
+        );
+    }
     for (trait_index, (component_trait, trait_definition)) in
         component.traits.iter().zip(&definitions.traits).enumerate()
     {
@@ -126,32 +135,30 @@ pub(crate) fn render_component(
             )]);
         };
         let type_label = trait_type_label(&component_trait.trait_type);
-        let mut trait_context = context.clone();
-        if let Some(object) = trait_context.as_object_mut() {
-            object.insert(
-                "componentType".to_owned(),
-                Value::String(component.component_type.clone()),
-            );
-        }
         // `context.output(s)` is the whole workload converted to JSON and then built into the
         // evaluation: left out for a template that cannot observe it (e.g. `scaler`), which
         // renders the same without it.
-        if let Some(object) = trait_context.as_object_mut()
-            && trait_template.may_read_fields("context", &["output", "outputs"])
-        {
-            // Deviation: upstream injects the base as CUE text; JSON cannot carry a value that
-            // is still non-concrete, so such fields are left out of `context.output`.
-            let output_json = to_json(&workload, Concreteness::Lenient).unwrap_or_default();
-            object.insert("output".to_owned(), into_go_json(output_json));
-            if !auxiliaries.is_empty() {
-                let mut outputs = Map::new();
-                for auxiliary in &auxiliaries {
-                    let json = to_json(&auxiliary.value, Concreteness::Lenient).unwrap_or_default();
-                    outputs.insert(auxiliary.name.clone(), into_go_json(json));
+        let own_trait_context = match base_trait_context.as_object() {
+            Some(base) if trait_template.may_read_fields("context", &["output", "outputs"]) => {
+                let mut object = base.clone();
+                // Deviation: upstream injects the base as CUE text; JSON cannot carry a value that
+                // is still non-concrete, so such fields are left out of `context.output`.
+                let output_json = to_json(&workload, Concreteness::Lenient).unwrap_or_default();
+                object.insert("output".to_owned(), into_go_json(output_json));
+                if !auxiliaries.is_empty() {
+                    let mut outputs = Map::new();
+                    for auxiliary in &auxiliaries {
+                        let json =
+                            to_json(&auxiliary.value, Concreteness::Lenient).unwrap_or_default();
+                        outputs.insert(auxiliary.name.clone(), into_go_json(json));
+                    }
+                    object.insert("outputs".to_owned(), into_go_json(Value::Object(outputs)));
                 }
-                object.insert("outputs".to_owned(), into_go_json(Value::Object(outputs)));
+                Some(Value::Object(object))
             }
-        }
+            _ => None,
+        };
+        let trait_context = own_trait_context.as_ref().unwrap_or(&base_trait_context);
         let trait_parameter = component_trait.properties.as_ref().map(go_json);
         let trait_description = format!(
             "trait `{}` of component `{}`",
@@ -169,7 +176,7 @@ pub(crate) fn render_component(
         let trait_inputs = Inputs {
             parameter: trait_parameter.as_ref(),
             parameter_span: positions.value_span(&trait_properties_pointer),
-            context: &trait_context,
+            context: trait_context,
             context_span: positions.value_span(&trait_pointer),
         };
         let trait_value = evaluate(

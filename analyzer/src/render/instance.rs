@@ -38,7 +38,8 @@ pub(crate) fn evaluate(
         value: inputs.context,
         span: inputs.context_span,
     });
-    let value = evaluator.evaluate(&[template], &injections);
+    // Nothing reads an untouched `context` or `parameter` back: it is the renderer's own JSON.
+    let value = evaluator.evaluate_omitting_injected(&[template], &injections);
     let errors = value.validate();
     if !errors.is_empty() {
         return Err(user_facing(

@@ -326,10 +326,17 @@ pub struct Engine<'a> {
     /// KubeVela's upgrade of pre-v0.11 CUE: `list + list` concatenates and `list * n` repeats
     /// (see [`super::Evaluator::with_legacy_list_arithmetic`]).
     pub legacy_list_arithmetic: bool,
+    /// Leave untouched injected top-level data out of the result tree (see
+    /// [`super::Evaluator::evaluate_omitting_injected`]).
+    pub omit_injected_data: bool,
     /// The identity of the one file evaluated, when results that depend on the file alone
     /// may be reused across evaluations (see `pure.rs`), and its top-level declarations.
     schema_scope: Option<u64>,
     schema_root_decls: Option<&'a [Decl]>,
+    /// The identity of the one file evaluated (`ast::CompileChecks`), under which
+    /// [`Engine::declaration_of`] remembers its answers; `None` for several files.
+    file_uid: Option<u64>,
+    decl_index: DeclIndex,
     /// Where this evaluation's arena size is remembered (see [`Engine::record_size`]).
     size_hint: &'a AtomicUsize,
 }
@@ -403,6 +410,49 @@ impl std::hash::Hasher for FxHasher {
     }
 }
 
+/// Where each identifier is declared in a struct's declarations, by (file identity, address of
+/// the declarations, address and length of the identifier's name in the AST): see
+/// [`Engine::declaration_of`]. The file's identity (`ast::CompileChecks`) is never shared by
+/// another file, so an entry of a dropped file is never hit again, even if its memory is
+/// reused. Kept per thread, taken over by each evaluation and handed back, like [`Symbols`].
+type DeclIndex = HashMap<(u64, usize, Scope, usize, usize), u32, FxBuild>;
+
+/// What a [`DeclIndex`] entry searched: a struct's declarations or the file's imports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Scope {
+    Decls,
+    Imports,
+}
+
+thread_local! {
+    static DECL_INDEX: std::cell::RefCell<DeclIndex> =
+        const { std::cell::RefCell::new(HashMap::with_hasher(FxBuild)) };
+}
+
+/// Entries kept per thread before the index starts over (templates come and go in a
+/// long-running process).
+const MAX_DECL_INDEX: usize = 1 << 16;
+
+/// [`DeclIndex`]'s value for "no declaration of that name here".
+const NO_DECLARATION: u32 = u32::MAX;
+
+/// The first declaration of `decls` binding `name` (see [`Engine::declaration_of`]).
+fn find_declaration(decls: &[Decl], name: &str) -> Option<usize> {
+    decls.iter().position(|decl| match decl {
+        Decl::Field(field) => match &field.label {
+            // `X=[expr]: value` binds `X` only within `value`.
+            Label::Alias(_, inner) if matches!(inner.as_ref(), Label::Pattern(..)) => false,
+            Label::Alias(alias, inner) => {
+                alias.name == name || matches!(inner.as_ref(), Label::Ident(id) if id.name == name)
+            }
+            Label::Ident(id) => id.name == name,
+            _ => false,
+        },
+        Decl::Let(lc) => lc.name.name == name,
+        _ => false,
+    })
+}
+
 /// Which kind of label a symbol is.
 pub fn is_hidden(label: &str) -> bool {
     label.starts_with('_') && label != "_"
@@ -422,6 +472,8 @@ impl Drop for Engine<'_> {
         };
         // During thread teardown the table is simply dropped.
         let _ = SYMBOLS.try_with(|shared| *shared.borrow_mut() = symbols);
+        let decl_index = std::mem::take(&mut self.decl_index);
+        let _ = DECL_INDEX.try_with(|shared| *shared.borrow_mut() = decl_index);
     }
 }
 
@@ -437,6 +489,12 @@ impl<'a> Engine<'a> {
         } else {
             shared
         };
+        let mut decl_index = DECL_INDEX
+            .try_with(|index| std::mem::take(&mut *index.borrow_mut()))
+            .unwrap_or_default();
+        if decl_index.len() > MAX_DECL_INDEX {
+            decl_index.clear();
+        }
         let mut engine = Engine {
             vs: Vec::with_capacity(1),
             envs: Vec::with_capacity(64),
@@ -452,8 +510,11 @@ impl<'a> Engine<'a> {
             insert_at: None,
             ref_in_definition: false,
             legacy_list_arithmetic: false,
+            omit_injected_data: false,
             schema_scope: None,
             schema_root_decls: None,
+            file_uid: None,
+            decl_index,
             size_hint: &VERTEX_CAPACITY_HINT,
         };
         let root_label = engine.intern("");
@@ -552,6 +613,7 @@ impl<'a> Engine<'a> {
         }
         if let [file] = files {
             self.size_hint = &file.compile_checks.vertex_hint;
+            self.file_uid = Some(file.compile_checks.uid);
         }
         let hint = match self.size_hint.load(Ordering::Relaxed) {
             0 => 64,
@@ -2411,7 +2473,61 @@ impl<'a> Engine<'a> {
     // ---------------------------------------------------------------------------------------
     // Expressions
 
-    fn resolve_ident(&mut self, name: &str, env: EnvId, span: Span) -> Resolved {
+    /// The index of the declaration in `decls` that binds `name` (a field label or alias, or
+    /// a `let`), as CUE's scoping finds it: the first one. A pure function of the two, so for
+    /// a single-file evaluation it is remembered per thread under the file's identity (see
+    /// [`DeclIndex`]): the same template resolves the same identifiers on every evaluation.
+    fn declaration_of(&mut self, decls: &'a [Decl], name: &'a str) -> Option<usize> {
+        let scope = (decls.as_ptr() as usize, Scope::Decls);
+        self.remembered(scope, name, || find_declaration(decls, name))
+    }
+
+    /// The index of the import in `imports` whose local name is `name` (remembered like
+    /// [`Engine::declaration_of`]: every predeclared identifier, such as `string`, walks the
+    /// imports too).
+    fn import_of(&mut self, imports: &'a [ast::Import], name: &'a str) -> Option<usize> {
+        let scope = (imports.as_ptr() as usize, Scope::Imports);
+        self.remembered(scope, name, || {
+            imports.iter().position(|import| {
+                let local = import
+                    .alias
+                    .as_ref()
+                    .map(|a| a.name.as_str())
+                    .unwrap_or_else(|| super::compile::default_name(&import.path));
+                local == name
+            })
+        })
+    }
+
+    /// `find()`, remembered in [`DeclIndex`] for a single-file evaluation.
+    fn remembered(
+        &mut self,
+        (scope, kind): (usize, Scope),
+        name: &'a str,
+        find: impl FnOnce() -> Option<usize>,
+    ) -> Option<usize> {
+        let Some(uid) = self.file_uid else {
+            return find();
+        };
+        let key = (uid, scope, kind, name.as_ptr() as usize, name.len());
+        if let Some(&index) = self.decl_index.get(&key) {
+            return (index != NO_DECLARATION).then_some(index as usize);
+        }
+        let found = find();
+        match found.map(u32::try_from) {
+            None => {
+                self.decl_index.insert(key, NO_DECLARATION);
+            }
+            Some(Ok(index)) if index != NO_DECLARATION => {
+                self.decl_index.insert(key, index);
+            }
+            // Too far down a (huge) struct to store: found again next time.
+            Some(_) => {}
+        }
+        found
+    }
+
+    fn resolve_ident(&mut self, name: &'a str, env: EnvId, span: Span) -> Resolved {
         let mut cur = Some(env);
         // The vertex of the innermost struct environment walked so far: what a `SelfAlias`
         // directly above it names.
@@ -2421,83 +2537,58 @@ impl<'a> Engine<'a> {
             match kind {
                 EnvKind::Struct { vertex, decls } => {
                     below = Some(vertex);
-                    for decl in decls {
-                        match decl {
-                            Decl::Field(field) => {
-                                let (alias, label) = match &field.label {
-                                    // `X=[expr]: value` binds `X` only within `value`.
-                                    Label::Alias(_, inner)
-                                        if matches!(inner.as_ref(), Label::Pattern(..)) =>
-                                    {
-                                        continue;
-                                    }
-                                    Label::Alias(alias, inner) => {
-                                        (Some(&alias.name), inner.as_ref())
-                                    }
-                                    other => (None, other),
-                                };
-                                let matches_label =
-                                    matches!(label, Label::Ident(id) if id.name == name);
-                                if alias.is_some_and(|a| a == name) || matches_label {
-                                    // Static labels are interned by address (no
-                                    // string built per reference).
-                                    let label_sym: Sym = match label {
-                                        Label::Ident(id) => self.intern_ast(&id.name),
-                                        Label::String(s, _) => self.intern_ast(s),
-                                        Label::Dynamic(expr, _) => {
-                                            // `X=(expr): value`: the field the label
-                                            // evaluates to.
-                                            let r = self.eval_expr(expr, e);
-                                            match self.concrete(r, expr.span()) {
-                                                Ok(Atom::Str(s)) => self.intern(&s),
-                                                Ok(other) => {
-                                                    return Resolved::Error(Error::new(
-                                                        ErrorKind::Conflict,
-                                                        format!(
-                                                            "invalid label {}: label must be a \
-                                                             string",
-                                                            other.cue_text()
-                                                        ),
-                                                        expr.span(),
-                                                    ));
-                                                }
-                                                Err(error) => return Resolved::Error(error),
-                                            }
+                    match self.declaration_of(decls, name).map(|index| &decls[index]) {
+                        Some(Decl::Field(field)) => {
+                            let label = match &field.label {
+                                Label::Alias(_, inner) => inner.as_ref(),
+                                other => other,
+                            };
+                            // Static labels are interned by address (no string built per
+                            // reference).
+                            let label_sym: Sym = match label {
+                                Label::Ident(id) => self.intern_ast(&id.name),
+                                Label::String(s, _) => self.intern_ast(s),
+                                Label::Dynamic(expr, _) => {
+                                    // `X=(expr): value`: the field the label evaluates to.
+                                    let r = self.eval_expr(expr, e);
+                                    match self.concrete(r, expr.span()) {
+                                        Ok(Atom::Str(s)) => self.intern(&s),
+                                        Ok(other) => {
+                                            return Resolved::Error(Error::new(
+                                                ErrorKind::Conflict,
+                                                format!(
+                                                    "invalid label {}: label must be a string",
+                                                    other.cue_text()
+                                                ),
+                                                expr.span(),
+                                            ));
                                         }
-                                        _ => {
-                                            return Resolved::Unsupported(
-                                                "nested label alias".to_owned(),
-                                            );
-                                        }
-                                    };
-                                    let sym = label_sym;
-                                    let arc = self
-                                        .find_arc(vertex, sym)
-                                        .unwrap_or_else(|| self.arc(vertex, sym));
-                                    return Resolved::Field(arc);
+                                        Err(error) => return Resolved::Error(error),
+                                    }
                                 }
-                            }
-                            Decl::Let(lc) if lc.name.name == name => {
-                                let key = (e, lc as *const ast::LetClause as usize);
-                                if let Some(v) = self.lets.get(&key) {
-                                    return Resolved::Vertex(*v);
+                                _ => {
+                                    return Resolved::Unsupported("nested label alias".to_owned());
                                 }
-                                let let_label = self.intern(name);
-                                let lv = self.new_vertex(Some(vertex), let_label);
-                                self.vm(lv).field = FieldKind::Regular;
-                                self.add_conj(
-                                    lv,
-                                    ConjKind::Expr(&lc.value),
-                                    e,
-                                    Close::Open,
-                                    0,
-                                    false,
-                                );
-                                self.lets.insert(key, lv);
-                                return Resolved::Vertex(lv);
-                            }
-                            _ => {}
+                            };
+                            let sym = label_sym;
+                            let arc = self
+                                .find_arc(vertex, sym)
+                                .unwrap_or_else(|| self.arc(vertex, sym));
+                            return Resolved::Field(arc);
                         }
+                        Some(Decl::Let(lc)) => {
+                            let key = (e, lc as *const ast::LetClause as usize);
+                            if let Some(v) = self.lets.get(&key) {
+                                return Resolved::Vertex(*v);
+                            }
+                            let let_label = self.intern(name);
+                            let lv = self.new_vertex(Some(vertex), let_label);
+                            self.vm(lv).field = FieldKind::Regular;
+                            self.add_conj(lv, ConjKind::Expr(&lc.value), e, Close::Open, 0, false);
+                            self.lets.insert(key, lv);
+                            return Resolved::Vertex(lv);
+                        }
+                        _ => {}
                     }
                     if vertex == ROOT {
                         let sym = self.intern(name);
@@ -2523,20 +2614,11 @@ impl<'a> Engine<'a> {
                     }
                 }
                 EnvKind::File { imports } => {
-                    for import in imports {
-                        let local = import
-                            .alias
-                            .as_ref()
-                            .map(|a| a.name.as_str())
-                            .unwrap_or_else(|| super::compile::default_name(&import.path));
-                        if local == name {
-                            return match super::builtins::package(&import.path) {
-                                Some(pkg) => Resolved::Pkg(pkg),
-                                None => {
-                                    Resolved::Unsupported(format!("import \"{}\"", import.path))
-                                }
-                            };
-                        }
+                    if let Some(import) = self.import_of(imports, name).map(|i| &imports[i]) {
+                        return match super::builtins::package(&import.path) {
+                            Some(pkg) => Resolved::Pkg(pkg),
+                            None => Resolved::Unsupported(format!("import \"{}\"", import.path)),
+                        };
                     }
                 }
             }
@@ -2665,7 +2747,13 @@ impl<'a> Engine<'a> {
     }
 
     fn eval_ident(&mut self, ident: &'a ast::Ident, env: EnvId) -> R {
-        match self.resolve_ident(&ident.name, env, ident.span) {
+        let resolved = self.resolve_ident(&ident.name, env, ident.span);
+        self.ident_value(ident, resolved)
+    }
+
+    /// The value of `ident`, resolved to `resolved`.
+    fn ident_value(&mut self, ident: &'a ast::Ident, resolved: Resolved) -> R {
+        match resolved {
             Resolved::Vertex(v) => R::V(v),
             Resolved::Field(v) => {
                 // Only once the struct is complete is an optional field known to stay one
@@ -3258,10 +3346,11 @@ impl<'a> Engine<'a> {
         let (base, label, span) = match expr {
             Expr::Paren(inner, _) => return self.probe(inner, env),
             // An optional field without a regular declaration does not exist (yet).
+            // Resolved once: the value is that of the same resolution.
             Expr::Ident(ident) => {
                 return match self.resolve_ident(&ident.name, env, ident.span) {
                     Resolved::Field(v) if self.v(v).field == FieldKind::Optional => None,
-                    _ => Some(self.eval_expr(expr, env)),
+                    resolved => Some(self.ident_value(ident, resolved)),
                 };
             }
             Expr::Selector {

@@ -55,8 +55,30 @@ impl Evaluator {
 
     /// Unifies `files` as one package and `injections` into their top-level fields.
     pub fn evaluate(&self, files: &[&ast::File], injections: &[Injection<'_>]) -> Value {
+        self.evaluate_with(files, injections, false)
+    }
+
+    /// [`Evaluator::evaluate`], except that an injected top-level field the program never
+    /// unified with (a template's `context` that it only reads) is left out of the result: it
+    /// would be the caller's own JSON, unchanged and without errors, so [`Value::validate`] and
+    /// every other field are the same, and copying it into the result is saved.
+    pub fn evaluate_omitting_injected(
+        &self,
+        files: &[&ast::File],
+        injections: &[Injection<'_>],
+    ) -> Value {
+        self.evaluate_with(files, injections, true)
+    }
+
+    fn evaluate_with(
+        &self,
+        files: &[&ast::File],
+        injections: &[Injection<'_>],
+        omit_injected: bool,
+    ) -> Value {
         let mut engine = engine::Engine::new();
         engine.legacy_list_arithmetic = self.legacy_list_arithmetic;
+        engine.omit_injected_data = omit_injected;
         engine.load(files, injections);
         let root = node::build(&mut engine, engine::ROOT);
         engine.record_size();

@@ -141,6 +141,16 @@ fn build_inner(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32)
         let no_doc = no_doc();
         let mut fields = Vec::with_capacity(arcs.len());
         for (sym, arc) in arcs {
+            // The same test as the `Node::Data` shortcut below: such a field is the caller's
+            // JSON unchanged, and this caller does not want it back.
+            if depth == 0
+                && engine.omit_injected_data
+                && engine
+                    .injected_data(arc)
+                    .is_some_and(|json| !has_quoted_label(json))
+            {
+                continue;
+            }
             let label = engine.syms[sym as usize].clone();
             let node = if engine.vs[arc as usize].field == FieldKind::Optional {
                 build_optional(engine, arc, depth + 1, optional_depth + 1)
