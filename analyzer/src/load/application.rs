@@ -54,7 +54,9 @@ pub(crate) fn load_application(
             Some(positions.key_span("/metadata/name")),
         ));
     }
-    let mut app: Application =
+    // Without path tracking first: almost every app decodes, and serde_path_to_error costs a
+    // path segment per field; only a failure is decoded again to name where.
+    let decoded = Application::deserialize(&document.value).or_else(|_| {
         serde_path_to_error::deserialize(&document.value).map_err(|error| {
             let pointer = pointer_of_serde_path(error.path());
             Diagnostic::error(
@@ -66,7 +68,9 @@ pub(crate) fn load_application(
                 ),
                 Some(positions.value_span(&pointer)),
             )
-        })?;
+        })
+    });
+    let mut app = decoded?;
     // KubeVela names anonymous policies `<type>-auto-gen-<index>` before anything else reads
     // them (`pkg/appfile/parser.go`, `GenerateAppFileFromApp`).
     for (index, policy) in app.spec.policies.iter_mut().enumerate() {
@@ -172,13 +176,13 @@ fn check_components(app: &Application, document: &YamlDocument, out: &mut Vec<Di
 
 /// `unknown-field` warnings: keys the Application schema does not have. KubeVela's CRD would
 /// prune them silently, which hides typos like `trait:` for `traits:`.
+///
+/// Walks the document once from the root (every app of every analysis goes through here: a
+/// JSON-pointer lookup from the root per object hashed each segment again).
 fn check_unknown_fields(document: &YamlDocument, out: &mut Vec<Diagnostic>) {
-    let value = &document.value;
-    let mut check = |pointer: &str, known: &[&str]| {
-        let Some(object) = value
-            .pointer(pointer)
-            .and_then(serde_json::Value::as_object)
-        else {
+    use serde_json::Value;
+    let mut check = |object: Option<&Value>, pointer: &str, known: &[&str]| {
+        let Some(object) = object.and_then(Value::as_object) else {
             return;
         };
         for key in object.keys() {
@@ -195,36 +199,51 @@ fn check_unknown_fields(document: &YamlDocument, out: &mut Vec<Diagnostic>) {
             }
         }
     };
-    check("", known_keys::DOCUMENT);
-    check("/spec", known_keys::SPEC);
-    check("/spec/workflow", known_keys::WORKFLOW);
-    check("/spec/workflow/mode", known_keys::MODE);
-    let count = |pointer: &str| {
+    fn items<'v>(value: Option<&'v Value>, key: &str) -> &'v [Value] {
         value
-            .pointer(pointer)
-            .and_then(serde_json::Value::as_array)
-            .map_or(0, Vec::len)
-    };
-    for index in 0..count("/spec/components") {
-        let component = format!("/spec/components/{index}");
-        check(&component, known_keys::COMPONENT);
-        for trait_index in 0..count(&format!("{component}/traits")) {
+            .and_then(|value| value.get(key))
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice)
+    }
+    let root = Some(&document.value);
+    let spec = document.value.get("spec");
+    let workflow = spec.and_then(|spec| spec.get("workflow"));
+    check(root, "", known_keys::DOCUMENT);
+    check(spec, "/spec", known_keys::SPEC);
+    check(workflow, "/spec/workflow", known_keys::WORKFLOW);
+    check(
+        workflow.and_then(|workflow| workflow.get("mode")),
+        "/spec/workflow/mode",
+        known_keys::MODE,
+    );
+    for (index, component) in items(spec, "components").iter().enumerate() {
+        let pointer = format!("/spec/components/{index}");
+        check(Some(component), &pointer, known_keys::COMPONENT);
+        for (trait_index, component_trait) in items(Some(component), "traits").iter().enumerate() {
             check(
-                &format!("{component}/traits/{trait_index}"),
+                Some(component_trait),
+                &format!("{pointer}/traits/{trait_index}"),
                 known_keys::TRAIT,
             );
         }
     }
-    for index in 0..count("/spec/policies") {
-        check(&format!("/spec/policies/{index}"), known_keys::POLICY);
+    for (index, policy) in items(spec, "policies").iter().enumerate() {
+        check(
+            Some(policy),
+            &format!("/spec/policies/{index}"),
+            known_keys::POLICY,
+        );
     }
-    let mut steps: Vec<String> = (0..count("/spec/workflow/steps"))
-        .map(|index| format!("/spec/workflow/steps/{index}"))
+    // Last step first, each step before its sub-steps (the order of the reports).
+    let mut steps: Vec<(String, &Value)> = items(workflow, "steps")
+        .iter()
+        .enumerate()
+        .map(|(index, step)| (format!("/spec/workflow/steps/{index}"), step))
         .collect();
-    while let Some(step) = steps.pop() {
-        check(&step, known_keys::STEP);
-        for index in 0..count(&format!("{step}/subSteps")) {
-            steps.push(format!("{step}/subSteps/{index}"));
+    while let Some((pointer, step)) = steps.pop() {
+        check(Some(step), &pointer, known_keys::STEP);
+        for (index, sub_step) in items(Some(step), "subSteps").iter().enumerate() {
+            steps.push((format!("{pointer}/subSteps/{index}"), sub_step));
         }
     }
 }
@@ -342,6 +361,35 @@ mod tests {
             summary(text, &[error]),
             vec![
                 "5:15 invalid-field Application `x`: invalid `spec.components`: invalid type: map, expected a sequence"
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_reported_at_every_level() {
+        let text = "kind: Application\nextra: 1\nmetadata:\n  name: demo\nspec:\n  x-spec: 1\n  components:\n  - name: web\n    type: webservice\n    typ: worker\n    traits:\n    - type: scaler\n      propertys: {}\n  - name: db\n    type: worker\n    outputz: 1\n  policies:\n  - name: p\n    type: topology\n    prop: 1\n  workflow:\n    mode: {steps: DAG, sub: x}\n    stpes: []\n    steps:\n    - name: a\n      type: deploy\n      tipe: 1\n      subSteps:\n      - {name: a1, type: suspend, x1: 1}\n      - {name: a2, type: suspend, x2: 1}\n    - name: b\n      type: deploy\n      xb: 1\n";
+        let loaded = load(text).unwrap();
+        let unknown: Vec<String> = summary(text, &loaded.diagnostics)
+            .into_iter()
+            .filter(|line| line.contains("unknown-field"))
+            .collect();
+        // The order of the reports: the top levels, each component then its traits, policies,
+        // then workflow steps last first, each before its sub-steps (also last first).
+        assert_eq!(
+            unknown,
+            vec![
+                "2:1 unknown-field unknown field `extra` in `the document`",
+                "6:3 unknown-field unknown field `x-spec` in `spec`",
+                "23:5 unknown-field unknown field `stpes` in `spec.workflow`",
+                "22:24 unknown-field unknown field `sub` in `spec.workflow.mode`",
+                "10:5 unknown-field unknown field `typ` in `spec.components[0]`",
+                "13:7 unknown-field unknown field `propertys` in `spec.components[0].traits[0]`",
+                "16:5 unknown-field unknown field `outputz` in `spec.components[1]`",
+                "20:5 unknown-field unknown field `prop` in `spec.policies[0]`",
+                "33:7 unknown-field unknown field `xb` in `spec.workflow.steps[1]`",
+                "27:7 unknown-field unknown field `tipe` in `spec.workflow.steps[0]`",
+                "30:35 unknown-field unknown field `x2` in `spec.workflow.steps[0].subSteps[1]`",
+                "29:35 unknown-field unknown field `x1` in `spec.workflow.steps[0].subSteps[0]`",
             ]
         );
     }
