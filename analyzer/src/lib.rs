@@ -61,7 +61,8 @@ pub mod schema;
 mod snapshot;
 
 pub use cache::{
-    AnalysisCache, CacheStats, SharedOutput, analyze_snapshot_incremental, analyze_snapshot_shared,
+    AnalysisCache, BlobId, CacheStats, SharedOutput, analyze_snapshot_incremental,
+    analyze_snapshot_shared, analyze_snapshot_shared_with_ids,
 };
 pub use check::{
     AnalysisConfig, AnalysisOptions, IGNORE_ANNOTATION, IgnoreRule, RuleLevel, analyze_snapshot,

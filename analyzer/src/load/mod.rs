@@ -64,26 +64,35 @@ pub(crate) fn load_snapshot(
     builtins: &Definitions,
     namespaces: &NamespaceRules<'_>,
 ) -> Loaded {
-    load_snapshot_cached(snapshot, builtins, namespaces, None)
+    load_snapshot_cached(snapshot, builtins, namespaces, None, None)
 }
 
 /// [`load_snapshot`], taking from `file_cache` the parse of every file whose path, id and
 /// text are those of the earlier load (and its source-map entry when path and text are), and
 /// leaving in it this load's (issue #9: a commit that changes one file of 10,000 parses and
-/// indexes one file). Same result as without a cache.
+/// indexes one file). Same result as without a cache. `blob_ids`, one per file of the
+/// snapshot when given, let the cache recognise an unchanged text by its id instead of
+/// comparing bytes.
 pub(crate) fn load_snapshot_cached(
     snapshot: &Snapshot,
     builtins: &Definitions,
     namespaces: &NamespaceRules<'_>,
     mut file_cache: Option<&mut crate::cache::FileCache>,
+    blob_ids: Option<&[crate::BlobId]>,
 ) -> Loaded {
     use rayon::prelude::*;
     let mut sources = builtins.sources().clone();
     let mut definitions = builtins.clone();
     let mut apps = Vec::new();
     let mut diagnostics = Vec::new();
-    let mut files: Vec<&crate::SourceFile> = snapshot.files.iter().collect();
-    files.sort_by(|a, b| a.path.cmp(&b.path));
+    let blob_ids = blob_ids.filter(|ids| ids.len() == snapshot.files.len());
+    let mut files: Vec<(&crate::SourceFile, Option<&crate::BlobId>)> = snapshot
+        .files
+        .iter()
+        .enumerate()
+        .map(|(index, file)| (file, blob_ids.and_then(|ids| ids.get(index))))
+        .collect();
+    files.sort_by(|a, b| a.0.path.cmp(&b.0.path));
     let mut repo_definitions = Vec::new();
     let mut standalone = Standalone::default();
     let mut crds = Vec::new();
@@ -91,43 +100,44 @@ pub(crate) fn load_snapshot_cached(
     if let Some(file_cache) = file_cache.as_deref_mut() {
         file_cache.begin(namespaces);
     }
-    // Per file: whether its text is the one the cache holds for its path.
-    let mut unchanged: Vec<bool> = Vec::with_capacity(files.len());
-    for source in files {
+    // Per file: the cached parse, when its path, text and id are the cached ones.
+    let mut unchanged: Vec<Option<Arc<ParsedFile>>> = Vec::with_capacity(files.len());
+    for (source, blob_id) in files {
         let path = source.path.trim_start_matches("./");
         if is_ignored(path) {
             continue;
         }
         let is_yaml = path.ends_with(".yaml") || path.ends_with(".yml");
         if is_yaml || (path.ends_with(".cue") && is_under_definitions(path)) {
+            let next = cue::FileId(sources.len() as u32);
             let cached = file_cache
                 .as_deref()
-                .and_then(|file_cache| file_cache.source(path, &source.contents));
-            unchanged.push(cached.is_some());
+                .and_then(|file_cache| file_cache.source(path, &source.contents, blob_id, next));
             let file = match cached {
-                Some(shared) => sources.add_shared(shared),
-                None => sources.add(path, source.contents.as_str()),
+                Some((shared, parsed)) => {
+                    unchanged.push(parsed);
+                    sources.add_shared(shared)
+                }
+                None => {
+                    unchanged.push(None);
+                    sources.add(path, source.contents.as_str())
+                }
             };
             work.push(FileWork {
                 file,
                 path,
                 text: &source.contents,
                 is_yaml,
+                blob_id: blob_id.copied(),
             });
         }
     }
-    let lookup = file_cache.as_deref();
     let parsed: Vec<(Arc<ParsedFile>, bool)> = work
         .par_iter()
-        .zip(&unchanged)
-        .map(|(work, unchanged)| {
-            let reused = lookup
-                .filter(|_| *unchanged)
-                .and_then(|file_cache| file_cache.get(work.path, work.file));
-            match reused {
-                Some(parsed) => (parsed, true),
-                None => (Arc::new(parse_file(work, namespaces)), false),
-            }
+        .zip(unchanged)
+        .map(|(work, reused)| match reused {
+            Some(parsed) => (parsed, true),
+            None => (Arc::new(parse_file(work, namespaces)), false),
         })
         .collect();
     if let Some(file_cache) = file_cache {
@@ -136,7 +146,7 @@ pub(crate) fn load_snapshot_cached(
                 .zip(&parsed)
                 .filter_map(|(work, (parsed, reused))| {
                     let source = sources.shared(work.file)?;
-                    Some((work.path, work.file, source, parsed, *reused))
+                    Some((work.path, work.file, work.blob_id, source, parsed, *reused))
                 }),
         );
     }
@@ -216,6 +226,8 @@ struct FileWork<'a> {
     text: &'a str,
     /// A YAML file; otherwise a `.cue` definition file.
     is_yaml: bool,
+    /// The text's blob id, when the caller gave one (for the load cache).
+    blob_id: Option<crate::BlobId>,
 }
 
 /// What the parallel pass makes of one file.
