@@ -36,7 +36,7 @@
 //! by file identity (path, and the position of an embedded template in its file); a result
 //! whose file cannot be found again is rendered afresh.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use cue::FileId;
@@ -49,8 +49,7 @@ use crate::load::Loaded;
 use crate::load::application::LoadedApp;
 use crate::model::{Application, Definition, DefinitionKind, WorkflowStep};
 use crate::{
-    AnalysisOptions, AppRef, Definitions, Diagnostic, RenderOutput, RenderedApp, Snapshot,
-    SourceMap,
+    AnalysisOptions, Definitions, Diagnostic, RenderOutput, RenderedApp, Snapshot, SourceMap,
 };
 
 /// Loads, renders and checks every Application of `snapshot` like
@@ -66,7 +65,8 @@ pub fn analyze_snapshot_incremental(
     options: &AnalysisOptions,
     cache: &mut AnalysisCache,
 ) -> (RenderOutput, SourceMap) {
-    let (output, sources) = crate::check::analyze(snapshot, definitions, options, Some(cache));
+    let (output, sources) =
+        crate::check::analyze(snapshot, None, definitions, options, Some(cache));
     (output.into_output(), sources)
 }
 
@@ -82,13 +82,31 @@ pub fn analyze_snapshot_shared(
     options: &AnalysisOptions,
     cache: &mut AnalysisCache,
 ) -> (SharedOutput, SourceMap) {
-    crate::check::analyze(snapshot, definitions, options, Some(cache))
+    crate::check::analyze(snapshot, None, definitions, options, Some(cache))
+}
+
+/// The identity of a file's text: its git blob id (or any 20-byte digest of the text).
+pub type BlobId = [u8; 20];
+
+/// [`analyze_snapshot_shared`] for a snapshot whose files come with their blob ids
+/// (`blob_ids[i]` is the id of `snapshot.files[i]`'s text, ignored unless there is one per
+/// file): a file whose id is the cached one is unchanged without comparing its text, so a
+/// commit reads only the changed files' texts (issue #9). The agent knows the ids from its git
+/// tree walk. Same output as [`analyze_snapshot_shared`].
+pub fn analyze_snapshot_shared_with_ids(
+    snapshot: &Snapshot,
+    blob_ids: &[BlobId],
+    definitions: &Definitions,
+    options: &AnalysisOptions,
+    cache: &mut AnalysisCache,
+) -> (SharedOutput, SourceMap) {
+    crate::check::analyze(snapshot, Some(blob_ids), definitions, options, Some(cache))
 }
 
 /// A [`RenderOutput`] whose apps are shared with an [`AnalysisCache`].
 #[derive(Debug, Clone, Default)]
 pub struct SharedOutput {
-    /// One entry per Application found, sorted by [`AppRef`].
+    /// One entry per Application found, sorted by [`AppRef`](crate::AppRef).
     pub apps: Vec<Arc<RenderedApp>>,
     /// Diagnostics not tied to one app.
     pub diagnostics: Vec<Diagnostic>,
@@ -129,7 +147,14 @@ pub struct AnalysisCache {
     definitions: Option<[u8; 32]>,
     /// Set by [`AnalysisCache::begin`]: the definitions are those of the last analysis.
     definitions_unchanged: bool,
-    entries: BTreeMap<AppRef, Entry>,
+    /// One per cacheable app of the last analysis, in its app order (sorted by [`AppRef`](crate::AppRef)).
+    entries: Vec<Entry>,
+    /// Per app of the analysis in progress (set by [`AnalysisCache::begin`]): the index of
+    /// its entry, if any.
+    matches: Vec<Option<usize>>,
+    /// Every app of the analysis in progress has the entry of the same index: the entries
+    /// can be updated in place.
+    aligned: bool,
     /// The new snapshot's file ids by identity: built by the first lookup that needs it (a
     /// file added or removed in front of a cached app's file shifted its id).
     file_ids: OnceLock<HashMap<FileKey, FileId>>,
@@ -246,6 +271,39 @@ impl AnalysisCache {
         self.definitions_unchanged = self.definitions == Some(definitions);
         self.definitions = Some(definitions);
         self.file_ids = OnceLock::new();
+        // Each app's entry: a merge walk of two lists sorted by app. An app whose parse is the
+        // cached one is its entry by pointer, so unchanged apps compare no names.
+        self.matches.clear();
+        self.matches.reserve(loaded.apps.len());
+        let mut next = 0;
+        for app in &loaded.apps {
+            let same = self
+                .entries
+                .get(next)
+                .is_some_and(|entry| Arc::ptr_eq(&entry.app, app));
+            if !same {
+                while self
+                    .entries
+                    .get(next)
+                    .is_some_and(|entry| entry.app.app_ref < app.app_ref)
+                {
+                    next += 1;
+                }
+            }
+            match self.entries.get(next) {
+                Some(entry) if same || entry.app.app_ref == app.app_ref => {
+                    self.matches.push(Some(next));
+                    next += 1;
+                }
+                _ => self.matches.push(None),
+            }
+        }
+        self.aligned = self.entries.len() == loaded.apps.len()
+            && self
+                .matches
+                .iter()
+                .enumerate()
+                .all(|(index, found)| *found == Some(index));
     }
 
     /// The cached result of `app`, re-pointed at this snapshot's file ids, when its inputs are
@@ -254,6 +312,7 @@ impl AnalysisCache {
     /// lookup.
     pub(crate) fn lookup(
         &self,
+        index: usize,
         app: &Arc<LoadedApp>,
         loaded: &Loaded,
         used: bool,
@@ -261,9 +320,10 @@ impl AnalysisCache {
         if !app.diagnostics.is_empty() {
             return None;
         }
-        let entry = self.entries.get(&app.app_ref)?;
-        if !Arc::ptr_eq(&entry.app, app) && entry.manifest != manifest_digest(app, &loaded.sources)
-        {
+        let entry = self.entries.get((*self.matches.get(index)?)?)?;
+        // The same parse: same path, text and file id, so the same manifest.
+        let same_parse = Arc::ptr_eq(&entry.app, app);
+        if !same_parse && entry.manifest != manifest_digest(app, &loaded.sources) {
             return None;
         }
         let unchanged = self.definitions_unchanged
@@ -281,7 +341,12 @@ impl AnalysisCache {
         // file was added or removed in front of it.
         let mut remap: Vec<(FileId, FileId)> = Vec::new();
         for (old, key) in &entry.files {
-            if !file_key_is(&loaded.sources, *old, key) {
+            let moved = if same_parse && *old == app.file {
+                false
+            } else {
+                !file_key_is(&loaded.sources, *old, key)
+            };
+            if moved {
                 let new = *self
                     .file_ids
                     .get_or_init(|| file_ids(&loaded.sources))
@@ -322,54 +387,83 @@ impl AnalysisCache {
     }
 
     /// Records this pass's results (`analyzed` is in `loaded.apps` order) and forgets apps no
-    /// longer in the snapshot. Updates the entries in place: an unchanged app costs no map
-    /// operation, and the walk that finds the apps gone runs only when some are.
+    /// longer in the snapshot. When the snapshot has the same apps as the last one (the usual
+    /// commit), in place: an unchanged app costs nothing here.
     pub(crate) fn store(&mut self, loaded: &Loaded, analyzed: &[Analyzed]) {
         let mut stats = CacheStats::default();
-        // Entries that are this snapshot's apps, once the loop below is done.
-        let mut current = 0;
-        for (app, (rendered, used, reused)) in loaded.apps.iter().zip(analyzed) {
-            match reused {
-                Reused::Yes => {
-                    stats.reused += 1;
-                    current += 1;
-                    // Only a re-pointed result is a new `Arc`: keep it, and its files.
-                    let Some(entry) = self.entries.get_mut(&app.app_ref) else {
-                        continue;
-                    };
-                    if !Arc::ptr_eq(&entry.rendered, rendered) {
-                        entry.files = file_keys(rendered, &loaded.sources);
-                        entry.rendered = rendered.clone();
+        let results = loaded.apps.iter().zip(analyzed);
+        let in_place = self.aligned
+            && results.clone().all(|(app, (_, _, reused))| {
+                matches!(reused, Reused::Yes) || app.diagnostics.is_empty()
+            });
+        if in_place {
+            for (entry, (app, (rendered, used, reused))) in self.entries.iter_mut().zip(results) {
+                match reused {
+                    Reused::Yes => {
+                        stats.reused += 1;
+                        refresh(entry, app, rendered, &loaded.sources);
                     }
-                    if !Arc::ptr_eq(&entry.app, app) {
-                        entry.app = app.clone();
-                    }
-                }
-                Reused::No(_) => {
-                    stats.analyzed += 1;
-                    if app.diagnostics.is_empty() {
-                        current += 1;
-                        self.entries
-                            .insert(app.app_ref.clone(), new_entry(app, loaded, rendered, used));
-                    } else {
-                        self.entries.remove(&app.app_ref);
+                    Reused::No(_) => {
+                        stats.analyzed += 1;
+                        *entry = new_entry(app, loaded, rendered, used);
                     }
                 }
             }
+        } else {
+            let mut old: Vec<Option<Entry>> = std::mem::take(&mut self.entries)
+                .into_iter()
+                .map(Some)
+                .collect();
+            let mut entries = Vec::with_capacity(loaded.apps.len());
+            for (index, (app, (rendered, used, reused))) in results.enumerate() {
+                let previous = self
+                    .matches
+                    .get(index)
+                    .copied()
+                    .flatten()
+                    .and_then(|found| old.get_mut(found))
+                    .and_then(Option::take);
+                match reused {
+                    Reused::Yes => {
+                        stats.reused += 1;
+                        if let Some(mut entry) = previous {
+                            refresh(&mut entry, app, rendered, &loaded.sources);
+                            entries.push(entry);
+                        }
+                    }
+                    Reused::No(_) => {
+                        stats.analyzed += 1;
+                        if app.diagnostics.is_empty() {
+                            entries.push(new_entry(app, loaded, rendered, used));
+                        }
+                    }
+                }
+            }
+            // Entries no app of this snapshot took: their apps are gone.
+            stats.evicted = old.iter().filter(|entry| entry.is_some()).count();
+            self.entries = entries;
         }
-        if self.entries.len() > current {
-            // Apps gone: a merge walk of two sorted lists (the entries, the snapshot's apps).
-            let before = self.entries.len();
-            let mut apps = loaded.apps.iter().map(|app| &app.app_ref).peekable();
-            self.entries.retain(|cached, _| {
-                while apps.next_if(|app| *app < cached).is_some() {}
-                apps.peek() == Some(&cached)
-            });
-            stats.evicted = before - self.entries.len();
-        }
+        self.matches.clear();
         self.file_ids = OnceLock::new();
         stats.files_reused = self.files.reused();
         self.last_run = stats;
+    }
+}
+
+/// Brings a reused entry up to this snapshot: a re-pointed result (a new `Arc`) with its
+/// files, and the app's new parse when its file was parsed again with the same manifest.
+fn refresh(
+    entry: &mut Entry,
+    app: &Arc<LoadedApp>,
+    rendered: &Arc<RenderedApp>,
+    sources: &SourceMap,
+) {
+    if !Arc::ptr_eq(&entry.rendered, rendered) {
+        entry.files = file_keys(rendered, sources);
+        entry.rendered = rendered.clone();
+    }
+    if !Arc::ptr_eq(&entry.app, app) {
+        entry.app = app.clone();
     }
 }
 

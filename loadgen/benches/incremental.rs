@@ -1,10 +1,14 @@
 //! The agent's per-commit analysis at scale: one changed app among 100, 1,000 and 10,000, with
-//! the cache warm (`analyzer::analyze_snapshot_shared`, as `driftless agent` runs it per
-//! commit). Each iteration changes app 7 to its next generation, so exactly one file is parsed
-//! and one app rendered again; the figure should stay about the same whatever the number of
-//! apps (issue #9). What remains per app is cheap: a byte comparison of each file with the
-//! cached text, one map lookup per file and per app, a reference count per reused app and a
-//! pointer per app in the output and the source map.
+//! the cache warm. `analyze_incremental` is what `driftless agent` runs per commit
+//! (`analyzer::analyze_snapshot_shared_with_ids`: each file comes with an id of its text, as
+//! the agent's git blob ids; here a hash of the text, computed outside the measurement as git
+//! computes blob ids when the commit is made). `analyze_incremental_bytes` is the same without
+//! ids (`analyze_snapshot_shared`): each file's text is compared with the cached one. Each
+//! iteration changes app 7 to its next generation, so exactly one file is parsed and one app
+//! rendered again; the figure should stay about the same whatever the number of apps (issue
+//! #9). What remains per app is cheap: one hash-map lookup per file (by path), a pointer
+//! comparison per app, a reference count per reused app and a pointer per app in the output
+//! and the source map.
 //!
 //! ```sh
 //! cargo bench -p loadgen --bench incremental
@@ -13,10 +17,12 @@
 // Bench code: a failed unwrap is a failed bench setup.
 #![allow(clippy::unwrap_used)]
 
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use analyzer::{
-    AnalysisCache, AnalysisOptions, Definitions, Snapshot, SourceFile, analyze_snapshot_shared,
+    AnalysisCache, AnalysisOptions, BlobId, Definitions, Snapshot, SourceFile,
+    analyze_snapshot_shared, analyze_snapshot_shared_with_ids,
 };
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -44,31 +50,66 @@ fn snapshot(n_apps: usize, generation: u32) -> Snapshot {
     }
 }
 
+/// An id of each file's text (a 64-bit hash and the length: distinct for the bench's texts,
+/// which the `analyzed == 1` assertion would catch otherwise).
+fn blob_ids(snapshot: &Snapshot) -> Vec<BlobId> {
+    snapshot
+        .files
+        .iter()
+        .map(|file| {
+            let mut hasher = std::hash::DefaultHasher::new();
+            file.contents.hash(&mut hasher);
+            let mut id = [0; 20];
+            id[..8].copy_from_slice(&hasher.finish().to_le_bytes());
+            id[8..16].copy_from_slice(&(file.contents.len() as u64).to_le_bytes());
+            id
+        })
+        .collect()
+}
+
 fn bench_incremental(c: &mut Criterion) {
     let definitions = Definitions::builtin();
     let options = AnalysisOptions::default();
-    let mut group = c.benchmark_group("analyze_incremental");
-    group.sample_size(10);
-    group.measurement_time(Duration::from_secs(20));
-    for n_apps in [100, 1_000, 10_000] {
-        // Two revisions that differ in app 7 only; alternating between them changes one app
-        // per analysis.
-        let revisions = [snapshot(n_apps, 1), snapshot(n_apps, 2)];
-        let mut cache = AnalysisCache::new();
-        analyze_snapshot_shared(&revisions[0], &definitions, &options, &mut cache);
-        let mut next = 1;
-        group.bench_function(format!("1_changed_of_{n_apps}"), |b| {
-            b.iter(|| {
-                let output =
-                    analyze_snapshot_shared(&revisions[next], &definitions, &options, &mut cache);
-                assert_eq!(cache.last_run().analyzed, 1);
-                assert_eq!(output.0.apps.len(), n_apps);
-                next = 1 - next;
-                output
+    for (group_name, with_ids) in [
+        ("analyze_incremental", true),
+        ("analyze_incremental_bytes", false),
+    ] {
+        let mut group = c.benchmark_group(group_name);
+        group.sample_size(10);
+        group.measurement_time(Duration::from_secs(20));
+        for n_apps in [100, 1_000, 10_000] {
+            // Two revisions that differ in app 7 only; alternating between them changes one
+            // app per analysis.
+            let revisions = [snapshot(n_apps, 1), snapshot(n_apps, 2)];
+            let ids = [blob_ids(&revisions[0]), blob_ids(&revisions[1])];
+            let analyze = |next: usize, cache: &mut AnalysisCache| {
+                if with_ids {
+                    analyze_snapshot_shared_with_ids(
+                        &revisions[next],
+                        &ids[next],
+                        &definitions,
+                        &options,
+                        cache,
+                    )
+                } else {
+                    analyze_snapshot_shared(&revisions[next], &definitions, &options, cache)
+                }
+            };
+            let mut cache = AnalysisCache::new();
+            analyze(0, &mut cache);
+            let mut next = 1;
+            group.bench_function(format!("1_changed_of_{n_apps}"), |b| {
+                b.iter(|| {
+                    let output = analyze(next, &mut cache);
+                    assert_eq!(cache.last_run().analyzed, 1);
+                    assert_eq!(output.0.apps.len(), n_apps);
+                    next = 1 - next;
+                    output
+                });
             });
-        });
+        }
+        group.finish();
     }
-    group.finish();
 }
 
 criterion_group!(benches, bench_incremental);

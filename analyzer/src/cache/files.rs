@@ -1,7 +1,9 @@
 //! The per-file load cache: what loading made of each file of the previous snapshot (its
 //! source-map entry with the line index, its YAML documents with positions, its Applications
 //! decoded, its `.cue` definition parsed), reused for a file whose path, text and file id are
-//! unchanged, so a commit that changes one file of 10,000 parses one file (issue #9).
+//! unchanged, so a commit that changes one file of 10,000 parses one file (issue #9). The text
+//! is recognised by its blob id when the caller gives one (the agent knows each file's git
+//! blob id), otherwise by a byte comparison.
 //!
 //! The key includes the [`FileId`] because every span of a parse result carries it: a file added
 //! or removed before another in path order shifts that file's id, and the shifted file is parsed
@@ -16,6 +18,7 @@ use std::sync::Arc;
 
 use cue::FileId;
 
+use crate::BlobId;
 use crate::load::ParsedFile;
 use crate::load::application::NamespaceRules;
 use crate::snapshot::SharedSource;
@@ -34,6 +37,8 @@ pub(crate) struct FileCache {
 #[derive(Debug)]
 struct CachedFile {
     file: FileId,
+    /// The text's blob id, when the snapshot's caller gave one.
+    blob_id: Option<BlobId>,
     /// The source-map entry: the text the parse was made from, and its line index.
     source: SharedSource,
     parsed: Arc<ParsedFile>,
@@ -52,34 +57,48 @@ impl FileCache {
         }
     }
 
-    /// The earlier source-map entry of `path` when its text was `text` (a byte comparison:
-    /// cheaper than hashing the text, and exact).
-    pub(crate) fn source(&self, path: &str, text: &str) -> Option<SharedSource> {
-        self.files
-            .get(path)
-            .filter(|cached| cached.source.text() == text)
-            .map(|cached| cached.source.clone())
+    /// The earlier source-map entry of `path` when its text was `text`, with the earlier
+    /// parse when the file also had the id `file` then. With a blob id for both texts the ids
+    /// are compared (equal ids are equal texts); otherwise the bytes, exactly.
+    pub(crate) fn source(
+        &self,
+        path: &str,
+        text: &str,
+        blob_id: Option<&BlobId>,
+        file: FileId,
+    ) -> Option<(SharedSource, Option<Arc<ParsedFile>>)> {
+        let cached = self.files.get(path)?;
+        let same_text = match (&cached.blob_id, blob_id) {
+            (Some(cached_id), Some(blob_id)) => cached_id == blob_id,
+            _ => cached.source.text() == text,
+        };
+        if !same_text {
+            return None;
+        }
+        let parsed = (cached.file == file).then(|| cached.parsed.clone());
+        Some((cached.source.clone(), parsed))
     }
 
-    /// The earlier parse of `path` when it had id `file`; the caller has checked the text
-    /// with [`FileCache::source`].
-    pub(crate) fn get(&self, path: &str, file: FileId) -> Option<Arc<ParsedFile>> {
-        self.files
-            .get(path)
-            .filter(|cached| cached.file == file)
-            .map(|cached| cached.parsed.clone())
-    }
-
-    /// Replaces the cache with this load's files: `(path, id, source entry, parse, reused)`.
+    /// Replaces the cache with this load's files: `(path, id, blob id, source entry, parse,
+    /// reused)`.
     /// In place: a reused file's entry is already the one it would get, so only new and
     /// re-parsed files are written, and the paths are compared only when some file is gone.
     pub(crate) fn replace<'a>(
         &mut self,
-        loaded: impl Iterator<Item = (&'a str, FileId, SharedSource, &'a Arc<ParsedFile>, bool)>,
+        loaded: impl Iterator<
+            Item = (
+                &'a str,
+                FileId,
+                Option<BlobId>,
+                SharedSource,
+                &'a Arc<ParsedFile>,
+                bool,
+            ),
+        >,
     ) {
         let mut reused = 0;
         let mut paths: Vec<&'a str> = Vec::with_capacity(self.files.len());
-        for (path, file, source, parsed, was_reused) in loaded {
+        for (path, file, blob_id, source, parsed, was_reused) in loaded {
             paths.push(path);
             if was_reused {
                 reused += 1;
@@ -87,6 +106,7 @@ impl FileCache {
             }
             let cached = CachedFile {
                 file,
+                blob_id,
                 source,
                 parsed: parsed.clone(),
             };

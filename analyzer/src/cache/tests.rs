@@ -399,3 +399,77 @@ fn parameter_schemas_follow_definition_edits() {
     assert_eq!(unknown(&repo), 1);
     assert_eq!(top_level(&repo, &definitions, "undocumented-parameter"), 0);
 }
+
+/// [`step`] through [`analyze_snapshot_shared_with_ids`], with `ids` as the files' blob ids.
+fn step_with_ids(
+    repo: &Repo,
+    ids: &[crate::BlobId],
+    definitions: &Definitions,
+    cache: &mut AnalysisCache,
+) -> CacheStats {
+    let options = AnalysisOptions::default();
+    let snapshot = repo.snapshot();
+    let (uncached, _) = analyze_snapshot(&snapshot, definitions, &options);
+    let (cached, _) =
+        crate::analyze_snapshot_shared_with_ids(&snapshot, ids, definitions, &options, cache);
+    assert_eq!(
+        format!("{:#?}", cached.into_output()),
+        format!("{uncached:#?}")
+    );
+    cache.last_run()
+}
+
+/// A 20-byte digest of each file's text, in the snapshot's file order.
+fn text_ids(repo: &Repo) -> Vec<crate::BlobId> {
+    use sha2::Digest;
+    repo.snapshot()
+        .files
+        .iter()
+        .map(|file| {
+            let digest: [u8; 32] = sha2::Sha256::digest(file.contents.as_bytes()).into();
+            let mut id = [0; 20];
+            id.copy_from_slice(&digest[..20]);
+            id
+        })
+        .collect()
+}
+
+#[test]
+fn blob_ids_stand_for_the_texts() {
+    let definitions = Definitions::builtin();
+    let mut repo = Repo {
+        files: BTreeMap::new(),
+    };
+    repo.set("apps/a.yaml", app("a", "webservice", "nginx:1.27", ""));
+    repo.set("apps/b.yaml", app("b", "webservice", "nginx:latest", ""));
+    let mut cache = AnalysisCache::new();
+    assert_eq!(
+        step_with_ids(&repo, &text_ids(&repo), &definitions, &mut cache),
+        stats(0, 2, 0, 0)
+    );
+    // Same ids: both files and apps reused.
+    assert_eq!(
+        step_with_ids(&repo, &text_ids(&repo), &definitions, &mut cache),
+        stats(2, 0, 0, 2)
+    );
+    // b's text and id change: only b is parsed and analyzed again.
+    repo.set("apps/b.yaml", app("b", "webservice", "nginx:1.26", ""));
+    assert_eq!(
+        step_with_ids(&repo, &text_ids(&repo), &definitions, &mut cache),
+        stats(1, 1, 0, 1)
+    );
+    // Another id for the same text (ids need only be equal for equal texts): b's file is
+    // parsed again, and its app, whose manifest digest is unchanged, still reused.
+    let mut ids = text_ids(&repo);
+    ids[1][0] ^= 1;
+    assert_eq!(
+        step_with_ids(&repo, &ids, &definitions, &mut cache),
+        stats(2, 0, 0, 1)
+    );
+    // Not one id per file: ignored, the texts are compared.
+    repo.set("apps/a.yaml", app("a", "webservice", "nginx:1.24", ""));
+    assert_eq!(
+        step_with_ids(&repo, &text_ids(&repo)[..1], &definitions, &mut cache),
+        stats(1, 1, 0, 1)
+    );
+}

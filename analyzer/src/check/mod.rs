@@ -89,7 +89,7 @@ pub fn analyze_snapshot(
     definitions: &Definitions,
     options: &AnalysisOptions,
 ) -> (RenderOutput, SourceMap) {
-    let (output, sources) = analyze(snapshot, definitions, options, None);
+    let (output, sources) = analyze(snapshot, None, definitions, options, None);
     (output.into_output(), sources)
 }
 
@@ -98,6 +98,7 @@ pub fn analyze_snapshot(
 /// ([`crate::analyze_snapshot_incremental`]); everything else runs as without.
 pub(crate) fn analyze(
     snapshot: &Snapshot,
+    blob_ids: Option<&[crate::BlobId]>,
     definitions: &Definitions,
     options: &AnalysisOptions,
     mut cache: Option<&mut crate::cache::AnalysisCache>,
@@ -113,6 +114,7 @@ pub(crate) fn analyze(
         definitions,
         &namespaces,
         cache.as_deref_mut().map(crate::cache::AnalysisCache::files),
+        blob_ids,
     );
     let evaluator = cue::Evaluator::new();
     let parameter_schemas = unknown_property::ParameterSchemas::new(
@@ -141,9 +143,10 @@ pub(crate) fn analyze(
     let analyzed: Vec<crate::cache::Analyzed> = loaded
         .apps
         .par_iter()
-        .map(|app| {
+        .enumerate()
+        .map(|(index, app)| {
             if let Some(reused) =
-                lookup.and_then(|cache| cache.lookup(app, &loaded, !broken.is_empty()))
+                lookup.and_then(|cache| cache.lookup(index, app, &loaded, !broken.is_empty()))
             {
                 return reused;
             }
