@@ -22,12 +22,16 @@
 //! their statuses still go out in app order.
 //!
 //! Work per commit grows with what changed, not with what exists (issue #9): each source keeps
-//! an [`AnalysisCache`], so only apps whose inputs changed are rendered and checked again, and
-//! the deploy plans and applies only the apps whose render differs from their last successful
-//! deploy (plus apps that failed, never deployed, or run a workflow). The others keep their
-//! result; drift in them is the drift schedule's job, which plans every app. Apps removed from
-//! Git are garbage-collected: the trackers are listed (one LIST of every app's tracker) on the
-//! first deploy, when an app left the render, and after a deletion that did not complete.
+//! an [`AnalysisCache`], so only apps whose inputs changed are rendered and checked again; the
+//! render shares the unchanged apps' results with the cache ([`SharedOutput`]), so an unchanged
+//! app is recognised by pointer ([`Arc::ptr_eq`]) without comparing its objects, and only the
+//! apps to plan are copied. The deploy plans and applies only the apps whose render differs
+//! from their last successful deploy (plus apps that failed, never deployed, or run a
+//! workflow). The others keep their result; drift in them is the drift schedule's job, which
+//! plans every app. Apps removed from Git are garbage-collected: the trackers are listed (one
+//! LIST of every app's tracker) on the first deploy, when an app left the render, and after a
+//! deletion that did not complete. Files come with their git blob ids, so the analysis knows
+//! an unchanged file without comparing its text.
 //!
 //! Shutdown: when the shutdown future resolves, each source task finishes the step in flight
 //! (a deploy is never cut in the middle of an apply), then the outbox gets a last chance to
@@ -40,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use analyzer::{
     AnalysisCache, AnalysisOptions, AppRef, Definitions, RenderOutput, RenderedApp, Severity,
-    SourceMap,
+    SharedOutput, SourceMap,
 };
 use futures::future::BoxFuture;
 use tokio::sync::{Notify, Semaphore, watch};
@@ -296,7 +300,7 @@ struct Shared {
 /// The revision a source last deployed, kept for drift checks.
 struct Deployed {
     commit: CommitId,
-    output: Arc<RenderOutput>,
+    output: Arc<SharedOutput>,
     sources: Arc<SourceMap>,
 }
 
@@ -306,6 +310,12 @@ struct Deployed {
 const WORKFLOW_WAIT: Duration = Duration::from_secs(30);
 
 struct Rendered {
+    output: Arc<SharedOutput>,
+    sources: Arc<SourceMap>,
+}
+
+/// The apps of a render to plan (copies of them) with the render's source map.
+struct Selected {
     output: Arc<RenderOutput>,
     sources: Arc<SourceMap>,
 }
@@ -323,6 +333,8 @@ struct Selection {
     orphans: Orphans,
     /// Apps of the render left out: unchanged since their last successful deploy.
     n_unchanged: usize,
+    /// Some app of the deployed revision is not in the render (removed from Git).
+    removed: bool,
 }
 
 struct SourceWorker {
@@ -515,9 +527,10 @@ impl SourceWorker {
     }
 
     async fn render(&self, commit: &CommitId) -> Result<Rendered, String> {
-        let snapshot = self
+        // With the blob ids, unchanged files are recognised without reading their texts.
+        let (snapshot, blob_ids) = self
             .git
-            .snapshot(commit.clone())
+            .snapshot_with_ids(commit.clone())
             .await
             .map_err(|error| format!("reading the commit: {error}"))?;
         let definitions = self.shared.definitions.clone();
@@ -538,8 +551,9 @@ impl SourceWorker {
             // failure, with a request to report it.
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 // The analysis rules run with the render (issue 8): their errors block the app.
-                analyzer::analyze_snapshot_incremental(
+                analyzer::analyze_snapshot_shared_with_ids(
                     &snapshot,
+                    &blob_ids,
                     &definitions,
                     &options,
                     &mut cache,
@@ -584,7 +598,7 @@ impl SourceWorker {
         }
     }
 
-    async fn plan(&self, rendered: &Rendered, commit: &CommitId, orphans: &Orphans) -> LivePlan {
+    async fn plan(&self, rendered: &Selected, commit: &CommitId, orphans: &Orphans) -> LivePlan {
         let started = Instant::now();
         let cluster = &self.shared.cluster;
         let policies = live::policies_from_sources(&rendered.output, &rendered.sources);
@@ -675,7 +689,7 @@ impl SourceWorker {
             for app in &selection.output.apps {
                 self.status(&commit, &app_context(&app.app), StatusState::Pending, "planning");
             }
-            let selected = Rendered {
+            let selected = Selected {
                 output: selection.output.clone(),
                 sources: rendered.sources.clone(),
             };
@@ -708,24 +722,32 @@ impl SourceWorker {
                 self.status(&commit, &app_context(app), *state, description);
             }
             // Apps that left Git and whose deletion completed are forgotten; a deletion that
-            // failed, or a tracker list that failed, makes the next deploy look again.
-            let in_render: std::collections::BTreeSet<&AppRef> =
-                rendered.output.apps.iter().map(|app| &app.app).collect();
+            // failed, or a tracker list that failed, makes the next deploy look again. The
+            // render is sorted by app: a binary search, not a set of every app per commit.
+            let apps_rendered = &rendered.output.apps;
+            let in_render = |app: &AppRef| {
+                apps_rendered
+                    .binary_search_by(|rendered| rendered.app.cmp(app))
+                    .is_ok()
+            };
             let listing_failed = whole_plan
                 .diagnostics
                 .iter()
                 .any(|diagnostic| diagnostic.rule == "cluster-error");
-            let gc_failed = results.iter().any(|(app, (state, _))| {
-                !in_render.contains(app) && *state != StatusState::Success
-            });
+            let gc_failed = results
+                .iter()
+                .any(|(app, (state, _))| !in_render(app) && *state != StatusState::Success);
             if scanned {
                 self.gc_pending = listing_failed || gc_failed;
             } else if gc_failed {
                 self.gc_pending = true;
             }
-            self.records.retain(|app, _| in_render.contains(app));
+            // Records are kept for rendered apps only: with no app removed, none to drop.
+            if selection.removed {
+                self.records.retain(|app, _| in_render(app));
+            }
             for (app, (state, _)) in &results {
-                if in_render.contains(app) {
+                if in_render(app) {
                     self.records.insert(
                         app.clone(),
                         AppRecord {
@@ -774,55 +796,63 @@ impl SourceWorker {
     /// with a workflow, and apps whose render (objects, blocking diagnostics, input hash)
     /// differs from the deployed revision's. For a deploy, every app when nothing was deployed
     /// yet; for a preview (`deploy` false), every app that differs from the deployed revision.
-    fn select(&self, output: &Arc<RenderOutput>, deploy: bool) -> Selection {
-        let previous: BTreeMap<&AppRef, &RenderedApp> = self
+    ///
+    /// O(changed apps) but for one walk over both renders (issue #9): both are sorted by app,
+    /// an app the analysis cache reused is the deployed one by pointer, and only the apps to
+    /// plan are copied.
+    fn select(&self, output: &SharedOutput, deploy: bool) -> Selection {
+        let previous: &[Arc<RenderedApp>] = self
             .deployed
             .as_ref()
-            .map(|deployed| {
-                deployed
-                    .output
-                    .apps
-                    .iter()
-                    .map(|app| (&app.app, app))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let unchanged = |app: &RenderedApp| {
-            let Some(previous) = previous.get(&app.app) else {
-                return false;
-            };
-            let kept = if deploy {
-                self.records.get(&app.app).is_some_and(|record| {
-                    record.state == StatusState::Success && !record.uses_workflow
-                })
+            .map_or(&[], |deployed| deployed.output.apps.as_slice());
+        let mut wanted: Vec<RenderedApp> = Vec::new();
+        let mut n_unchanged = 0;
+        // Merge walk: `next_previous` is the first deployed app not yet passed.
+        let mut next_previous = 0;
+        let mut removed = false;
+        for app in &output.apps {
+            while let Some(passed) = previous
+                .get(next_previous)
+                .filter(|passed| passed.app < app.app)
+            {
+                tracing::trace!(app = %passed.app, "app left the render");
+                removed = true;
+                next_previous += 1;
+            }
+            let same_app = previous
+                .get(next_previous)
+                .filter(|previous| previous.app == app.app);
+            if same_app.is_some() {
+                next_previous += 1;
+            }
+            let unchanged = same_app.is_some_and(|previous| {
+                let kept = !deploy
+                    || self.records.get(&app.app).is_some_and(|record| {
+                        record.state == StatusState::Success && !record.uses_workflow
+                    });
+                kept && (Arc::ptr_eq(previous, app) || !render_changed(previous, app))
+            });
+            if unchanged {
+                n_unchanged += 1;
             } else {
-                true
-            };
-            kept && !render_changed(previous, app)
-        };
-        let wanted: Vec<&RenderedApp> = output.apps.iter().filter(|app| !unchanged(app)).collect();
-        let n_unchanged = output.apps.len() - wanted.len();
-        let in_render: std::collections::BTreeSet<AppRef> =
-            output.apps.iter().map(|app| app.app.clone()).collect();
-        let removed = previous.keys().any(|app| !in_render.contains(*app));
+                wanted.push(RenderedApp::clone(app));
+            }
+        }
+        removed |= next_previous < previous.len();
         let look_for_orphans = removed || (deploy && (self.gc_pending || self.deployed.is_none()));
         let orphans = if look_for_orphans {
-            Orphans::NotIn(in_render)
+            Orphans::NotIn(output.apps.iter().map(|app| app.app.clone()).collect())
         } else {
             Orphans::Skip
         };
-        let output = if n_unchanged == 0 {
-            output.clone()
-        } else {
-            Arc::new(RenderOutput {
-                apps: wanted.into_iter().cloned().collect(),
-                diagnostics: output.diagnostics.clone(),
-            })
-        };
         Selection {
-            output,
+            output: Arc::new(RenderOutput {
+                apps: wanted,
+                diagnostics: output.diagnostics.clone(),
+            }),
             orphans,
             n_unchanged,
+            removed,
         }
     }
 
@@ -887,7 +917,7 @@ impl SourceWorker {
             };
             // Only what differs from the deployed revision: that is what the pull request changes.
             let selection = self.select(&rendered.output, false);
-            let selected = Rendered {
+            let selected = Selected {
                 output: selection.output,
                 sources: rendered.sources.clone(),
             };
@@ -945,8 +975,9 @@ impl SourceWorker {
             return;
         };
         let commit = deployed.commit.clone();
-        let rendered = Rendered {
-            output: deployed.output.clone(),
+        // Drift checks plan every app: the one place a copy of every deployed app is made.
+        let rendered = Selected {
+            output: Arc::new(deployed.output.select(|_| true)),
             sources: deployed.sources.clone(),
         };
         let span = tracing::info_span!("drift", source = %self.config.name, commit = %commit, revision = commit.short());
@@ -1288,7 +1319,7 @@ fn page_rows(results: &AppResults) -> Vec<PageApp> {
         .collect()
 }
 
-fn no_apps_message(output: &RenderOutput) -> String {
+fn no_apps_message(output: &SharedOutput) -> String {
     let first_problem = output
         .diagnostics
         .iter()

@@ -305,6 +305,21 @@ impl GitRepo {
     ///
     /// [`SourceError::ReadFailed`] when the commit or one of its objects cannot be read.
     pub fn snapshot(&self, commit: &CommitId) -> Result<Snapshot, SourceError> {
+        self.snapshot_with_ids(commit).map(|(snapshot, _)| snapshot)
+    }
+
+    /// [`GitRepo::snapshot`] with each file's blob id (`ids[i]` for `files[i]`), so the
+    /// analysis recognises unchanged files by id instead of comparing their texts
+    /// ([`analyzer::analyze_snapshot_shared_with_ids`]). No ids (an empty list) in a
+    /// repository whose object ids are not 20 bytes.
+    ///
+    /// # Errors
+    ///
+    /// As [`GitRepo::snapshot`].
+    pub fn snapshot_with_ids(
+        &self,
+        commit: &CommitId,
+    ) -> Result<(Snapshot, Vec<analyzer::BlobId>), SourceError> {
         let repo = self.repository()?;
         let read_failed = |message: String| SourceError::ReadFailed {
             commit: commit.to_string(),
@@ -327,15 +342,18 @@ impl GitRepo {
             git2::TreeWalkResult::Ok
         })
         .map_err(|error| read_failed(error.message().to_owned()))?;
-        let mut files = Vec::with_capacity(blobs.len());
+        let mut files: Vec<(SourceFile, Option<analyzer::BlobId>)> =
+            Vec::with_capacity(blobs.len());
         // A poisoned lock only means a snapshot panicked half-way: its texts are still right.
         let mut texts = self
             .texts
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let previous = std::mem::take(&mut *texts);
+        let mut previous = std::mem::take(&mut *texts);
         for (path, oid) in blobs {
-            let known = previous.get(&oid).or_else(|| texts.get(&oid)).cloned();
+            // Moved out of the last snapshot's map, not copied: one copy per file (the
+            // snapshot's) instead of two.
+            let known = previous.remove(&oid).or_else(|| texts.get(&oid).cloned());
             let text = match known {
                 Some(text) => text,
                 None => {
@@ -351,18 +369,32 @@ impl GitRepo {
                     }
                 }
             };
-            texts.insert(oid, text.clone());
-            files.push(SourceFile {
-                path,
-                contents: text,
-            });
+            files.push((
+                SourceFile {
+                    path,
+                    contents: text.clone(),
+                },
+                analyzer::BlobId::try_from(oid.as_bytes()).ok(),
+            ));
+            texts.insert(oid, text);
         }
         drop(texts);
-        files.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(Snapshot {
-            commit: Some(commit.to_string()),
-            files,
-        })
+        files.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+        let complete = files.iter().all(|(_, id)| id.is_some());
+        let (files, ids): (Vec<SourceFile>, Vec<Option<analyzer::BlobId>>) =
+            files.into_iter().unzip();
+        let ids = if complete {
+            ids.into_iter().flatten().collect()
+        } else {
+            Vec::new()
+        };
+        Ok((
+            Snapshot {
+                commit: Some(commit.to_string()),
+                files,
+            },
+            ids,
+        ))
     }
 
     /// The paths that differ between two commits (both sides of renames), sorted, whether or not
@@ -580,6 +612,19 @@ impl GitSource {
     pub async fn snapshot(&self, commit: CommitId) -> Result<Snapshot, SourceError> {
         let repo = self.repo.clone();
         blocking(move || repo.snapshot(&commit)).await
+    }
+
+    /// A snapshot of `commit` with its files' blob ids, built on the blocking pool.
+    ///
+    /// # Errors
+    ///
+    /// See [`GitRepo::snapshot`].
+    pub async fn snapshot_with_ids(
+        &self,
+        commit: CommitId,
+    ) -> Result<(Snapshot, Vec<analyzer::BlobId>), SourceError> {
+        let repo = self.repo.clone();
+        blocking(move || repo.snapshot_with_ids(&commit)).await
     }
 }
 
