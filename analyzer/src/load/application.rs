@@ -42,9 +42,11 @@ pub(crate) fn load_application(
     namespaces: &NamespaceRules<'_>,
 ) -> Result<LoadedApp, Diagnostic> {
     let positions = &document.positions;
+    // `get`, not `pointer`: serde_json unescapes every segment of a pointer into a new String.
     let name = document
         .value
-        .pointer("/metadata/name")
+        .get("metadata")
+        .and_then(|metadata| metadata.get("name"))
         .and_then(serde_json::Value::as_str)
         .unwrap_or_default();
     if name.is_empty() {
