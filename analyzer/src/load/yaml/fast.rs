@@ -19,6 +19,7 @@
 use super::{NodeKind, NodeSpans, Positions, YamlDocument};
 use cue::FileId;
 use granit_parser::{Event, Parser, ScalarStyle};
+use std::borrow::Cow;
 
 /// Deepest collection nesting taken here; serde-saphyr's default budget stops at 64.
 const MAX_DEPTH: usize = 48;
@@ -51,7 +52,7 @@ pub(super) fn parse_documents(file: FileId, text: &str) -> Option<Vec<YamlDocume
                 if anchor != 0 || tag.is_some() {
                     return None;
                 }
-                builder.scalar(&value, style, range)?;
+                builder.scalar(value, style, range)?;
             }
             Event::SequenceStart(_, anchor, tag) => {
                 if anchor != 0 || tag.is_some() {
@@ -105,13 +106,15 @@ struct Builder {
 
 impl Builder {
     /// A scalar event: a mapping key, or a value.
-    fn scalar(&mut self, text: &str, style: ScalarStyle, range: (u32, u32)) -> Option<()> {
+    /// `text` by value: quoted and block scalars arrive as owned strings, moved as they are.
+    fn scalar(&mut self, text: Cow<'_, str>, style: ScalarStyle, range: (u32, u32)) -> Option<()> {
         if let Some(Frame {
             collection: Collection::Map(_, pending @ None),
             ..
         }) = self.stack.last_mut()
         {
-            *pending = Some((key_text(text, style)?.to_owned(), range));
+            key_text(&text, style)?;
+            *pending = Some((text.into_owned(), range));
             return Some(());
         }
         let value = scalar_value(text, style)?;
@@ -241,10 +244,11 @@ fn new_positions(file: FileId) -> Positions {
 /// serde-saphyr's order for a plain scalar (`deserialize_any`): the null words, then YAML 1.1
 /// booleans (KubeVela reads manifests with go-yaml v2), then integers, then YAML 1.2 floats,
 /// else text. Quoted and block scalars are always text.
-fn scalar_value(text: &str, style: ScalarStyle) -> Option<serde_json::Value> {
+fn scalar_value(text: Cow<'_, str>, style: ScalarStyle) -> Option<serde_json::Value> {
     if style != ScalarStyle::Plain {
-        return Some(serde_json::Value::String(text.to_owned()));
+        return Some(serde_json::Value::String(text.into_owned()));
     }
+    let text = text.as_ref();
     if matches!(text, "" | "~" | "null" | "Null" | "NULL") {
         return Some(serde_json::Value::Null);
     }
