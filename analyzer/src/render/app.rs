@@ -339,7 +339,12 @@ fn input_hash(loaded: &LoadedApp, used: &[Arc<Definition>]) -> String {
     hasher.update(loaded.app_ref.namespace.as_bytes());
     hasher.update([0]);
     hasher.update(loaded.file_digest);
-    hasher.update(loaded.document.value.to_string().as_bytes());
+    // The document's compact JSON, written into the hash as it is produced (the same bytes as
+    // `to_string`, without building the string).
+    if serde_json::to_writer(HashWriter(&mut hasher), &loaded.document.value).is_err() {
+        // Not reachable: a JSON value always serializes and the writer never fails.
+        hasher.update(loaded.document.value.to_string().as_bytes());
+    }
     let mut digests: Vec<(DefinitionKind, &str, [u8; 32])> = used
         .iter()
         .map(|definition| {
@@ -358,6 +363,20 @@ fn input_hash(loaded: &LoadedApp, used: &[Arc<Definition>]) -> String {
         hasher.update(digest);
     }
     hex::encode(hasher.finalize())
+}
+
+/// An `io::Write` that feeds a SHA-256 hasher.
+struct HashWriter<'h>(&'h mut sha2::Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Checks a concrete value against a constraint with the evaluator: `(<constraint>) & <value>`.

@@ -1,7 +1,7 @@
 //! The `context` a template sees (kubevela-render-semantics.md §1.2), and the JSON encoding
 //! KubeVela gives injected data.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::ClusterVersion;
 use crate::load::application::LoadedApp;
@@ -55,31 +55,60 @@ pub(crate) fn component_context(
             .cloned()
             .unwrap_or_default()
     };
-    let mut context = json!({
-        "name": component.name,
-        "namespace": loaded.app_ref.namespace,
-        "appName": loaded.app_ref.name,
-        "appRevision": app_revision(loaded),
-        "appRevisionNum": app_revision_number(app_revision(loaded)),
-        "revision": "",
-        "components": components,
-        "appLabels": app.metadata.labels,
-        "appAnnotations": app.metadata.annotations,
-        "workflowName": annotation("app.oam.dev/workflowName"),
-        "publishVersion": annotation("app.oam.dev/publishVersion"),
-        "replicaKey": component.replica_key.as_deref().unwrap_or(""),
-        "cluster": "",
-        "clusterVersion": {
+    // Built entry by entry rather than with `json!`, which would serialize `components` (the
+    // JSON of every component) into a new value instead of cloning it. The order does not
+    // matter: `into_go_json` sorts the keys.
+    let mut context = Map::new();
+    let mut entry = |key: &str, value: Value| {
+        context.insert(key.to_owned(), value);
+    };
+    entry("name", Value::from(component.name.as_str()));
+    entry("namespace", Value::from(loaded.app_ref.namespace.as_str()));
+    entry("appName", Value::from(loaded.app_ref.name.as_str()));
+    entry("appRevision", Value::from(app_revision(loaded)));
+    entry(
+        "appRevisionNum",
+        Value::from(app_revision_number(app_revision(loaded))),
+    );
+    entry("revision", Value::from(""));
+    entry("components", components.clone());
+    entry("appLabels", string_map(&app.metadata.labels));
+    entry("appAnnotations", string_map(&app.metadata.annotations));
+    entry(
+        "workflowName",
+        Value::from(annotation("app.oam.dev/workflowName")),
+    );
+    entry(
+        "publishVersion",
+        Value::from(annotation("app.oam.dev/publishVersion")),
+    );
+    entry(
+        "replicaKey",
+        Value::from(component.replica_key.as_deref().unwrap_or("")),
+    );
+    entry("cluster", Value::from(""));
+    entry(
+        "clusterVersion",
+        json!({
             "major": cluster_version.major,
             "gitVersion": cluster_version.git_version,
             "platform": cluster_version.platform,
             "minor": cluster_version.minor,
-        },
-    });
-    if let (Some(properties), Some(object)) = (&component.properties, context.as_object_mut()) {
-        object.insert("parameter".to_owned(), properties.clone());
+        }),
+    );
+    if let Some(properties) = &component.properties {
+        entry("parameter", properties.clone());
     }
-    into_go_json(context)
+    into_go_json(Value::Object(context))
+}
+
+/// A string-to-string map as a JSON object.
+fn string_map(map: &indexmap::IndexMap<String, String>) -> Value {
+    Value::Object(
+        map.iter()
+            .map(|(key, value)| (key.clone(), Value::String(value.clone())))
+            .collect(),
+    )
 }
 
 /// The app revision name KubeVela renders with: `status.latestRevision.name` when the manifest

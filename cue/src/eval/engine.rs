@@ -1201,6 +1201,10 @@ impl<'a> Engine<'a> {
         }
         let g = self.body_group(v, close, grp, has_embeds);
         let child = Self::child_close(close);
+        // One allocation for the arcs of a struct literal instead of growing it field by field
+        // (a field the vertex already has just leaves the room unused).
+        let fields = decls.iter().filter(|d| matches!(d, Decl::Field(_))).count();
+        self.vm(v).arcs.reserve(fields);
         let mut positions = Vec::new();
         for decl in decls {
             match decl {
