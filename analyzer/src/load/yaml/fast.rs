@@ -23,14 +23,22 @@ use std::borrow::Cow;
 
 /// Deepest collection nesting taken here; serde-saphyr's default budget stops at 64.
 const MAX_DEPTH: usize = 48;
-/// Most nodes per file taken here; serde-saphyr's default budget allows 250,000.
+/// Most nodes (mapping keys included) per file taken here; serde-saphyr's default budget
+/// allows 250,000 (and 1,000,000 events: at most two per node).
 const MAX_NODES: usize = 200_000;
-/// Most documents per file taken here; serde-saphyr's default budget allows 1,024.
+/// Most documents per file taken here, null ones included; serde-saphyr's default budget allows
+/// 1,024.
 const MAX_DOCUMENTS: usize = 1_000;
+/// Largest file taken here: serde-saphyr's default budget allows 64 MiB of scalar text.
+const MAX_BYTES: usize = 32 * 1024 * 1024;
 
 /// The documents of `text` with their positions, null documents left out, or `None` when the
 /// file needs serde-saphyr (see the module doc).
 pub(super) fn parse_documents(file: FileId, text: &str) -> Option<Vec<YamlDocument>> {
+    if text.len() > MAX_BYTES {
+        return None;
+    }
+    let mut n_documents = 0usize;
     let mut builder = Builder {
         file,
         documents: Vec::new(),
@@ -46,7 +54,13 @@ pub(super) fn parse_documents(file: FileId, text: &str) -> Option<Vec<YamlDocume
             u32::try_from(span.end.byte_offset()?).ok()?,
         );
         match event {
-            Event::StreamStart | Event::StreamEnd | Event::DocumentStart(..) => {}
+            Event::StreamStart | Event::StreamEnd => {}
+            Event::DocumentStart(..) => {
+                n_documents += 1;
+                if n_documents > MAX_DOCUMENTS {
+                    return None;
+                }
+            }
             Event::DocumentEnd => builder.end_document()?,
             Event::Scalar(value, style, anchor, tag) => {
                 if anchor != 0 || tag.is_some() {
@@ -113,6 +127,11 @@ impl Builder {
             ..
         }) = self.stack.last_mut()
         {
+            // Keys are nodes in serde-saphyr's budget too.
+            self.n_nodes += 1;
+            if self.n_nodes > MAX_NODES {
+                return None;
+            }
             key_text(&text, style)?;
             *pending = Some((text.into_owned(), range));
             return Some(());
@@ -219,12 +238,7 @@ impl Builder {
         let positions = std::mem::replace(&mut self.positions, new_positions(self.file));
         match self.root.take() {
             None | Some(serde_json::Value::Null) => {}
-            Some(value) => {
-                if self.documents.len() >= MAX_DOCUMENTS {
-                    return None;
-                }
-                self.documents.push(YamlDocument { value, positions });
-            }
+            Some(value) => self.documents.push(YamlDocument { value, positions }),
         }
         Some(())
     }
@@ -585,7 +599,12 @@ mod tests {
         for text in texts {
             assert_same_as_serde_saphyr(text);
         }
-        // Deep nesting goes to serde-saphyr, which enforces its depth budget.
+        // Near serde-saphyr's budgets the file goes to it, which enforces them: many (even
+        // null) documents, many keys, deep nesting.
+        assert!(parse_documents(FileId(0), &"---\n".repeat(1_001)).is_none());
+        let keys: String = (0..100_001).map(|index| format!("k{index}: v\n")).collect();
+        assert!(parse_documents(FileId(0), &keys).is_none());
+        assert!(parse_documents(FileId(0), &keys[..keys.len() / 2]).is_some());
         let deep = format!("{}1{}", "[".repeat(60), "]".repeat(60));
         assert!(parse_documents(FileId(0), &deep).is_none());
     }
