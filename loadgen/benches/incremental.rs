@@ -38,15 +38,18 @@ fn snapshot(n_apps: usize, generation: u32) -> Snapshot {
         changed: vec![CHANGED],
         ..loadgen::Options::default()
     };
+    let mut files: Vec<SourceFile> = loadgen::generate(n_apps, &options)
+        .into_iter()
+        .map(|file| SourceFile {
+            path: file.path.to_string_lossy().into_owned(),
+            contents: file.contents,
+        })
+        .collect();
+    // In path order, as the agent's git snapshots are.
+    files.sort_by(|a, b| a.path.cmp(&b.path));
     Snapshot {
         commit: None,
-        files: loadgen::generate(n_apps, &options)
-            .into_iter()
-            .map(|file| SourceFile {
-                path: file.path.to_string_lossy().into_owned(),
-                contents: file.contents,
-            })
-            .collect(),
+        files,
     }
 }
 
