@@ -10,7 +10,7 @@ use super::context::{component_context, go_json, into_go_json};
 use super::errors::{PropertiesSite, Subject, with_path};
 use super::instance::{Inputs, evaluate, missing_parameters};
 use super::labels::{LabelContext, ObjectRole, apply_contract, trait_type_label};
-use super::patch::convert::{Concreteness, to_json};
+use super::patch::convert::{Concreteness, into_json, to_json};
 use super::patch::{ConstraintCheck, apply_patch, unify_only};
 use super::restart_hash::stamp_restart_hash;
 use crate::load::application::LoadedApp;
@@ -277,11 +277,13 @@ pub(crate) fn render_component(
                 })
                 .collect()
         };
-    let mut workload_json = to_json(&workload, Concreteness::Required)
+    // The exported values are not needed after this: moved into the JSON, not copied.
+    let mut workload_json = into_json(workload, Concreteness::Required)
         .map_err(|errors| export_error("cannot export the workload", errors))?;
     let mut auxiliary_json = Vec::with_capacity(auxiliaries.len());
-    for auxiliary in &auxiliaries {
-        let json = to_json(&auxiliary.value, Concreteness::Required).map_err(|errors| {
+    for auxiliary in &mut auxiliaries {
+        let value = std::mem::replace(&mut auxiliary.value, Exported::Bottom(Vec::new()));
+        let json = into_json(value, Concreteness::Required).map_err(|errors| {
             export_error(
                 &format!("cannot export output `{}`", auxiliary.name),
                 errors,

@@ -43,6 +43,99 @@ pub(crate) fn to_json(
     }
 }
 
+/// [`to_json`] of a value the caller no longer needs: labels and scalars are moved into the
+/// JSON instead of copied (the final export of every rendered object).
+///
+/// # Errors
+/// As [`to_json`].
+pub(crate) fn into_json(
+    value: Exported,
+    concreteness: Concreteness,
+) -> Result<serde_json::Value, Vec<ExportError>> {
+    let mut errors = Vec::new();
+    let mut path = Vec::new();
+    let json = convert_owned(value, concreteness, &mut path, &mut errors);
+    if errors.is_empty() {
+        Ok(json.unwrap_or(serde_json::Value::Null))
+    } else {
+        Err(errors)
+    }
+}
+
+/// A step of [`convert_owned`]'s path: the label is held here while its value is converted,
+/// then becomes the JSON key.
+enum OwnedStep {
+    Label(String),
+    Index(usize),
+}
+
+fn owned_steps(path: &[OwnedStep]) -> Vec<String> {
+    path.iter()
+        .map(|step| match step {
+            OwnedStep::Label(label) => label.clone(),
+            OwnedStep::Index(index) => index.to_string(),
+        })
+        .collect()
+}
+
+/// [`convert`], consuming the value (same results, same errors, same order).
+fn convert_owned(
+    value: Exported,
+    concreteness: Concreteness,
+    path: &mut Vec<OwnedStep>,
+    errors: &mut Vec<ExportError>,
+) -> Option<serde_json::Value> {
+    match value {
+        Exported::Scalar(scalar) => Some(scalar),
+        Exported::Default { default, .. } => convert_owned(*default, concreteness, path, errors),
+        Exported::Struct(fields) => {
+            let mut object = serde_json::Map::with_capacity(fields.len());
+            for field in fields.into_iter().filter(is_data_field) {
+                path.push(OwnedStep::Label(field.label));
+                let json = convert_owned(field.value, concreteness, path, errors);
+                if let (Some(json), Some(OwnedStep::Label(label))) = (json, path.pop()) {
+                    object.insert(label, json);
+                }
+            }
+            Some(serde_json::Value::Object(object))
+        }
+        Exported::List { elems, .. } => {
+            let mut items = Vec::with_capacity(elems.len());
+            for (index, elem) in elems.into_iter().enumerate() {
+                path.push(OwnedStep::Index(index));
+                // A non-concrete list element cannot be left out without shifting the others.
+                match convert_owned(elem, concreteness, path, errors) {
+                    Some(json) => items.push(json),
+                    None => items.push(serde_json::Value::Null),
+                }
+                path.pop();
+            }
+            Some(serde_json::Value::Array(items))
+        }
+        Exported::Incomplete(constraint) => {
+            if concreteness == Concreteness::Required {
+                errors.push(ExportError {
+                    path: owned_steps(path),
+                    message: format!("incomplete value {}", constraint.text),
+                    causes: Vec::new(),
+                });
+            }
+            None
+        }
+        Exported::Bottom(causes) => {
+            errors.push(ExportError {
+                path: owned_steps(path),
+                message: causes.first().map_or_else(
+                    || "explicit error (_|_ literal)".to_owned(),
+                    |e| e.message.clone(),
+                ),
+                causes,
+            });
+            None
+        }
+    }
+}
+
 /// One step of the path to the value being converted. Kept borrowed and turned into strings
 /// only when an error is reported: conversion runs on every rendered object.
 #[derive(Debug, Clone, Copy)]
@@ -242,6 +335,54 @@ mod tests {
             to_json(&value, Concreteness::Lenient).unwrap(),
             json!({"spec": {}})
         );
+    }
+
+    /// The consuming conversion gives what the borrowing one gives: values, dropped fields,
+    /// and errors with their paths, in order.
+    #[test]
+    fn into_json_matches_to_json() {
+        let bottom = Exported::Bottom(vec![cue::Error::new(
+            cue::ErrorKind::Conflict,
+            "conflicting values 1 and 2",
+            cue::Span::default(),
+        )]);
+        let values = [
+            Exported::Struct(vec![
+                field("b", Exported::Scalar(json!(2)), false),
+                field("a", Exported::Scalar(json!("x")), false),
+                field("_hidden", Exported::Scalar(json!(0)), false),
+                field("opt", incomplete("string"), true),
+                field(
+                    "list",
+                    Exported::List {
+                        elems: vec![incomplete("int"), Exported::Scalar(json!(true))],
+                        open: false,
+                    },
+                    false,
+                ),
+            ]),
+            Exported::Struct(vec![
+                field(
+                    "spec",
+                    Exported::Struct(vec![
+                        field("image", incomplete("string"), false),
+                        field("bad", bottom, false),
+                        field("ok", Exported::Scalar(json!(1)), false),
+                    ]),
+                    false,
+                ),
+                field("after", Exported::Scalar(json!(null)), false),
+            ]),
+        ];
+        for value in values {
+            for concreteness in [Concreteness::Required, Concreteness::Lenient] {
+                assert_eq!(
+                    into_json(value.clone(), concreteness),
+                    to_json(&value, concreteness),
+                    "{value:?} {concreteness:?}"
+                );
+            }
+        }
     }
 
     #[test]
