@@ -67,13 +67,14 @@ pub async fn plan_live(
     revision: Option<&str>,
     options: &LiveOptions,
 ) -> LivePlan {
-    plan_live_apps(
+    let desired_apps = observe::desired_apps(cluster, &output.apps, policies, revision).await;
+    plan_desired(
         cluster,
-        output,
-        policies,
-        revision,
+        desired_apps,
+        output.diagnostics.clone(),
         options,
         &Orphans::NotRendered,
+        Keep::Observations,
     )
     .await
 }
@@ -93,7 +94,8 @@ pub enum Orphans {
 }
 
 /// [`plan_live`] with the orphans to look for given: the agent plans only the apps of a commit
-/// that changed, so the render it passes holds only those.
+/// that changed, so the render it passes holds only those. The observations keep only what an
+/// apply reads ([`Keep::ForApply`]).
 pub async fn plan_live_apps(
     cluster: &Cluster,
     output: &RenderOutput,
@@ -109,13 +111,15 @@ pub async fn plan_live_apps(
         output.diagnostics.clone(),
         options,
         orphans,
+        Keep::ForApply,
     )
     .await
 }
 
 /// [`plan_live`] that moves the rendered objects out of `output` into the plan instead of
 /// copying them, for a caller done with them (the CLI): `output` keeps its apps, diagnostics
-/// and hashes, with no objects. At 10,000 apps the copy is hundreds of MiB.
+/// and hashes, with no objects. At 10,000 apps the copy is hundreds of MiB. The observations
+/// keep only what an apply reads ([`Keep::ForApply`]).
 pub async fn plan_live_taking(
     cluster: &Cluster,
     output: &mut RenderOutput,
@@ -131,8 +135,45 @@ pub async fn plan_live_taking(
         output.diagnostics.clone(),
         options,
         &Orphans::NotRendered,
+        Keep::ForApply,
     )
     .await
+}
+
+/// [`plan_live_taking`] for a caller that only reports the plan (`driftless plan`): the live
+/// objects are observed, planned and dropped one namespace of apps at a time, so memory holds
+/// one namespace's live objects rather than every app's (at 10,000 apps, ~35,000 objects).
+/// The result has no observations: it cannot be applied.
+pub async fn plan_live_report(
+    cluster: &Cluster,
+    output: &mut RenderOutput,
+    policies: &BTreeMap<AppRef, Vec<Policy>>,
+    revision: Option<&str>,
+    options: &LiveOptions,
+) -> LivePlan {
+    let desired_apps =
+        observe::desired_apps_taking(cluster, &mut output.apps, policies, revision).await;
+    plan_desired(
+        cluster,
+        desired_apps,
+        output.diagnostics.clone(),
+        options,
+        &Orphans::NotRendered,
+        Keep::PlanOnly,
+    )
+    .await
+}
+
+/// What a plan keeps of what it observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// Every observation as observed.
+    Observations,
+    /// What an apply reads: the live objects of objects planned unchanged and recorded as
+    /// applied are dropped ([`drop_settled`]).
+    ForApply,
+    /// Only the plan: observations are dropped as soon as their apps are planned.
+    PlanOnly,
 }
 
 async fn plan_desired(
@@ -141,6 +182,7 @@ async fn plan_desired(
     mut diagnostics: Vec<analyzer::Diagnostic>,
     options: &LiveOptions,
     orphans: &Orphans,
+    keep: Keep,
 ) -> LivePlan {
     let mut store = TrackerStore::new(cluster, &options.tracker_namespace);
     let rendered: BTreeSet<AppRef> = desired_apps.iter().map(|app| app.app.clone()).collect();
@@ -167,10 +209,35 @@ async fn plan_desired(
     };
     // One LIST per (kind, namespace) instead of a GET per object and tracker (issue #9).
     let tracker_namespace = (!store.has_listed()).then_some(options.tracker_namespace.as_str());
-    observe::prefetch(cluster, &desired_apps, tracker_namespace).await;
-    let mut observations = Vec::with_capacity(desired_apps.len());
-    for desired in desired_apps {
-        observations.push(observe::observe_app(cluster, &store, desired, FIELD_MANAGER).await);
+    // A plan that keeps only the plan (or what an apply reads) observes one namespace of apps at
+    // a time: the LISTs are per namespace anyway, so the requests stay the same while memory
+    // holds one namespace's live objects. Not when the trackers must be read in bulk too: that
+    // LIST would repeat per group.
+    let groups = match (keep, tracker_namespace) {
+        (Keep::PlanOnly | Keep::ForApply, None) => by_namespace(desired_apps),
+        _ => vec![desired_apps],
+    };
+    let mut observations = Vec::new();
+    let mut app_plans = Vec::new();
+    for group in groups {
+        observe::prefetch(cluster, &group, tracker_namespace).await;
+        let mut observed: Vec<AppObservation> = Vec::with_capacity(group.len());
+        for desired in group {
+            observed.push(observe::observe_app(cluster, &store, desired, FIELD_MANAGER).await);
+        }
+        cluster.clear_prefetched();
+        let planned = plan_observed(&observed, options);
+        match keep {
+            Keep::Observations => observations.extend(observed),
+            Keep::ForApply => {
+                for (observation, app_plan) in observed.iter_mut().zip(&planned) {
+                    drop_settled(observation, app_plan);
+                }
+                observations.extend(observed);
+            }
+            Keep::PlanOnly => {}
+        }
+        app_plans.extend(planned);
     }
     let orphans = match (in_git, trackers) {
         (Some(in_git), Some(trackers)) => {
@@ -180,34 +247,15 @@ async fn plan_desired(
         _ => Vec::new(),
     };
     cluster.clear_prefetched();
-    // Planning and rating health are pure and per app (diffs, health CUE): in parallel.
-    let planned: Vec<AppPlan> = observations
-        .par_iter()
-        .map(|observation| {
-            let mut app_plan = planner::plan_app(
-                &observation.desired,
-                &observation.live,
-                observation.tracker.as_ref(),
-                &options.plan,
-            );
-            if let Some(error) = &observation.tracker_error {
-                app_plan.diagnostics.push(
-                    analyzer::Diagnostic::error("cluster-error", error.clone(), None)
-                        .for_app(&observation.desired.app),
-                );
-            }
-            app_plan.health = live_health(&observation.live, &observation.desired, options);
+    let health = app_plans
+        .iter()
+        .filter_map(|app_plan| {
             app_plan
+                .health
+                .as_ref()
+                .map(|health| (app_plan.app.clone(), health.clone()))
         })
         .collect();
-    let mut app_plans = Vec::with_capacity(planned.len() + orphans.len());
-    let mut health = BTreeMap::new();
-    for app_plan in planned {
-        if let Some(app_health) = &app_plan.health {
-            health.insert(app_plan.app.clone(), app_health.clone());
-        }
-        app_plans.push(app_plan);
-    }
     for orphan in &orphans {
         app_plans.push(planner::plan_app_deletion(
             &orphan.app,
@@ -226,8 +274,82 @@ async fn plan_desired(
         observations,
         orphans,
         health,
-        statuses: options.statuses.clone(),
+        statuses: match keep {
+            Keep::Observations | Keep::ForApply => options.statuses.clone(),
+            // Only `read_health` reads them, after an apply.
+            Keep::PlanOnly => BTreeMap::new(),
+        },
     }
+}
+
+/// Drops from an observation the live objects its apply will not read: objects planned
+/// unchanged whose tracker entry already records the desired state, which apply neither writes
+/// nor adopts (health is rated before). At 10,000 unchanged apps these are nearly all of the
+/// ~35,000 live objects a plan would otherwise hold until the apply is done.
+fn drop_settled(observation: &mut AppObservation, app_plan: &AppPlan) {
+    let Some(tracker) = &observation.tracker else {
+        return;
+    };
+    for change in &app_plan.changes {
+        if change.action != crate::plan::Action::Unchanged {
+            continue;
+        }
+        let settled = observation
+            .desired
+            .objects
+            .iter()
+            .find(|object| object.object_ref == change.object)
+            .is_some_and(|object| {
+                tracker
+                    .applied(&change.object)
+                    .is_some_and(|entry| entry.hash == object.hash)
+            });
+        if settled {
+            observation.live.objects.remove(&change.object);
+        }
+    }
+}
+
+/// The desired apps split by their namespace, in order (the apps come sorted by [`AppRef`]).
+fn by_namespace(desired_apps: Vec<planner::DesiredApp>) -> Vec<Vec<planner::DesiredApp>> {
+    let mut groups: Vec<Vec<planner::DesiredApp>> = Vec::new();
+    for desired in desired_apps {
+        match groups.last_mut() {
+            Some(group)
+                if group
+                    .last()
+                    .is_some_and(|last| last.app.namespace == desired.app.namespace) =>
+            {
+                group.push(desired);
+            }
+            _ => groups.push(vec![desired]),
+        }
+    }
+    groups
+}
+
+/// Plans observed apps and rates their health: pure and per app (diffs, health CUE), so in
+/// parallel.
+fn plan_observed(observations: &[AppObservation], options: &LiveOptions) -> Vec<AppPlan> {
+    observations
+        .par_iter()
+        .map(|observation| {
+            let mut app_plan = planner::plan_app(
+                &observation.desired,
+                &observation.live,
+                observation.tracker.as_ref(),
+                &options.plan,
+            );
+            if let Some(error) = &observation.tracker_error {
+                app_plan.diagnostics.push(
+                    analyzer::Diagnostic::error("cluster-error", error.clone(), None)
+                        .for_app(&observation.desired.app),
+                );
+            }
+            app_plan.health = live_health(&observation.live, &observation.desired, options);
+            app_plan
+        })
+        .collect()
 }
 
 /// [`apply_live`] for every app but those in `skip` (the apps whose workflow applies them, see
@@ -399,28 +521,51 @@ pub async fn read_health(cluster: &Cluster, live_plan: &LivePlan) -> BTreeMap<Ap
 
 /// The Application manifests of every rendered app, parsed from the sources (the render output
 /// carries only objects). Apps whose manifest does not parse here are absent: the render has
-/// reported them already.
+/// reported them already. Each manifest file is parsed once (an app is matched by name among
+/// the apps rendered from it: its namespace may come from the render's rules), files in
+/// parallel: at 10,000 apps this is seconds of YAML.
 pub fn applications_from_sources(
     output: &RenderOutput,
     sources: &SourceMap,
 ) -> BTreeMap<AppRef, Application> {
-    let mut apps = BTreeMap::new();
+    let mut by_file: BTreeMap<cue::FileId, Vec<&AppRef>> = BTreeMap::new();
     for app in &output.apps {
-        let text = sources.text(app.file);
-        let documents: Vec<Value> = serde_saphyr::from_multiple(text).unwrap_or_default();
-        for document in documents {
-            let is_app = document.get("kind").and_then(Value::as_str) == Some("Application")
-                && document.pointer("/metadata/name").and_then(Value::as_str)
-                    == Some(app.app.name.as_str());
-            if !is_app {
-                continue;
-            }
-            if let Ok(parsed) = serde_json::from_value::<Application>(document) {
-                apps.insert(app.app.clone(), parsed);
+        by_file.entry(app.file).or_default().push(&app.app);
+    }
+    let files: Vec<(cue::FileId, Vec<&AppRef>)> = by_file.into_iter().collect();
+    let parsed: Vec<Vec<(AppRef, Application)>> = files
+        .par_iter()
+        .map(|(file, apps)| applications_in(sources.text(*file), apps))
+        .collect();
+    parsed.into_iter().flatten().collect()
+}
+
+/// The Applications of `apps` found among the YAML documents of one manifest file.
+fn applications_in(text: &str, apps: &[&AppRef]) -> Vec<(AppRef, Application)> {
+    let documents: Vec<Value> = serde_saphyr::from_multiple(text).unwrap_or_default();
+    let mut found = Vec::new();
+    for document in documents {
+        if document.get("kind").and_then(Value::as_str) != Some("Application") {
+            continue;
+        }
+        let name = document
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let matching: Vec<&&AppRef> = apps
+            .iter()
+            .filter(|app| Some(app.name.as_str()) == name.as_deref())
+            .collect();
+        if matching.is_empty() {
+            continue;
+        }
+        if let Ok(parsed) = serde_json::from_value::<Application>(document) {
+            for app in matching {
+                found.push(((*app).clone(), parsed.clone()));
             }
         }
     }
-    apps
+    found
 }
 
 /// Whether an app is deployed through its workflow rather than applied as a whole: it
@@ -824,26 +969,15 @@ pub fn policies_from_sources(
     output: &RenderOutput,
     sources: &SourceMap,
 ) -> BTreeMap<AppRef, Vec<Policy>> {
-    let mut policies = BTreeMap::new();
-    for app in &output.apps {
-        let text = sources.text(app.file);
-        let documents: Vec<Value> = serde_saphyr::from_multiple(text).unwrap_or_default();
-        for document in documents {
-            let is_app = document.get("kind").and_then(Value::as_str) == Some("Application")
-                && document.pointer("/metadata/name").and_then(Value::as_str)
-                    == Some(app.app.name.as_str());
-            if !is_app {
-                continue;
-            }
-            let found: Vec<Policy> = document
-                .pointer("/spec/policies")
-                .cloned()
-                .and_then(|value| serde_json::from_value(value).ok())
-                .unwrap_or_default();
-            policies.insert(app.app.clone(), found);
-        }
-    }
-    policies
+    policies_of(&applications_from_sources(output, sources))
+}
+
+/// The resource policies of each app of `applications`.
+pub fn policies_of(applications: &BTreeMap<AppRef, Application>) -> BTreeMap<AppRef, Vec<Policy>> {
+    applications
+        .iter()
+        .map(|(app, application)| (app.clone(), application.spec.policies.clone()))
+        .collect()
 }
 
 fn live_health(
@@ -856,4 +990,148 @@ fn live_health(
         .get(&desired.app)
         .map_or(&[][..], Vec::as_slice);
     health::of_app(desired, live, statuses)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Action, Change};
+    use crate::planner::{DesiredApp, Observed, builtin_scope};
+    use crate::tracker::{EntryState, TrackedEntry, TrackerRecord};
+    use analyzer::{RenderedApp, RenderedObject};
+    use serde_json::json;
+
+    fn desired(namespace: &str, name: &str, objects: &[&str]) -> DesiredApp {
+        let rendered = RenderedApp {
+            app: AppRef {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            },
+            file: cue::FileId(0),
+            objects: objects
+                .iter()
+                .map(|object| RenderedObject {
+                    component: "settings".to_owned(),
+                    trait_type: None,
+                    output_name: None,
+                    object: json!({"apiVersion": "v1", "kind": "ConfigMap",
+                                   "metadata": {"name": object, "namespace": namespace},
+                                   "data": {"k": "v"}}),
+                })
+                .collect(),
+            diagnostics: Vec::new(),
+            input_hash: String::new(),
+        };
+        DesiredApp::from_rendered(&rendered, &[], None, &builtin_scope)
+    }
+
+    fn unchanged(object: &crate::plan::ObjectRef) -> Change {
+        Change {
+            action: Action::Unchanged,
+            cluster: "local".to_owned(),
+            object: object.clone(),
+            diff: String::new(),
+            changed_fields: Vec::new(),
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn an_apply_keeps_only_the_live_objects_it_may_write_or_adopt() {
+        let desired = desired("team", "shop", &["recorded", "stale-hash", "changed"]);
+        let refs: Vec<_> = desired
+            .objects
+            .iter()
+            .map(|object| object.object_ref.clone())
+            .collect();
+        let mut tracker = TrackerRecord::new(&desired.app);
+        for (object, hash) in [
+            (&desired.objects[0], desired.objects[0].hash.clone()),
+            (&desired.objects[1], "an older render".to_owned()),
+            (&desired.objects[2], desired.objects[2].hash.clone()),
+        ] {
+            tracker.entries.insert(
+                object.object_ref.clone(),
+                TrackedEntry {
+                    state: EntryState::Applied,
+                    hash,
+                    resource_version: Some("1".to_owned()),
+                    component: "settings".to_owned(),
+                    component_type: None,
+                    trait_type: None,
+                    gc: Default::default(),
+                    propagation: Default::default(),
+                },
+            );
+        }
+        let mut live = LiveObjects::default();
+        for (object_ref, object) in refs.iter().zip(&desired.objects) {
+            live.objects.insert(
+                object_ref.clone(),
+                Observed::Present {
+                    live: object.object.clone(),
+                    dry_run: None,
+                },
+            );
+        }
+        let app_plan = AppPlan {
+            app: desired.app.clone(),
+            revision: None,
+            changes: vec![
+                unchanged(&refs[0]),
+                unchanged(&refs[1]),
+                Change {
+                    action: Action::Update,
+                    ..unchanged(&refs[2])
+                },
+            ],
+            diagnostics: Vec::new(),
+            health: None,
+        };
+        let mut observation = AppObservation {
+            desired,
+            live,
+            tracker: Some(tracker),
+            tracker_error: None,
+        };
+        drop_settled(&mut observation, &app_plan);
+        let kept: Vec<&str> = observation
+            .live
+            .objects
+            .keys()
+            .map(|object| object.name.as_str())
+            .collect();
+        // Unchanged and recorded with the desired hash: nothing to write or adopt. An older
+        // hash is adopted by the apply, a change is written: both keep their live object.
+        assert_eq!(kept, vec!["changed", "stale-hash"]);
+
+        // Without a tracker everything may be adopted: nothing is dropped.
+        observation.tracker = None;
+        let before = observation.live.objects.len();
+        drop_settled(&mut observation, &app_plan);
+        assert_eq!(observation.live.objects.len(), before);
+    }
+
+    #[test]
+    fn apps_are_grouped_by_namespace_in_order() {
+        let apps = vec![
+            desired("a", "one", &[]),
+            desired("a", "two", &[]),
+            desired("b", "one", &[]),
+            desired("c", "one", &[]),
+            desired("c", "two", &[]),
+        ];
+        let groups: Vec<Vec<String>> = by_namespace(apps)
+            .iter()
+            .map(|group| group.iter().map(|app| app.app.to_string()).collect())
+            .collect();
+        assert_eq!(
+            groups,
+            vec![
+                vec!["a/one".to_owned(), "a/two".to_owned()],
+                vec!["b/one".to_owned()],
+                vec!["c/one".to_owned(), "c/two".to_owned()],
+            ]
+        );
+    }
 }

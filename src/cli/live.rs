@@ -13,7 +13,7 @@ use agent::apply::{AppApplyReport, ApplyOptions, ApplyOutcome};
 use agent::cluster::{Cluster, ClusterOptions};
 use agent::live::{
     LiveOptions, LivePlan, WorkflowResult, applications_from_sources, apply_live_except,
-    plan_live_taking, policies_from_sources, read_health, run_workflows, uses_workflow,
+    plan_live_report, plan_live_taking, policies_of, read_health, run_workflows, uses_workflow,
 };
 use agent::planner::PlanOptions;
 use agent::report::{DiagnosticStyle, plan_human, render_diagnostics};
@@ -45,7 +45,16 @@ pub fn plan(
         let mut repo = analyze_repo_for(path, version)?;
         report_render_diagnostics(&repo, style);
         tracing::info!(rss = %memory(), "analyzed");
-        let live_plan = plan_with(&cluster, cluster_args, path, &mut repo).await;
+        let applications = applications_from_sources(&repo.output, &repo.sources);
+        let live_plan = plan_with(
+            &cluster,
+            cluster_args,
+            path,
+            &mut repo,
+            &applications,
+            Purpose::Report,
+        )
+        .await;
         // For `hack/scale.sh` (with -v): a plan's reads must not grow with unchanged apps.
         tracing::info!(requests = cluster.requests(), rss = %memory(), "planned against the cluster");
         anyhow::Ok((repo, live_plan))
@@ -105,7 +114,16 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
         let mut repo = render_repo_for(&args.path, version)?;
         report_render_diagnostics(&repo, style);
         tracing::info!(rss = %memory(), "rendered");
-        let mut live_plan = plan_with(&cluster, &args.cluster, &args.path, &mut repo).await;
+        let mut applications = applications_from_sources(&repo.output, &repo.sources);
+        let mut live_plan = plan_with(
+            &cluster,
+            &args.cluster,
+            &args.path,
+            &mut repo,
+            &applications,
+            Purpose::Apply,
+        )
+        .await;
         tracing::info!(requests = cluster.requests(), rss = %memory(), "planned");
         report_cluster_diagnostics(&live_plan, &repo, style);
         write_stdout(&plan_human(&live_plan.plan))?;
@@ -117,11 +135,8 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
             return Ok(Outcome::Blocked);
         }
         let options = live_options(&args.cluster, &args.path);
-        let workflow_apps: BTreeMap<AppRef, Application> =
-            applications_from_sources(&repo.output, &repo.sources)
-                .into_iter()
-                .filter(|(_, app)| uses_workflow(app))
-                .collect();
+        applications.retain(|_, app| uses_workflow(app));
+        let workflow_apps = applications;
         let skip: BTreeSet<AppRef> = workflow_apps.keys().cloned().collect();
         let reports = apply_live_except(&cluster, &live_plan, &options, &skip).await;
         let mut text = String::from("\nApply results:\n");
@@ -357,23 +372,39 @@ fn workflow_text(results: &[WorkflowResult], text: &mut String) -> bool {
     failed
 }
 
+/// Plans `repo` against `cluster`, with the policies and status CUE of its `applications`
+/// (the manifests, parsed once for the whole command).
 async fn plan_with(
     cluster: &Cluster,
     cluster_args: &ClusterArgs,
     path: &Path,
     repo: &mut RenderedRepo,
+    applications: &BTreeMap<AppRef, Application>,
+    purpose: Purpose,
 ) -> LivePlan {
-    let policies = policies_from_sources(&repo.output, &repo.sources);
+    let policies = policies_of(applications);
     let mut options = live_options(cluster_args, path);
     // Health reads the built-in definitions' status CUE (repository definitions are not
     // exposed by the render yet).
-    options.statuses = agent::health::status::from_sources(
-        &repo.output,
-        &repo.sources,
-        &analyzer::Definitions::builtin(),
-    );
+    options.statuses =
+        agent::health::status::of_applications(applications, &analyzer::Definitions::builtin());
     // The rendered objects move into the plan: nothing after it reads them from the render.
-    plan_live_taking(cluster, &mut repo.output, &policies, None, &options).await
+    match purpose {
+        Purpose::Apply => {
+            plan_live_taking(cluster, &mut repo.output, &policies, None, &options).await
+        }
+        // Nothing is applied: each namespace's live objects are dropped once planned.
+        Purpose::Report => {
+            plan_live_report(cluster, &mut repo.output, &policies, None, &options).await
+        }
+    }
+}
+
+/// What a live plan is for: an apply needs every observation, a report only the plan.
+#[derive(Debug, Clone, Copy)]
+enum Purpose {
+    Apply,
+    Report,
 }
 
 fn live_options(cluster_args: &ClusterArgs, path: &Path) -> LiveOptions {
@@ -481,5 +512,29 @@ fn memory() -> String {
             .and_then(|kib| kib.trim().parse::<u64>().ok())
             .map_or_else(|| "?".to_owned(), |kib| format!("{} MiB", kib / 1024))
     };
-    format!("{} (peak {})", field("VmRSS:"), field("VmHWM:"))
+    format!(
+        "{} (peak {}) cpu={}",
+        field("VmRSS:"),
+        field("VmHWM:"),
+        cpu_seconds()
+    )
+}
+
+/// User + system CPU time of this process so far (all threads), from `/proc/self/stat`, so
+/// the phase logs show CPU apart from wall time on a shared machine; `?` where there is no
+/// procfs. Assumes the usual 100 clock ticks per second.
+fn cpu_seconds() -> String {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (in parentheses, which may hold spaces): utime and
+    // stime are the 12th and 13th of them.
+    let ticks: Option<u64> = stat.rsplit_once(')').and_then(|(_, rest)| {
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let user = fields.get(11)?.parse::<u64>().ok()?;
+        let system = fields.get(12)?.parse::<u64>().ok()?;
+        Some(user + system)
+    });
+    ticks.map_or_else(
+        || "?".to_owned(),
+        |ticks| format!("{:.2} s", ticks as f64 / 100.0),
+    )
 }

@@ -214,7 +214,9 @@ pub fn of_app(
 }
 
 fn typed<T: DeserializeOwned>(live: &Value, rule: fn(&T) -> Health) -> Health {
-    match serde_json::from_value::<T>(live.clone()) {
+    // Read in place: a copy of every live object first was a large share of rating 10,000
+    // apps (issue #9).
+    match T::deserialize(live) {
         Ok(object) => rule(&object),
         Err(error) => Health::unknown(format!("cannot read the object: {error}")),
     }

@@ -15,7 +15,9 @@
 //! policy forgets a condition still shows its rollout.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
+use analyzer::model::{Application, Component};
 use analyzer::{AppRef, DefinitionKind, Definitions};
 use serde_json::{Map, Value, json};
 
@@ -26,9 +28,120 @@ use crate::plan::ObjectRef;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StatusRules {
     /// `spec.status.healthPolicy`: sets `isHealth`.
-    pub health_policy: Option<String>,
+    pub health_policy: Option<Snippet>,
     /// `spec.status.customStatus`: sets `message`.
-    pub custom_status: Option<String>,
+    pub custom_status: Option<Snippet>,
+}
+
+impl StatusRules {
+    /// True when the definition has neither a health policy nor a custom status.
+    pub fn is_empty(&self) -> bool {
+        self.health_policy.is_none() && self.custom_status.is_none()
+    }
+}
+
+/// One status CUE snippet, parsed at most once however many apps and objects it rates: every
+/// app of a type shares it ([`StatusCatalog`]). At 10,000 apps, parsing the snippet again per
+/// component was a large share of a plan (issue #9); a shared parse also lets the evaluator
+/// keep its per-file work (compile checks, untouched optional fields) across apps.
+#[derive(Clone)]
+pub struct Snippet(Arc<SnippetInner>);
+
+struct SnippetInner {
+    text: String,
+    parsed: OnceLock<Result<cue::Parsed, String>>,
+}
+
+impl Snippet {
+    pub fn new(text: impl Into<String>) -> Snippet {
+        Snippet(Arc::new(SnippetInner {
+            text: text.into(),
+            parsed: OnceLock::new(),
+        }))
+    }
+
+    pub fn text(&self) -> &str {
+        &self.0.text
+    }
+
+    /// The parsed snippet, or its first syntax error.
+    fn parsed(&self) -> Result<&cue::Parsed, String> {
+        self.0
+            .parsed
+            .get_or_init(|| {
+                let parsed = cue::parse_file(cue::FileId(0), &self.0.text);
+                match parsed.errors.first() {
+                    Some(error) => Err(error.to_string()),
+                    None => Ok(parsed),
+                }
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+impl std::ops::Deref for Snippet {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.text()
+    }
+}
+
+impl From<&str> for Snippet {
+    fn from(text: &str) -> Snippet {
+        Snippet::new(text)
+    }
+}
+
+impl PartialEq for Snippet {
+    fn eq(&self, other: &Snippet) -> bool {
+        self.text() == other.text()
+    }
+}
+
+impl Eq for Snippet {}
+
+impl std::fmt::Debug for Snippet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Snippet").field(&self.text()).finish()
+    }
+}
+
+/// The status rules of each definition, looked up once per definition and shared by every
+/// app that uses it (so each snippet is parsed once per plan, see [`Snippet`]).
+pub struct StatusCatalog<'a> {
+    definitions: &'a Definitions,
+    // Looked up by key only, never iterated into output.
+    rules: Mutex<BTreeMap<(DefinitionKind, String), StatusRules>>,
+}
+
+impl<'a> StatusCatalog<'a> {
+    pub fn new(definitions: &'a Definitions) -> StatusCatalog<'a> {
+        StatusCatalog {
+            definitions,
+            rules: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The rules of definition `name` of `kind`; none when there is no such definition.
+    pub fn rules(&self, kind: DefinitionKind, name: &str) -> StatusRules {
+        let mut rules = self
+            .rules
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        rules
+            .entry((kind, name.to_owned()))
+            .or_insert_with(|| {
+                self.definitions
+                    .get(kind, name)
+                    .map(|definition| StatusRules {
+                        health_policy: non_empty(definition.health_policy.as_deref()),
+                        custom_status: non_empty(definition.custom_status.as_deref()),
+                    })
+                    .unwrap_or_default()
+            })
+            .clone()
+    }
 }
 
 /// What one component's health depends on besides its live objects: its type's and traits'
@@ -75,98 +188,74 @@ pub struct ComponentHealth {
     pub message: Option<String>,
 }
 
-/// The component statuses of every app, read from the Application manifests (the render output
-/// does not carry properties) with each type's status CUE looked up in `definitions`. A type
-/// without a definition here simply has no rules.
+/// The component statuses of one app, from its Application manifest as JSON (the render
+/// output does not carry properties) with each type's status CUE looked up in `definitions`. A
+/// type without a definition here simply has no rules.
 pub fn from_application(application: &Value, definitions: &Definitions) -> Vec<ComponentStatus> {
-    let rules = |kind, name: &str| {
-        definitions
-            .get(kind, name)
-            .map(|definition| StatusRules {
-                health_policy: non_empty(definition.health_policy.as_deref()),
-                custom_status: non_empty(definition.custom_status.as_deref()),
-            })
-            .unwrap_or_default()
-    };
-    let parameter = |value: &Value| match value.get("properties") {
+    let components = application
+        .pointer("/spec/components")
+        .cloned()
+        .and_then(|components| serde_json::from_value::<Vec<Component>>(components).ok())
+        .unwrap_or_default();
+    of_components(&components, &StatusCatalog::new(definitions))
+}
+
+/// The component statuses of one app from its loaded Application, with the status CUE of
+/// `catalog` (shared by every app of a plan).
+pub fn from_model(application: &Application, catalog: &StatusCatalog<'_>) -> Vec<ComponentStatus> {
+    of_components(&application.spec.components, catalog)
+}
+
+fn of_components(components: &[Component], catalog: &StatusCatalog<'_>) -> Vec<ComponentStatus> {
+    let parameter = |properties: &Option<Value>| match properties {
         Some(properties @ Value::Object(_)) => properties.clone(),
         _ => Value::Object(Map::new()),
     };
-    let components = application
-        .pointer("/spec/components")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
     components
         .iter()
-        .filter_map(|component| {
-            let name = component.get("name")?.as_str()?;
-            let component_type = component.get("type")?.as_str()?;
-            let traits = component
-                .get("traits")
-                .and_then(Value::as_array)
-                .map(Vec::as_slice)
-                .unwrap_or_default()
+        .map(|component| ComponentStatus {
+            name: component.name.clone(),
+            component_type: component.component_type.clone(),
+            parameter: parameter(&component.properties),
+            rules: catalog.rules(DefinitionKind::Component, &component.component_type),
+            traits: component
+                .traits
                 .iter()
-                .filter_map(|item| {
-                    let trait_type = item.get("type")?.as_str()?;
-                    Some(TraitStatus {
-                        trait_type: trait_type.to_owned(),
-                        parameter: parameter(item),
-                        rules: rules(DefinitionKind::Trait, trait_type),
-                    })
+                .map(|item| TraitStatus {
+                    trait_type: item.trait_type.clone(),
+                    parameter: parameter(&item.properties),
+                    rules: catalog.rules(DefinitionKind::Trait, &item.trait_type),
                 })
-                .collect();
-            Some(ComponentStatus {
-                name: name.to_owned(),
-                component_type: component_type.to_owned(),
-                parameter: parameter(component),
-                rules: rules(DefinitionKind::Component, component_type),
-                traits,
-            })
+                .collect(),
         })
         .collect()
 }
 
-/// The component statuses of every rendered app, read from the Application manifests in the
-/// sources. A manifest that does not parse here has already been reported by the render.
+/// The component statuses of every rendered app, from its Application manifest in the
+/// sources (see [`crate::live::applications_from_sources`]): a manifest that does not parse
+/// here has already been reported by the render.
 pub fn from_sources(
     output: &analyzer::RenderOutput,
     sources: &analyzer::SourceMap,
     definitions: &Definitions,
 ) -> BTreeMap<AppRef, Vec<ComponentStatus>> {
-    let mut by_file: BTreeMap<cue::FileId, Vec<&AppRef>> = BTreeMap::new();
-    for app in &output.apps {
-        by_file.entry(app.file).or_default().push(&app.app);
-    }
-    let mut found = BTreeMap::new();
-    for (file, apps) in by_file {
-        found.extend(from_manifest_text(sources.text(file), &apps, definitions));
-    }
-    found
+    of_applications(
+        &crate::live::applications_from_sources(output, sources),
+        definitions,
+    )
 }
 
-/// Per app, the component statuses found in the YAML documents of `text` (an Application
-/// manifest file), for the apps listed in `apps`.
-pub fn from_manifest_text(
-    text: &str,
-    apps: &[&AppRef],
+/// The component statuses of every app of `applications`, each definition's status CUE
+/// shared by all its apps (parsed once).
+pub fn of_applications(
+    applications: &BTreeMap<AppRef, Application>,
     definitions: &Definitions,
 ) -> BTreeMap<AppRef, Vec<ComponentStatus>> {
-    let documents: Vec<Value> = serde_saphyr::from_multiple(text).unwrap_or_default();
-    let mut found = BTreeMap::new();
-    for document in documents {
-        if document.get("kind").and_then(Value::as_str) != Some("Application") {
-            continue;
-        }
-        let name = document.pointer("/metadata/name").and_then(Value::as_str);
-        // The app's namespace may come from the render's rules (default or forced), so match
-        // by name among the apps rendered from this file.
-        for app in apps.iter().filter(|app| Some(app.name.as_str()) == name) {
-            found.insert((*app).clone(), from_application(&document, definitions));
-        }
-    }
-    found
+    let catalog = StatusCatalog::new(definitions);
+    applications
+        .iter()
+        .map(|(app, application)| (app.clone(), from_model(application, &catalog)))
+        .collect()
 }
 
 /// The health of one component from its live objects: every object's built-in health, the
@@ -208,7 +297,9 @@ pub fn component_health(
     };
     // The component's rules need the live workload: before it exists, its objects' built-in
     // health ("not created yet") already says enough.
-    if let Some(workload) = workload {
+    if let Some(workload) = workload
+        && !status.rules.is_empty()
+    {
         let mut context = base_context(app, &status.name, &status.parameter);
         context.insert("output".to_owned(), workload.clone());
         context.insert(
@@ -226,7 +317,8 @@ pub fn component_health(
             &mut messages,
         );
     }
-    for trait_status in &status.traits {
+    // Traits without status CUE have nothing to evaluate: their live objects are not copied.
+    for trait_status in status.traits.iter().filter(|t| !t.rules.is_empty()) {
         let outputs = outputs_of(&trait_status.trait_type);
         let expected = objects
             .iter()
@@ -277,7 +369,7 @@ pub fn component_health(
 /// or not a concrete bool.
 pub fn evaluate_health_policy(
     evaluator: &cue::Evaluator,
-    policy: &str,
+    policy: &Snippet,
     context: &Value,
     parameter: &Value,
 ) -> Result<bool, String> {
@@ -295,7 +387,7 @@ pub fn evaluate_health_policy(
 /// or not a concrete string.
 pub fn evaluate_custom_status(
     evaluator: &cue::Evaluator,
-    custom_status: &str,
+    custom_status: &Snippet,
     context: &Value,
     parameter: &Value,
 ) -> Result<String, String> {
@@ -308,16 +400,17 @@ pub fn evaluate_custom_status(
 fn evaluate_rules(
     evaluator: &cue::Evaluator,
     rules: &StatusRules,
-    mut context: Map<String, Value>,
+    context: Map<String, Value>,
     parameter: &Value,
     what: &str,
     parts: &mut Vec<(String, Health)>,
     messages: &mut Vec<String>,
 ) {
+    // One context value for both snippets (no copy of the live objects in it per snippet).
+    let mut context = Value::Object(context);
     let healthy = match &rules.health_policy {
         None => true,
         Some(policy) => {
-            let context = Value::Object(context.clone());
             match evaluate_health_policy(evaluator, policy, &context, parameter) {
                 Ok(true) => true,
                 Ok(false) => {
@@ -340,8 +433,9 @@ fn evaluate_rules(
         }
     };
     if let Some(custom_status) = &rules.custom_status {
-        context.insert("status".to_owned(), json!({ "healthy": healthy }));
-        let context = Value::Object(context);
+        if let Value::Object(fields) = &mut context {
+            fields.insert("status".to_owned(), json!({ "healthy": healthy }));
+        }
         // A failing custom status only loses its message, as in KubeVela.
         if let Ok(message) = evaluate_custom_status(evaluator, custom_status, &context, parameter)
             && !message.is_empty()
@@ -353,15 +447,12 @@ fn evaluate_rules(
 
 fn evaluate_field(
     evaluator: &cue::Evaluator,
-    snippet: &str,
+    snippet: &Snippet,
     field: &str,
     context: &Value,
     parameter: &Value,
 ) -> Result<Value, String> {
-    let parsed = cue::parse_file(cue::FileId(0), snippet);
-    if let Some(error) = parsed.errors.first() {
-        return Err(error.to_string());
-    }
+    let parsed = snippet.parsed()?;
     let span = cue::Span::default();
     let value = evaluator.evaluate(
         &[&parsed.file],
@@ -402,10 +493,10 @@ fn base_context(app: &AppRef, component: &str, parameter: &Value) -> Map<String,
     context
 }
 
-fn non_empty(text: Option<&str>) -> Option<String> {
+fn non_empty(text: Option<&str>) -> Option<Snippet> {
     text.map(str::trim)
         .filter(|text| !text.is_empty())
-        .map(str::to_owned)
+        .map(Snippet::new)
 }
 
 #[cfg(test)]

@@ -103,7 +103,7 @@ fn the_disable_health_check_annotation_makes_webservice_healthy() {
     let status = webservice_status(&definitions);
     let mut unready = deployment(2, None);
     unready["metadata"]["annotations"] = json!({"app.oam.dev/disable-health-check": "true"});
-    let policy = status.rules.health_policy.as_deref().unwrap();
+    let policy = status.rules.health_policy.as_ref().unwrap();
     let mut context = base_context(&app(), "web", &status.parameter);
     context.insert("output".to_owned(), unready);
     let healthy = evaluate_health_policy(
@@ -172,7 +172,7 @@ fn a_trait_policy_sees_only_its_own_outputs_and_no_context_output() {
             trait_type: "expose".to_owned(),
             parameter: json!({"port": [80]}),
             rules: StatusRules {
-                health_policy: Some(policy.to_owned()),
+                health_policy: Some(Snippet::new(policy)),
                 custom_status: None,
             },
         }],
@@ -225,17 +225,24 @@ fn broken_snippets_are_not_healthy_and_lose_only_their_message() {
     let evaluator = cue::Evaluator::new();
     let context = json!({"output": {"status": {}}});
     let parameter = json!({});
-    assert!(evaluate_health_policy(&evaluator, "isHealth: [", &context, &parameter).is_err());
-    assert!(evaluate_health_policy(&evaluator, "isHealth: 1", &context, &parameter).is_err());
-    assert!(evaluate_health_policy(&evaluator, "other: true", &context, &parameter).is_err());
+    for broken in ["isHealth: [", "isHealth: 1", "other: true"] {
+        let snippet = Snippet::new(broken);
+        let evaluated = evaluate_health_policy(&evaluator, &snippet, &context, &parameter);
+        assert!(evaluated.is_err(), "{broken}: {evaluated:?}");
+    }
     assert_eq!(
-        evaluate_health_policy(&evaluator, "isHealth: *true | bool", &context, &parameter),
+        evaluate_health_policy(
+            &evaluator,
+            &Snippet::new("isHealth: *true | bool"),
+            &context,
+            &parameter
+        ),
         Ok(true)
     );
     assert!(
         evaluate_custom_status(
             &evaluator,
-            "message: context.output.status.missing",
+            &Snippet::new("message: context.output.status.missing"),
             &context,
             &parameter
         )
