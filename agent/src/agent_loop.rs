@@ -601,16 +601,16 @@ impl SourceWorker {
     async fn plan(&self, rendered: &Selected, commit: &CommitId, orphans: &Orphans) -> LivePlan {
         let started = Instant::now();
         let cluster = &self.shared.cluster;
-        let policies = live::policies_from_sources(&rendered.output, &rendered.sources);
+        // Each manifest is parsed once, for both the policies and the status CUE.
+        let applications = live::applications_from_sources(&rendered.output, &rendered.sources);
+        let policies = live::policies_of(&applications);
         // The live planner observes one app at a time: one permit covers it.
         let _permit = self.shared.work_permits.acquire().await.ok();
         let mut options = self.live_options(cluster);
         // Health also evaluates the definitions' healthPolicy/customStatus CUE.
-        options.statuses = crate::health::status::from_sources(
-            &rendered.output,
-            &rendered.sources,
-            &self.shared.definitions,
-        );
+        options.statuses =
+            crate::health::status::of_applications(&applications, &self.shared.definitions);
+        drop(applications);
         let live_plan = live::plan_live_apps(
             cluster,
             &rendered.output,

@@ -231,20 +231,6 @@ fn of_components(components: &[Component], catalog: &StatusCatalog<'_>) -> Vec<C
         .collect()
 }
 
-/// The component statuses of every rendered app, from its Application manifest in the
-/// sources (see [`crate::live::applications_from_sources`]): a manifest that does not parse
-/// here has already been reported by the render.
-pub fn from_sources(
-    output: &analyzer::RenderOutput,
-    sources: &analyzer::SourceMap,
-    definitions: &Definitions,
-) -> BTreeMap<AppRef, Vec<ComponentStatus>> {
-    of_applications(
-        &crate::live::applications_from_sources(output, sources),
-        definitions,
-    )
-}
-
 /// The component statuses of every app of `applications`, each definition's status CUE
 /// shared by all its apps (parsed once).
 pub fn of_applications(
