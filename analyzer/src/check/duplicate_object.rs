@@ -188,9 +188,11 @@ fn key_of(object: &RenderedObject, app_namespace: &str) -> Option<ObjectKey> {
     let api_version = value.get("apiVersion")?.as_str()?;
     let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
     let kind = value.get("kind")?.as_str()?;
-    let name = value.pointer("/metadata/name")?.as_str()?;
-    let namespace = value
-        .pointer("/metadata/namespace")
+    // `get` rather than `pointer`: serde_json's pointer allocates a string per segment.
+    let metadata = value.get("metadata")?;
+    let name = metadata.get("name")?.as_str()?;
+    let namespace = metadata
+        .get("namespace")
         .and_then(serde_json::Value::as_str)
         .unwrap_or(app_namespace);
     Some((

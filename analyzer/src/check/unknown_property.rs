@@ -207,11 +207,12 @@ impl Block<'_> {
             return;
         };
         let subject = format!("{} `{}`", self.subject, self.type_name);
+        let mut pointer = self.pointer.clone();
         walk(
             ctx,
             properties,
             &schema,
-            &self.pointer,
+            &mut pointer,
             &subject,
             self.component,
             out,
@@ -219,11 +220,13 @@ impl Block<'_> {
     }
 }
 
+/// `pointer` is the JSON pointer of `value`, one buffer extended and truncated on the way
+/// down: most keys are declared, so building a pointer string per key would be waste.
 fn walk(
     ctx: &AppContext<'_>,
     value: &serde_json::Value,
     schema: &Schema,
-    pointer: &str,
+    pointer: &mut String,
     subject: &str,
     component: Option<&str>,
     out: &mut Vec<Diagnostic>,
@@ -231,20 +234,19 @@ fn walk(
     let (Some(object), Schema::Struct(fields)) = (value.as_object(), schema) else {
         return;
     };
+    let parent_len = pointer.len();
     for (key, child) in object {
-        let child_pointer = format!("{pointer}/{}", escape_segment(key));
+        pointer.truncate(parent_len);
+        pointer.push('/');
+        if key.contains(['~', '/']) {
+            pointer.push_str(&escape_segment(key));
+        } else {
+            pointer.push_str(key);
+        }
         match fields.iter().find(|field| field.label == *key) {
-            Some(field) => walk(
-                ctx,
-                child,
-                &field.schema,
-                &child_pointer,
-                subject,
-                component,
-                out,
-            ),
+            Some(field) => walk(ctx, child, &field.schema, pointer, subject, component, out),
             None => {
-                let span: Span = ctx.loaded.document.positions.key_span(&child_pointer);
+                let span: Span = ctx.loaded.document.positions.key_span(pointer);
                 let suggestion = closest(key, fields.iter().map(|field| field.label.as_str()))
                     .map(|name| format!("; did you mean `{name}`?"))
                     .unwrap_or_default();
@@ -260,6 +262,7 @@ fn walk(
             }
         }
     }
+    pointer.truncate(parent_len);
 }
 
 /// The candidate nearest to `word` by edit distance, if near enough to be a typo: at most
