@@ -81,6 +81,9 @@ pub(super) fn parse_documents(file: FileId, text: &str) -> Option<Vec<YamlDocume
                 builder.start(Collection::Map(serde_json::Map::new(), None), range)?;
             }
             Event::SequenceEnd | Event::MappingEnd => builder.end()?,
+            // Comments are not data. The feature is on here because kube turns it on in every
+            // binary that links it: without this arm every commented file would fall back.
+            Event::Comment(..) => {}
             // Aliases and anything newer than this code: serde-saphyr decides.
             _ => return None,
         }
