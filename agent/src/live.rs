@@ -127,17 +127,7 @@ pub async fn plan_live_taking(
     revision: Option<&str>,
     options: &LiveOptions,
 ) -> LivePlan {
-    let desired_apps =
-        observe::desired_apps_taking(cluster, &mut output.apps, policies, revision).await;
-    plan_desired(
-        cluster,
-        desired_apps,
-        output.diagnostics.clone(),
-        options,
-        &Orphans::NotRendered,
-        Keep::ForApply,
-    )
-    .await
+    plan_taking(cluster, output, policies, revision, options, Keep::ForApply).await
 }
 
 /// [`plan_live_taking`] for a caller that only reports the plan (`driftless plan`): the live
@@ -151,6 +141,18 @@ pub async fn plan_live_report(
     revision: Option<&str>,
     options: &LiveOptions,
 ) -> LivePlan {
+    plan_taking(cluster, output, policies, revision, options, Keep::PlanOnly).await
+}
+
+/// The rendered objects moved out of `output` into a plan that keeps `keep` of what it observed.
+async fn plan_taking(
+    cluster: &Cluster,
+    output: &mut RenderOutput,
+    policies: &BTreeMap<AppRef, Vec<Policy>>,
+    revision: Option<&str>,
+    options: &LiveOptions,
+    keep: Keep,
+) -> LivePlan {
     let desired_apps =
         observe::desired_apps_taking(cluster, &mut output.apps, policies, revision).await;
     plan_desired(
@@ -159,7 +161,7 @@ pub async fn plan_live_report(
         output.diagnostics.clone(),
         options,
         &Orphans::NotRendered,
-        Keep::PlanOnly,
+        keep,
     )
     .await
 }
