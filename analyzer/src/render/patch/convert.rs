@@ -25,6 +25,27 @@ pub(crate) struct ExportError {
     pub(crate) causes: Vec<cue::Error>,
 }
 
+impl ExportError {
+    fn incomplete(path: Vec<String>, constraint: &str) -> Self {
+        Self {
+            path,
+            message: format!("incomplete value {constraint}"),
+            causes: Vec::new(),
+        }
+    }
+
+    fn bottom(path: Vec<String>, causes: Vec<cue::Error>) -> Self {
+        Self {
+            path,
+            message: causes.first().map_or_else(
+                || "explicit error (_|_ literal)".to_owned(),
+                |e| e.message.clone(),
+            ),
+            causes,
+        }
+    }
+}
+
 /// The JSON of a value.
 ///
 /// # Errors
@@ -114,23 +135,12 @@ fn convert_owned(
         }
         Exported::Incomplete(constraint) => {
             if concreteness == Concreteness::Required {
-                errors.push(ExportError {
-                    path: owned_steps(path),
-                    message: format!("incomplete value {}", constraint.text),
-                    causes: Vec::new(),
-                });
+                errors.push(ExportError::incomplete(owned_steps(path), &constraint.text));
             }
             None
         }
         Exported::Bottom(causes) => {
-            errors.push(ExportError {
-                path: owned_steps(path),
-                message: causes.first().map_or_else(
-                    || "explicit error (_|_ literal)".to_owned(),
-                    |e| e.message.clone(),
-                ),
-                causes,
-            });
+            errors.push(ExportError::bottom(owned_steps(path), causes));
             None
         }
     }
@@ -188,23 +198,12 @@ fn convert<'v>(
         }
         Exported::Incomplete(constraint) => {
             if concreteness == Concreteness::Required {
-                errors.push(ExportError {
-                    path: owned_path(path),
-                    message: format!("incomplete value {}", constraint.text),
-                    causes: Vec::new(),
-                });
+                errors.push(ExportError::incomplete(owned_path(path), &constraint.text));
             }
             None
         }
         Exported::Bottom(causes) => {
-            errors.push(ExportError {
-                path: owned_path(path),
-                message: causes.first().map_or_else(
-                    || "explicit error (_|_ literal)".to_owned(),
-                    |e| e.message.clone(),
-                ),
-                causes: causes.clone(),
-            });
+            errors.push(ExportError::bottom(owned_path(path), causes.clone()));
             None
         }
     }
