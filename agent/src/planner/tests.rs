@@ -66,6 +66,45 @@ fn as_live(desired_object: &DesiredObject, resource_version: &str) -> Value {
     live
 }
 
+/// A desired app of one ConfigMap `name` (data `key: value`) from component `web`, no policies.
+fn one_config_map(app_name: &str, name: &str, value: &str) -> DesiredApp {
+    desired(
+        app_name,
+        vec![("web", None, config_map(name, value))],
+        json!([]),
+    )
+}
+
+/// Live objects holding `observed` under the ref of `object`.
+fn live_with<'a>(observed: impl IntoIterator<Item = (&'a DesiredObject, Observed)>) -> LiveObjects {
+    let mut live = LiveObjects::default();
+    for (object, observed) in observed {
+        live.objects.insert(object.object_ref.clone(), observed);
+    }
+    live
+}
+
+/// A tracker of app `app_name` recording `entries` under the refs of their objects.
+fn tracker_with<'a>(
+    app_name: &str,
+    entries: impl IntoIterator<Item = (&'a ObjectRef, TrackedEntry)>,
+) -> TrackerRecord {
+    let mut tracker = TrackerRecord::new(&app(app_name));
+    for (object_ref, entry) in entries {
+        tracker.entries.insert(object_ref.clone(), entry);
+    }
+    tracker
+}
+
+/// The summary lines of `app`'s plan with the default options.
+fn plan_summary(
+    app: &DesiredApp,
+    live: &LiveObjects,
+    tracker: Option<&TrackerRecord>,
+) -> Vec<String> {
+    summary(&plan_app(app, live, tracker, &PlanOptions::default()))
+}
+
 fn present(live: Value) -> Observed {
     Observed::Present {
         live,
@@ -163,54 +202,35 @@ fn against_an_empty_cluster_everything_is_a_create_in_kind_order() {
 
 #[test]
 fn an_object_left_as_applied_is_unchanged_without_a_dry_run() {
-    let shop = desired(
-        "shop",
-        vec![("web", None, config_map("cfg", "a"))],
-        json!([]),
-    );
+    let shop = one_config_map("shop", "cfg", "a");
     let object = &shop.objects[0];
-    let mut live = LiveObjects::default();
     // Even a live value that differs is trusted: same hash, same resourceVersion means nobody
     // wrote the object since our apply, so the difference is the apiserver's normalisation.
     let mut live_object = as_live(object, "5");
     live_object["data"]["key"] = json!("normalised");
-    live.objects
-        .insert(object.object_ref.clone(), present(live_object));
-    let mut tracker = TrackerRecord::new(&app("shop"));
-    tracker
-        .entries
-        .insert(object.object_ref.clone(), entry(&object.hash, "5"));
-    let plan = plan_app(&shop, &live, Some(&tracker), &PlanOptions::default());
-    assert_eq!(summary(&plan), vec!["unchanged ConfigMap/team/cfg"]);
+    let live = live_with([(object, present(live_object))]);
+    let tracker = tracker_with("shop", [(&object.object_ref, entry(&object.hash, "5"))]);
+    assert_eq!(
+        plan_summary(&shop, &live, Some(&tracker)),
+        vec!["unchanged ConfigMap/team/cfg"]
+    );
 
     // Another resourceVersion: somebody wrote it, so it is compared and the drift shows.
-    tracker
-        .entries
-        .insert(object.object_ref.clone(), entry(&object.hash, "4"));
-    let plan = plan_app(&shop, &live, Some(&tracker), &PlanOptions::default());
+    let tracker = tracker_with("shop", [(&object.object_ref, entry(&object.hash, "4"))]);
     assert_eq!(
-        summary(&plan),
+        plan_summary(&shop, &live, Some(&tracker)),
         vec!["update ConfigMap/team/cfg [\"data.key\"]"]
     );
 }
 
 #[test]
 fn a_changed_property_is_exactly_one_changed_field() {
-    let before = desired(
-        "shop",
-        vec![("web", None, config_map("cfg", "a"))],
-        json!([]),
-    );
-    let after = desired(
-        "shop",
-        vec![("web", None, config_map("cfg", "b"))],
-        json!([]),
-    );
-    let mut live = LiveObjects::default();
-    live.objects.insert(
-        before.objects[0].object_ref.clone(),
+    let before = one_config_map("shop", "cfg", "a");
+    let after = one_config_map("shop", "cfg", "b");
+    let live = live_with([(
+        &before.objects[0],
         present(as_live(&before.objects[0], "5")),
-    );
+    )]);
     let plan = plan_app(&after, &live, None, &PlanOptions::default());
     assert_eq!(
         summary(&plan),
@@ -225,48 +245,35 @@ fn a_changed_property_is_exactly_one_changed_field() {
 
 #[test]
 fn the_dry_run_result_is_compared_when_present() {
-    let shop = desired(
-        "shop",
-        vec![("web", None, config_map("cfg", "a"))],
-        json!([]),
-    );
+    let shop = one_config_map("shop", "cfg", "a");
     let object = &shop.objects[0];
     let live_object = as_live(object, "5");
     let mut dry_run = live_object.clone();
     dry_run["metadata"]["resourceVersion"] = json!("6");
-    let mut live = LiveObjects::default();
-    live.objects.insert(
-        object.object_ref.clone(),
-        Observed::Present {
-            live: live_object.clone(),
-            dry_run: Some(dry_run.clone()),
-        },
+    let with_dry_run = |dry_run: &Value| {
+        live_with([(
+            object,
+            Observed::Present {
+                live: live_object.clone(),
+                dry_run: Some(dry_run.clone()),
+            },
+        )])
+    };
+    assert_eq!(
+        plan_summary(&shop, &with_dry_run(&dry_run), None),
+        vec!["unchanged ConfigMap/team/cfg"]
     );
-    let plan = plan_app(&shop, &live, None, &PlanOptions::default());
-    assert_eq!(summary(&plan), vec!["unchanged ConfigMap/team/cfg"]);
 
     dry_run["data"]["extra"] = json!("x");
-    live.objects.insert(
-        object.object_ref.clone(),
-        Observed::Present {
-            live: live_object,
-            dry_run: Some(dry_run),
-        },
-    );
-    let plan = plan_app(&shop, &live, None, &PlanOptions::default());
     assert_eq!(
-        summary(&plan),
+        plan_summary(&shop, &with_dry_run(&dry_run), None),
         vec!["update ConfigMap/team/cfg [\"data.extra\"]"]
     );
 }
 
 #[test]
 fn tracked_objects_no_longer_rendered_are_pruned_first_when_still_marked() {
-    let shop = desired(
-        "shop",
-        vec![("web", None, config_map("keep", "a"))],
-        json!([]),
-    );
+    let shop = one_config_map("shop", "keep", "a");
     let gone = desired(
         "shop",
         vec![("old", None, config_map("gone", "a"))],
@@ -277,36 +284,26 @@ fn tracked_objects_no_longer_rendered_are_pruned_first_when_still_marked() {
         vec![("old", None, config_map("unmarked", "a"))],
         json!([]),
     );
-    let mut live = LiveObjects::default();
-    live.objects.insert(
-        shop.objects[0].object_ref.clone(),
-        present(as_live(&shop.objects[0], "1")),
-    );
-    live.objects.insert(
-        gone.objects[0].object_ref.clone(),
-        present(as_live(&gone.objects[0], "1")),
-    );
     let mut stripped = as_live(&unmarked.objects[0], "1");
     stripped["metadata"]["annotations"] = json!({});
-    live.objects
-        .insert(unmarked.objects[0].object_ref.clone(), present(stripped));
-    let mut tracker = TrackerRecord::new(&app("shop"));
-    for object in [&shop.objects[0], &gone.objects[0], &unmarked.objects[0]] {
-        tracker
-            .entries
-            .insert(object.object_ref.clone(), entry(&object.hash, "1"));
-    }
+    let live = live_with([
+        (&shop.objects[0], present(as_live(&shop.objects[0], "1"))),
+        (&gone.objects[0], present(as_live(&gone.objects[0], "1"))),
+        (&unmarked.objects[0], present(stripped)),
+    ]);
     // Tracked but already gone from the cluster: nothing to do.
-    tracker.entries.insert(
-        ObjectRef {
-            name: "vanished".to_owned(),
-            ..gone.objects[0].object_ref.clone()
-        },
-        entry("h", "1"),
+    let vanished = ObjectRef {
+        name: "vanished".to_owned(),
+        ..gone.objects[0].object_ref.clone()
+    };
+    let tracked = [&shop.objects[0], &gone.objects[0], &unmarked.objects[0]]
+        .map(|object| (&object.object_ref, entry(&object.hash, "1")));
+    let tracker = tracker_with(
+        "shop",
+        tracked.into_iter().chain([(&vanished, entry("h", "1"))]),
     );
-    let plan = plan_app(&shop, &live, Some(&tracker), &PlanOptions::default());
     assert_eq!(
-        summary(&plan),
+        plan_summary(&shop, &live, Some(&tracker)),
         vec![
             "delete ConfigMap/team/gone",
             "unchanged ConfigMap/team/unmarked (not pruned: no longer carries this app's ownership marks)",
@@ -332,27 +329,11 @@ fn garbage_collect_rules_keep_objects_on_update_but_not_on_app_deletion() {
             {"selector": {"componentNames": ["web"]}, "strategy": "onAppDelete"}
         ]}}]),
     );
-    let gone = desired(
-        "shop",
-        vec![("web", None, config_map("gone", "a"))],
-        json!([]),
-    );
-    let mut live = LiveObjects::default();
-    live.objects.insert(
-        gone.objects[0].object_ref.clone(),
-        present(as_live(&gone.objects[0], "1")),
-    );
-    let mut tracker = TrackerRecord::new(&app("shop"));
-    tracker
-        .entries
-        .insert(gone.objects[0].object_ref.clone(), entry("h", "1"));
+    let gone = one_config_map("shop", "gone", "a");
+    let live = live_with([(&gone.objects[0], present(as_live(&gone.objects[0], "1")))]);
+    let mut tracker = tracker_with("shop", [(&gone.objects[0].object_ref, entry("h", "1"))]);
     assert_eq!(
-        summary(&plan_app(
-            &shop,
-            &live,
-            Some(&tracker),
-            &PlanOptions::default()
-        )),
+        plan_summary(&shop, &live, Some(&tracker)),
         vec!["unchanged ConfigMap/team/gone (kept (garbage-collect strategy onAppDelete))"]
     );
     assert_eq!(
@@ -381,41 +362,23 @@ fn garbage_collect_rules_keep_objects_on_update_but_not_on_app_deletion() {
 
 #[test]
 fn an_object_owned_by_another_app_is_a_conflict_naming_it() {
-    let blog = desired(
-        "blog",
-        vec![("web", None, config_map("cfg", "a"))],
-        json!([]),
-    );
-    let shop = desired(
-        "shop",
-        vec![("web", None, config_map("cfg", "a"))],
-        json!([]),
-    );
+    let blog = one_config_map("blog", "cfg", "a");
+    let shop = one_config_map("shop", "cfg", "a");
     let mut live_object = as_live(&blog.objects[0], "1");
     live_object["metadata"]["annotations"][ANNOTATION_OWNER] = json!("team/blog");
     live_object["metadata"]["labels"][LABEL_APP_NAME] = json!("blog");
     live_object["metadata"]["labels"][LABEL_APP_NAMESPACE] = json!("team");
-    let mut live = LiveObjects::default();
-    live.objects
-        .insert(blog.objects[0].object_ref.clone(), present(live_object));
+    let live = live_with([(&blog.objects[0], present(live_object))]);
     assert_eq!(
-        summary(&plan_app(&shop, &live, None, &PlanOptions::default())),
+        plan_summary(&shop, &live, None),
         vec!["conflict ConfigMap/team/cfg (owned by app team/blog)"]
     );
 }
 
 #[test]
 fn two_apps_creating_the_same_object_conflict_in_the_second() {
-    let blog = desired(
-        "blog",
-        vec![("web", None, config_map("cfg", "a"))],
-        json!([]),
-    );
-    let shop = desired(
-        "shop",
-        vec![("web", None, config_map("cfg", "a"))],
-        json!([]),
-    );
+    let blog = one_config_map("blog", "cfg", "a");
+    let shop = one_config_map("shop", "cfg", "a");
     let empty = LiveObjects::default();
     let options = PlanOptions::default();
     let plan = plan_all(
@@ -445,11 +408,9 @@ fn apply_once_keeps_live_values_of_drifting_paths() {
     );
     let mut live_object = as_live(&shop.objects[0], "2");
     live_object["data"]["key"] = json!("edited by hand");
-    let mut live = LiveObjects::default();
-    live.objects
-        .insert(shop.objects[0].object_ref.clone(), present(live_object));
+    let live = live_with([(&shop.objects[0], present(live_object))]);
     assert_eq!(
-        summary(&plan_app(&shop, &live, None, &PlanOptions::default())),
+        plan_summary(&shop, &live, None),
         vec!["unchanged ConfigMap/team/cfg"]
     );
     let whole = desired(
@@ -458,23 +419,18 @@ fn apply_once_keeps_live_values_of_drifting_paths() {
         json!([{"name": "once", "type": "apply-once", "properties": {"enable": true}}]),
     );
     assert_eq!(
-        summary(&plan_app(&whole, &live, None, &PlanOptions::default())),
+        plan_summary(&whole, &live, None),
         vec!["unchanged ConfigMap/team/cfg (exists; drift allowed (apply-once policy))"]
     );
 }
 
 #[test]
 fn per_object_errors_are_diagnostics_and_blocked_apps_plan_nothing() {
-    let shop = desired(
-        "shop",
-        vec![("web", None, config_map("cfg", "a"))],
-        json!([]),
-    );
-    let mut live = LiveObjects::default();
-    live.objects.insert(
-        shop.objects[0].object_ref.clone(),
+    let shop = one_config_map("shop", "cfg", "a");
+    let live = live_with([(
+        &shop.objects[0],
         Observed::Failed("forbidden: cannot get configmaps".to_owned()),
-    );
+    )]);
     let two = desired(
         "shop",
         vec![
@@ -505,10 +461,7 @@ fn per_object_errors_are_diagnostics_and_blocked_apps_plan_nothing() {
         json!([]),
     );
     assert!(twice.is_blocked());
-    let mut tracker = TrackerRecord::new(&app("shop"));
-    tracker
-        .entries
-        .insert(shop.objects[0].object_ref.clone(), entry("h", "1"));
+    let tracker = tracker_with("shop", [(&shop.objects[0].object_ref, entry("h", "1"))]);
     let plan = plan_app(
         &twice,
         &LiveObjects::default(),
