@@ -220,25 +220,25 @@ pub(crate) fn is_data_field(field: &ExportedField) -> bool {
 }
 
 /// A JSON value as a concrete exported value. Lists are open, like KubeVela re-parsing a JSON
-/// patch result with every list opened.
-pub(crate) fn from_json(value: &serde_json::Value) -> Exported {
+/// patch result with every list opened. Takes the JSON by value: labels and scalars are moved.
+pub(crate) fn into_exported(value: serde_json::Value) -> Exported {
     match value {
         serde_json::Value::Object(object) => Exported::Struct(
             object
-                .iter()
+                .into_iter()
                 .map(|(label, value)| ExportedField {
-                    label: label.clone(),
-                    value: from_json(value),
+                    label,
+                    value: into_exported(value),
                     doc: Vec::new(),
                     optional: false,
                 })
                 .collect(),
         ),
         serde_json::Value::Array(items) => Exported::List {
-            elems: items.iter().map(from_json).collect(),
+            elems: items.into_iter().map(into_exported).collect(),
             open: true,
         },
-        scalar => Exported::Scalar(scalar.clone()),
+        scalar => Exported::Scalar(scalar),
     }
 }
 
@@ -388,7 +388,7 @@ mod tests {
     fn json_round_trips() {
         let value = json!({"a": [1, {"b": null}], "c": "x"});
         assert_eq!(
-            to_json(&from_json(&value), Concreteness::Required).unwrap(),
+            to_json(&into_exported(value.clone()), Concreteness::Required).unwrap(),
             value
         );
     }

@@ -14,7 +14,7 @@ pub(crate) mod unify;
 
 use cue::Exported;
 
-use convert::{Concreteness, from_json, to_json};
+use convert::{Concreteness, into_exported, into_json, to_json};
 use tags::{FieldTags, PatchStrategy};
 pub(crate) use unify::ConstraintCheck;
 
@@ -48,18 +48,18 @@ pub(crate) fn apply_patch(
 ) -> Result<Exported, PatchError> {
     match FieldTags::parse(patch_doc).strategy {
         PatchStrategy::JsonMergePatch => {
-            let (mut base_json, patch_json) = concrete_pair(&base, patch)?;
+            let (mut base_json, patch_json) = concrete_pair(base, patch)?;
             json_patch::merge_patch(&mut base_json, &patch_json);
-            Ok(from_json(&base_json))
+            Ok(into_exported(base_json))
         }
         PatchStrategy::JsonPatch => {
-            let (mut base_json, patch_json) = concrete_pair(&base, patch)?;
+            let (mut base_json, patch_json) = concrete_pair(base, patch)?;
             let operations = patch_json.get("operations").cloned().unwrap_or_default();
             json_patch::json_patch(&mut base_json, &operations).map_err(|message| PatchError {
                 path: Vec::new(),
                 message,
             })?;
-            Ok(from_json(&base_json))
+            Ok(into_exported(base_json))
         }
         PatchStrategy::Unify | PatchStrategy::RetainKeys | PatchStrategy::Replace => {
             unify::unify_patch(base, patch, check)
@@ -80,8 +80,10 @@ pub(crate) fn unify_only(
     unify::unify_patch(base, patch, check)
 }
 
+/// The JSON of the workload and of the patch. The workload is consumed: it is replaced by
+/// the patched JSON, so its labels and scalars are moved, not copied.
 fn concrete_pair(
-    base: &Exported,
+    base: Exported,
     patch: &Exported,
 ) -> Result<(serde_json::Value, serde_json::Value), PatchError> {
     let to_error = |what: &str, errors: Vec<convert::ExportError>| {
@@ -95,7 +97,7 @@ fn concrete_pair(
         }
     };
     let base_json =
-        to_json(base, Concreteness::Required).map_err(|e| to_error("the workload", e))?;
+        into_json(base, Concreteness::Required).map_err(|e| to_error("the workload", e))?;
     let patch_json =
         to_json(patch, Concreteness::Required).map_err(|e| to_error("the patch", e))?;
     Ok((base_json, patch_json))
