@@ -10,6 +10,7 @@ use super::context::{component_context, go_json, into_go_json};
 use super::errors::{PropertiesSite, Subject, with_path};
 use super::instance::{Inputs, evaluate, missing_parameters};
 use super::labels::{LabelContext, ObjectRole, apply_contract, trait_type_label};
+use super::memo::{self, MemoKey, TraitResult, exported_fields};
 use super::patch::convert::{Concreteness, into_json, to_json};
 use super::patch::{ConstraintCheck, apply_patch, unify_only};
 use super::restart_hash::stamp_restart_hash;
@@ -99,7 +100,7 @@ pub(crate) fn render_component(
         )]);
     };
     let mut workload = output.export();
-    let mut auxiliaries: Vec<Auxiliary> = outputs_of(&value)
+    let mut auxiliaries: Vec<Auxiliary> = exported_fields(&value, "outputs")
         .into_iter()
         .map(|(name, value)| Auxiliary {
             trait_type: AUXILIARY_WORKLOAD.to_owned(),
@@ -119,6 +120,17 @@ pub(crate) fn render_component(
             Value::String(component.component_type.clone()),
         );
     }
+    // Every field a trait's context can have: a template that reads none of them renders the
+    // same for every app and is remembered (`memo`).
+    let context_fields: Vec<String> = base_trait_context
+        .as_object()
+        .map(|object| object.keys().cloned().collect())
+        .unwrap_or_default();
+    let context_fields: Vec<&str> = context_fields
+        .iter()
+        .map(String::as_str)
+        .chain(["output", "outputs"])
+        .collect();
     for (trait_index, (component_trait, trait_definition)) in
         component.traits.iter().zip(&definitions.traits).enumerate()
     {
@@ -135,59 +147,86 @@ pub(crate) fn render_component(
             )]);
         };
         let type_label = trait_type_label(&component_trait.trait_type);
-        // `context.output(s)` is the whole workload converted to JSON and then built into the
-        // evaluation: left out for a template that cannot observe it (e.g. `scaler`), which
-        // renders the same without it.
-        let own_trait_context = match base_trait_context.as_object() {
-            Some(base) if trait_template.may_read_fields("context", &["output", "outputs"]) => {
-                let mut object = base.clone();
-                // Deviation: upstream injects the base as CUE text; JSON cannot carry a value that
-                // is still non-concrete, so such fields are left out of `context.output`.
-                let output_json = to_json(&workload, Concreteness::Lenient).unwrap_or_default();
-                object.insert("output".to_owned(), into_go_json(output_json));
-                if !auxiliaries.is_empty() {
-                    let mut outputs = Map::new();
-                    for auxiliary in &auxiliaries {
-                        let json =
-                            to_json(&auxiliary.value, Concreteness::Lenient).unwrap_or_default();
-                        outputs.insert(auxiliary.name.clone(), into_go_json(json));
-                    }
-                    object.insert("outputs".to_owned(), into_go_json(Value::Object(outputs)));
-                }
-                Some(Value::Object(object))
-            }
-            _ => None,
-        };
-        let trait_context = own_trait_context.as_ref().unwrap_or(&base_trait_context);
-        let trait_parameter = component_trait.properties.as_ref().map(go_json);
         let trait_description = format!(
             "trait `{}` of component `{}`",
             component_trait.trait_type, component.name
         );
-        let trait_site = PropertiesSite {
-            positions,
-            pointer: &trait_properties_pointer,
-            owner_pointer: &trait_pointer,
-        };
-        let trait_subject = Subject {
-            description: &trait_description,
-            definition_span: trait_definition.span,
-        };
-        let trait_inputs = Inputs {
-            parameter: trait_parameter.as_ref(),
-            parameter_span: positions.value_span(&trait_properties_pointer),
-            context: trait_context,
-            context_span: positions.value_span(&trait_pointer),
-        };
-        let trait_value = evaluate(
-            evaluator,
+        let trait_parameter = component_trait.properties.as_ref().map(go_json);
+        let memo_key = MemoKey::new(
+            trait_definition,
             trait_template,
-            &trait_inputs,
-            &trait_site,
-            &trait_subject,
-        )?;
+            trait_parameter.as_ref(),
+            &context_fields,
+        );
+        let remembered = memo_key.as_ref().and_then(memo::lookup);
+        let trait_result = match remembered {
+            Some(result) => result,
+            None => {
+                // `context.output(s)` is the whole workload converted to JSON and then built
+                // into the evaluation: left out for a template that cannot observe it (e.g.
+                // `scaler`), which renders the same without it. When needed it goes into the
+                // shared trait context for this one evaluation and comes out right after,
+                // instead of into a copy of the whole context (`components` included).
+                let with_output = trait_template.may_read_fields("context", &["output", "outputs"]);
+                if with_output && let Some(object) = base_trait_context.as_object_mut() {
+                    // Deviation: upstream injects the base as CUE text; JSON cannot carry a
+                    // value that is still non-concrete, so such fields are left out of
+                    // `context.output`.
+                    let output_json = to_json(&workload, Concreteness::Lenient).unwrap_or_default();
+                    object.insert("output".to_owned(), into_go_json(output_json));
+                    if !auxiliaries.is_empty() {
+                        let mut outputs = Map::new();
+                        for auxiliary in &auxiliaries {
+                            let json = to_json(&auxiliary.value, Concreteness::Lenient)
+                                .unwrap_or_default();
+                            outputs.insert(auxiliary.name.clone(), into_go_json(json));
+                        }
+                        object.insert("outputs".to_owned(), into_go_json(Value::Object(outputs)));
+                    }
+                }
+                let trait_site = PropertiesSite {
+                    positions,
+                    pointer: &trait_properties_pointer,
+                    owner_pointer: &trait_pointer,
+                };
+                let trait_subject = Subject {
+                    description: &trait_description,
+                    definition_span: trait_definition.span,
+                };
+                let trait_inputs = Inputs {
+                    parameter: trait_parameter.as_ref(),
+                    parameter_span: positions.value_span(&trait_properties_pointer),
+                    context: &base_trait_context,
+                    context_span: positions.value_span(&trait_pointer),
+                };
+                let trait_value = evaluate(
+                    evaluator,
+                    trait_template,
+                    &trait_inputs,
+                    &trait_site,
+                    &trait_subject,
+                )?;
+                if with_output && let Some(object) = base_trait_context.as_object_mut() {
+                    // The component context has neither key, so these were appended last
+                    // (the order a copy of the context with them inserted had), and removing
+                    // them restores it.
+                    object.shift_remove("outputs");
+                    object.shift_remove("output");
+                }
+                let result = TraitResult::of(&trait_value);
+                if let Some(key) = memo_key {
+                    memo::remember(key, &result);
+                }
+                result
+            }
+        };
         // Outputs are appended before the patch is applied (upstream order).
-        for (name, value) in outputs_of(&trait_value) {
+        let TraitResult {
+            outputs,
+            patch,
+            patch_outputs,
+        } = trait_result;
+        for (name, value) in outputs {
             auxiliaries.push(Auxiliary {
                 trait_type: type_label.clone(),
                 name,
@@ -209,29 +248,24 @@ pub(crate) fn render_component(
                 .with_label(trait_definition.span, "trait defined here"),
             ]
         };
-        if let Some(patch) = trait_value.lookup(&["patch"]) {
-            let patch_value = patch.export();
-            workload = apply_patch(workload, &patch_value, &patch.doc(), check).map_err(|error| {
+        if let Some((patch_value, patch_doc)) = patch {
+            workload = apply_patch(workload, &patch_value, &patch_doc, check).map_err(|error| {
                 conflict(format!(
                     "{trait_description}: invalid patch trait {type_label} into workload: {error}"
                 ))
             })?;
         }
-        if let Some(patch_outputs) = trait_value.lookup(&["patchOutputs"]) {
-            for (name, patch) in patch_outputs.fields() {
-                let patch_value = patch.export();
-                for auxiliary in auxiliaries
-                    .iter_mut()
-                    .filter(|auxiliary| auxiliary.name == name)
-                {
-                    let value =
-                        std::mem::replace(&mut auxiliary.value, Exported::Bottom(Vec::new()));
-                    auxiliary.value = unify_only(value, &patch_value, check).map_err(|error| {
+        for (name, patch_value) in patch_outputs {
+            for auxiliary in auxiliaries
+                .iter_mut()
+                .filter(|auxiliary| auxiliary.name == name)
+            {
+                let value = std::mem::replace(&mut auxiliary.value, Exported::Bottom(Vec::new()));
+                auxiliary.value = unify_only(value, &patch_value, check).map_err(|error| {
                         conflict(format!(
                             "{trait_description}: invalid patch trait {type_label} into output {name}: {error}"
                         ))
                     })?;
-                }
             }
         }
     }
@@ -335,19 +369,4 @@ pub(crate) fn render_component(
         },
     );
     Ok(objects)
-}
-
-/// `outputs.<name>` entries in CUE field order (regular fields only: optional, hidden and
-/// definition fields are skipped, like upstream).
-fn outputs_of(value: &cue::Value) -> Vec<(String, Exported)> {
-    value
-        .lookup(&["outputs"])
-        .map(|outputs| {
-            outputs
-                .fields()
-                .into_iter()
-                .map(|(name, value)| (name, value.export()))
-                .collect()
-        })
-        .unwrap_or_default()
 }

@@ -14,6 +14,7 @@ mod custom_policy;
 mod errors;
 mod instance;
 mod labels;
+mod memo;
 pub(crate) mod patch;
 mod policies;
 mod restart_hash;

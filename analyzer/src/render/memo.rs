@@ -1,0 +1,278 @@
+//! Trait evaluations remembered per rayon thread: a trait whose template cannot read any
+//! `context` field renders the same for every app that gives it the same properties, so its
+//! evaluation is done once per (definition, properties) and thread and then reused.
+//!
+//! Real fleets repeat trait configurations (KubeVela's load-test apps differ only in their
+//! name): `scaler` with `replicas: 3` is one evaluation, not one per app. Whether a template
+//! can read `context` is decided from its syntax ([`cue::ast::File::may_read_fields`], which
+//! also counts a declaration of `context` or a use of it as a whole as reading everything).
+//! What is kept is only what the renderer reads of a successful evaluation (`outputs`,
+//! `patch`, `patchOutputs`, exported): a failed one is evaluated again for each app, since
+//! its diagnostics point into that app's file.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+use cue::Exported;
+use serde_json::Value;
+
+use crate::model::Definition;
+
+/// What the renderer uses of one trait evaluation, exported.
+#[derive(Debug, Clone)]
+pub(crate) struct TraitResult {
+    /// `outputs.<name>`, in CUE field order.
+    pub(crate) outputs: Vec<(String, Exported)>,
+    /// `patch` and its doc comments (the patch strategy).
+    pub(crate) patch: Option<(Exported, Vec<String>)>,
+    /// `patchOutputs.<name>`, in CUE field order.
+    pub(crate) patch_outputs: Vec<(String, Exported)>,
+}
+
+impl TraitResult {
+    /// The parts of `value` the renderer reads.
+    pub(crate) fn of(value: &cue::Value) -> TraitResult {
+        TraitResult {
+            outputs: exported_fields(value, "outputs"),
+            patch: value
+                .lookup(&["patch"])
+                .map(|patch| (patch.export(), patch.doc())),
+            patch_outputs: exported_fields(value, "patchOutputs"),
+        }
+    }
+
+    /// True when no part holds an error value. Errors carry spans, and those may point into
+    /// the app that was evaluated first: such a result is never shared.
+    fn is_error_free(&self) -> bool {
+        self.outputs
+            .iter()
+            .chain(&self.patch_outputs)
+            .map(|(_, value)| value)
+            .chain(self.patch.as_ref().map(|(patch, _)| patch))
+            .all(|value| !has_bottom(value))
+    }
+}
+
+/// The regular fields of `value.<field>`, exported, in CUE field order.
+pub(crate) fn exported_fields(value: &cue::Value, field: &str) -> Vec<(String, Exported)> {
+    value
+        .lookup(&[field])
+        .map(|fields| {
+            fields
+                .fields()
+                .into_iter()
+                .map(|(name, value)| (name, value.export()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn has_bottom(value: &Exported) -> bool {
+    match value {
+        Exported::Bottom(_) => true,
+        Exported::Struct(fields) => fields.iter().any(|field| has_bottom(&field.value)),
+        Exported::List { elems, .. } => elems.iter().any(has_bottom),
+        Exported::Default { default, others } => {
+            has_bottom(default) || others.iter().any(has_bottom)
+        }
+        Exported::Scalar(_) | Exported::Incomplete(_) => false,
+    }
+}
+
+/// Identifies a trait evaluation that does not depend on the app: the definition (by its
+/// source digest, so a repository that redefines a trait gets its own entries) and the
+/// properties as injected (Go-encoded JSON, keys sorted, so equal properties give equal text).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct MemoKey {
+    kind: &'static str,
+    name: String,
+    digest: [u8; 32],
+    /// `None`: the trait has no `properties` (nothing injected as `parameter`).
+    parameter: Option<String>,
+}
+
+impl MemoKey {
+    /// The key of evaluating `definition` with `parameter`, or `None` when the result may
+    /// depend on the app: the template can read one of `context_fields` (the fields of the
+    /// context it would be given, `output` and `outputs` included).
+    pub(crate) fn new(
+        definition: &Definition,
+        template: &cue::ast::File,
+        parameter: Option<&Value>,
+        context_fields: &[&str],
+    ) -> Option<MemoKey> {
+        if !enabled() || template.may_read_fields("context", context_fields) {
+            return None;
+        }
+        Some(MemoKey {
+            kind: definition.kind.cr_kind(),
+            name: definition.name.clone(),
+            digest: definition.source_digest,
+            parameter: parameter.map(Value::to_string),
+        })
+    }
+}
+
+/// More distinct entries than this in one thread and the memo starts over: a long-running
+/// agent renders many commits, and a fleet that does not repeat trait configurations should
+/// not grow a map it never hits.
+const CAPACITY: usize = 4096;
+
+thread_local! {
+    static MEMO: RefCell<HashMap<MemoKey, TraitResult>> = RefCell::new(HashMap::new());
+    static ENABLED: Cell<bool> = const { Cell::new(true) };
+    static HITS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn enabled() -> bool {
+    ENABLED.with(Cell::get)
+}
+
+/// The remembered result for `key`, cloned.
+pub(crate) fn lookup(key: &MemoKey) -> Option<TraitResult> {
+    let found = MEMO.with(|memo| memo.borrow().get(key).cloned());
+    if found.is_some() {
+        HITS.with(|hits| hits.set(hits.get() + 1));
+    }
+    found
+}
+
+/// Remembers `result` under `key` if it holds no error.
+pub(crate) fn remember(key: MemoKey, result: &TraitResult) {
+    if !result.is_error_free() {
+        return;
+    }
+    MEMO.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        if memo.len() >= CAPACITY {
+            memo.clear();
+        }
+        memo.insert(key, result.clone());
+    });
+}
+
+/// Turns the memo of the current thread on or off (tests compare renders with and without
+/// it); turning it off also forgets what it holds.
+#[cfg(test)]
+pub(crate) fn set_enabled(enabled: bool) {
+    ENABLED.with(|cell| cell.set(enabled));
+    MEMO.with(|memo| memo.borrow_mut().clear());
+}
+
+/// Memo hits on the current thread so far.
+#[cfg(test)]
+pub(crate) fn hits() -> u64 {
+    HITS.with(Cell::get)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Definitions, RenderOptions, Snapshot, SourceFile, render_snapshot};
+
+    /// Apps that repeat trait configurations (`scaler`, `sidecar`, `storage` with an output
+    /// object), one that reads the context (`labels`), and two with the same broken `scaler`
+    /// properties, whose diagnostics must each point into their own file.
+    fn snapshot() -> Snapshot {
+        let files = (0..6)
+            .map(|index| {
+                let replicas = if index >= 4 {
+                    "\"many\"".to_owned()
+                } else {
+                    (index % 2 + 1).to_string()
+                };
+                SourceFile {
+                    path: format!("apps/app-{index}.yaml"),
+                    contents: format!(
+                        "apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: app-{index}
+  namespace: memo
+spec:
+  components:
+    - name: web-{index}
+      type: webservice
+      properties:
+        image: nginx:1.{index}
+      traits:
+        - type: scaler
+          properties:
+            replicas: {replicas}
+        - type: sidecar
+          properties:
+            name: log-shipper
+            image: fluent-bit:3.1
+        - type: storage
+          properties:
+            pvc:
+              - name: data
+                mountPath: /data
+                storageClassName: standard
+                resources:
+                  requests:
+                    storage: 1Gi
+        - type: labels
+          properties:
+            tier: frontend
+"
+                    ),
+                }
+            })
+            .collect();
+        Snapshot {
+            commit: None,
+            files,
+        }
+    }
+
+    /// The whole output as text: objects, diagnostics and their spans, input hashes.
+    fn render_text(memo: bool) -> (String, u64) {
+        // One rayon thread, so the memo switch (per thread) covers every app.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            set_enabled(memo);
+            let before = hits();
+            let (output, _) = render_snapshot(
+                &snapshot(),
+                &Definitions::builtin(),
+                &RenderOptions::default(),
+            );
+            let text = output
+                .apps
+                .iter()
+                .map(|app| {
+                    let objects: Vec<&serde_json::Value> =
+                        app.objects.iter().map(|object| &object.object).collect();
+                    format!(
+                        "{}\n{}\n{:?}\n{}\n",
+                        app.app.name,
+                        serde_json::to_string(&objects).unwrap(),
+                        app.diagnostics,
+                        app.input_hash
+                    )
+                })
+                .collect::<String>();
+            let hits = hits() - before;
+            set_enabled(true);
+            (text, hits)
+        })
+    }
+
+    #[test]
+    fn remembered_trait_evaluations_render_the_same_objects_and_diagnostics() {
+        let (without, no_hits) = render_text(false);
+        let (with, memo_hits) = render_text(true);
+        assert_eq!(no_hits, 0);
+        // scaler: 2 distinct valid properties among apps 0-3 (the broken ones in apps 4 and 5
+        // are not kept, and their component stops there); sidecar and storage: one
+        // evaluation for apps 0-3; labels reads the context, never remembered.
+        assert_eq!(memo_hits, 2 + 3 + 3, "{with}");
+        assert_eq!(with, without);
+        // Both broken apps are reported, each in its own file.
+        assert_eq!(with.matches("invalid-properties").count(), 2, "{with}");
+    }
+}
