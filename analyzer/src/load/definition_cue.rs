@@ -22,7 +22,7 @@ use std::sync::Arc;
 use cue::ast::{self, Decl, Expr, Label, StringPart};
 
 use super::definition_yaml::digest;
-use crate::model::{DefinitionKind, TraitAttributes, WorkloadType};
+use crate::model::{DefinitionKind, TemplateReads, TraitAttributes, WorkloadType};
 use crate::{Definition, Diagnostic};
 
 /// Loads a `.cue` definition file already registered as `file`. `Err` when the file is not a
@@ -105,6 +105,7 @@ pub(crate) fn load_definition_file(
         kind,
         name: name.clone(),
         template: None,
+        template_reads: TemplateReads::default(),
         workload,
         trait_attributes: TraitAttributes {
             applies_to_workloads: strings("appliesToWorkloads"),
@@ -193,6 +194,7 @@ pub(crate) fn finish_definition(
                 .to_owned(),
         );
     }
+    definition.template_reads = crate::render::template_reads(&template);
     definition.template = Some(Arc::new(template));
     definition
 }

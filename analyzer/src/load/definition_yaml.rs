@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::definition_cue::finish_definition;
 use super::yaml::YamlDocument;
-use crate::model::{DefinitionKind, TraitAttributes, WorkloadType};
+use crate::model::{DefinitionKind, TemplateReads, TraitAttributes, WorkloadType};
 use crate::snapshot::Embedding;
 use crate::{Definition, Diagnostic, SourceMap};
 
@@ -148,6 +148,7 @@ pub(crate) fn load_definition_cr(
         kind,
         name: cr.metadata.name,
         template: None,
+        template_reads: TemplateReads::default(),
         workload,
         trait_attributes: TraitAttributes {
             applies_to_workloads: spec.applies_to_workloads,

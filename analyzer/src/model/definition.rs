@@ -67,6 +67,32 @@ impl DefinitionKind {
     }
 }
 
+/// What a template can read of the `context` it is given (`cue::ast::File::may_read_fields`),
+/// decided once when the definition is loaded so that rendering does not walk the template
+/// per app. Everything is `true` (may read) until a template has been looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TemplateReads {
+    /// Any field of the context: a trait that reads none renders the same for every app.
+    pub context: bool,
+    /// `context.output` or `context.outputs` (traits: the workload and auxiliaries so far).
+    pub output: bool,
+    /// `context.components` (every component of the app as written).
+    pub components: bool,
+    /// `context.parameter` (the component's properties, also injected as `parameter`).
+    pub parameter: bool,
+}
+
+impl Default for TemplateReads {
+    fn default() -> TemplateReads {
+        TemplateReads {
+            context: true,
+            output: true,
+            components: true,
+            parameter: true,
+        }
+    }
+}
+
 /// One definition, parsed once and shared by every app that uses it.
 #[derive(Debug, Clone)]
 pub struct Definition {
@@ -76,6 +102,8 @@ pub struct Definition {
     /// for definitions without a CUE schematic (a WorkloadDefinition, or a YAML CR with no
     /// template).
     pub template: Option<Arc<cue::ast::File>>,
+    /// What the template can read of its `context`, decided once from its syntax.
+    pub template_reads: TemplateReads,
     /// `spec.workload` of a ComponentDefinition: the workload's type.
     pub workload: Option<WorkloadType>,
     /// Trait-only attributes.

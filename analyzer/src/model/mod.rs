@@ -10,4 +10,4 @@ pub use application::{
     Application, ApplicationSpec, Component, Metadata, Policy, StepMode, Trait, Workflow,
     WorkflowMode, WorkflowStep, WorkflowStepMeta,
 };
-pub use definition::{Definition, DefinitionKind, TraitAttributes, WorkloadType};
+pub use definition::{Definition, DefinitionKind, TemplateReads, TraitAttributes, WorkloadType};

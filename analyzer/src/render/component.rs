@@ -15,7 +15,7 @@ use super::patch::convert::{Concreteness, into_json, to_json};
 use super::patch::{ConstraintCheck, apply_patch, unify_only};
 use super::restart_hash::stamp_restart_hash;
 use crate::load::application::LoadedApp;
-use crate::model::{Component, Definition};
+use crate::model::{Component, Definition, TemplateReads};
 use crate::{ClusterVersion, Diagnostic, RenderedObject};
 
 /// The definitions one component needs, resolved.
@@ -69,7 +69,20 @@ pub(crate) fn render_component(
             Some(positions.value_span(&format!("{component_pointer}/type"))),
         )]
     })?;
-    let context = component_context(loaded, component, components, cluster_version);
+    // The component context is also the traits' base: it holds what any of them can read.
+    let reads = definitions
+        .traits
+        .iter()
+        .fold(definition.template_reads, |reads, trait_definition| {
+            let other = trait_definition.template_reads;
+            TemplateReads {
+                context: reads.context || other.context,
+                output: reads.output || other.output,
+                components: reads.components || other.components,
+                parameter: reads.parameter || other.parameter,
+            }
+        });
+    let context = component_context(loaded, component, components, cluster_version, reads);
     let empty = Value::Object(Map::new());
     let parameter = component.properties.as_ref().map_or(empty, go_json);
     let description = format!("component `{}`", component.name);
@@ -120,17 +133,6 @@ pub(crate) fn render_component(
             Value::String(component.component_type.clone()),
         );
     }
-    // Every field a trait's context can have: a template that reads none of them renders the
-    // same for every app and is remembered (`memo`).
-    let context_fields: Vec<String> = base_trait_context
-        .as_object()
-        .map(|object| object.keys().cloned().collect())
-        .unwrap_or_default();
-    let context_fields: Vec<&str> = context_fields
-        .iter()
-        .map(String::as_str)
-        .chain(["output", "outputs"])
-        .collect();
     for (trait_index, (component_trait, trait_definition)) in
         component.traits.iter().zip(&definitions.traits).enumerate()
     {
@@ -152,12 +154,7 @@ pub(crate) fn render_component(
             component_trait.trait_type, component.name
         );
         let trait_parameter = component_trait.properties.as_ref().map(go_json);
-        let memo_key = MemoKey::new(
-            trait_definition,
-            trait_template,
-            trait_parameter.as_ref(),
-            &context_fields,
-        );
+        let memo_key = MemoKey::new(trait_definition, trait_parameter.as_ref());
         let remembered = memo_key.as_ref().and_then(memo::lookup);
         let trait_result = match remembered {
             Some(result) => result,
@@ -167,7 +164,7 @@ pub(crate) fn render_component(
                 // `scaler`), which renders the same without it. When needed it goes into the
                 // shared trait context for this one evaluation and comes out right after,
                 // instead of into a copy of the whole context (`components` included).
-                let with_output = trait_template.may_read_fields("context", &["output", "outputs"]);
+                let with_output = trait_definition.template_reads.output;
                 if with_output && let Some(object) = base_trait_context.as_object_mut() {
                     // Deviation: upstream injects the base as CUE text; JSON cannot carry a
                     // value that is still non-concrete, so such fields are left out of

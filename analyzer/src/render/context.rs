@@ -5,7 +5,41 @@ use serde_json::{Map, Value, json};
 
 use crate::ClusterVersion;
 use crate::load::application::LoadedApp;
-use crate::model::Component;
+use crate::model::{Component, TemplateReads};
+
+/// Every field a template's `context` can have: the component context's, the traits'
+/// `componentType`, `output` and `outputs`. A template that reads none of them renders the
+/// same for every app (a test checks that [`component_context`] builds no other field).
+const CONTEXT_FIELDS: &[&str] = &[
+    "name",
+    "namespace",
+    "appName",
+    "appRevision",
+    "appRevisionNum",
+    "revision",
+    "components",
+    "appLabels",
+    "appAnnotations",
+    "workflowName",
+    "publishVersion",
+    "replicaKey",
+    "cluster",
+    "clusterVersion",
+    "parameter",
+    "componentType",
+    "output",
+    "outputs",
+];
+
+/// What `template` can read of its context, from its syntax.
+pub(crate) fn template_reads(template: &cue::ast::File) -> TemplateReads {
+    TemplateReads {
+        context: template.may_read_fields("context", CONTEXT_FIELDS),
+        output: template.may_read_fields("context", &["output", "outputs"]),
+        components: template.may_read_fields("context", &["components"]),
+        parameter: template.may_read_fields("context", &["parameter"]),
+    }
+}
 
 /// Go's `json.Marshal` of a `map[string]interface{}`: keys sorted, and every number went
 /// through `float64`, so an integral float (`1.0`) is an int. Comprehensions over injected
@@ -40,12 +74,15 @@ fn encode_in_place(value: &mut Value) {
     }
 }
 
-/// The context of one component's template.
+/// The context of one component's template. `components` and `parameter` (copies of the app's
+/// spec, the largest entries) are left out when `reads` says no template can see them: the
+/// evaluation is the same without them.
 pub(crate) fn component_context(
     loaded: &LoadedApp,
     component: &Component,
     components: &Value,
     cluster_version: &ClusterVersion,
+    reads: TemplateReads,
 ) -> Value {
     let app = &loaded.app;
     let annotation = |key: &str| {
@@ -71,7 +108,9 @@ pub(crate) fn component_context(
         Value::from(app_revision_number(app_revision(loaded))),
     );
     entry("revision", Value::from(""));
-    entry("components", components.clone());
+    if reads.components {
+        entry("components", components.clone());
+    }
     entry("appLabels", string_map(&app.metadata.labels));
     entry("appAnnotations", string_map(&app.metadata.annotations));
     entry(
@@ -96,7 +135,7 @@ pub(crate) fn component_context(
             "minor": cluster_version.minor,
         }),
     );
-    if let Some(properties) = &component.properties {
+    if let Some(properties) = component.properties.as_ref().filter(|_| reads.parameter) {
         entry("parameter", properties.clone());
     }
     into_go_json(Value::Object(context))
@@ -133,6 +172,87 @@ fn app_revision_number(revision: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_component_context_has_only_the_listed_fields() {
+        let snapshot = crate::Snapshot {
+            commit: None,
+            files: vec![crate::SourceFile {
+                path: "apps/app.yaml".to_owned(),
+                contents: "apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata: {name: app, namespace: ns, labels: {a: b}, annotations: {c: d}}
+spec:
+  components:
+    - name: web
+      type: webservice
+      properties: {image: nginx}
+"
+                .to_owned(),
+            }],
+        };
+        let namespaces = crate::load::application::NamespaceRules {
+            forced: None,
+            default: "default",
+        };
+        let loaded =
+            crate::load::load_snapshot(&snapshot, &crate::Definitions::builtin(), &namespaces);
+        let app = &loaded.apps[0];
+        let component = &app.app.spec.components[0];
+        let context = component_context(
+            app,
+            component,
+            &json!([]),
+            &ClusterVersion::vela_offline(),
+            TemplateReads::default(),
+        );
+        let keys: Vec<&str> = context
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert!(keys.contains(&"components") && keys.contains(&"parameter"));
+        for key in keys {
+            assert!(
+                CONTEXT_FIELDS.contains(&key),
+                "{key} is not in CONTEXT_FIELDS"
+            );
+        }
+        let without = component_context(
+            app,
+            component,
+            &json!([]),
+            &ClusterVersion::vela_offline(),
+            TemplateReads {
+                components: false,
+                parameter: false,
+                ..TemplateReads::default()
+            },
+        );
+        let without = without.as_object().unwrap();
+        assert!(!without.contains_key("components") && !without.contains_key("parameter"));
+    }
+
+    #[test]
+    fn template_reads_tell_which_context_fields_a_template_sees() {
+        let parse = |text: &str| cue::parse_file(cue::FileId(0), text).file;
+        let scaler = template_reads(&parse(
+            "patch: spec: replicas: parameter.replicas
+",
+        ));
+        assert!(!scaler.context && !scaler.output && !scaler.components);
+        let labels = template_reads(&parse(
+            "patch: {if context.output.spec != _|_ {spec: x: context.name}}
+",
+        ));
+        assert!(labels.context && labels.output && !labels.components && !labels.parameter);
+        let whole = template_reads(&parse(
+            "x: [for k, v in context {k}]
+",
+        ));
+        assert_eq!(whole, TemplateReads::default());
+    }
 
     #[test]
     fn go_json_sorts_keys_and_turns_integral_floats_into_ints() {

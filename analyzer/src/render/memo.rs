@@ -4,8 +4,9 @@
 //!
 //! Real fleets repeat trait configurations (KubeVela's load-test apps differ only in their
 //! name): `scaler` with `replicas: 3` is one evaluation, not one per app. Whether a template
-//! can read `context` is decided from its syntax ([`cue::ast::File::may_read_fields`], which
-//! also counts a declaration of `context` or a use of it as a whole as reading everything).
+//! can read `context` is decided from its syntax when it is loaded
+//! ([`crate::model::TemplateReads`], from [`cue::ast::File::may_read_fields`], which also
+//! counts a declaration of `context` or a use of it as a whole as reading everything).
 //! What is kept is only what the renderer reads of a successful evaluation (`outputs`,
 //! `patch`, `patchOutputs`, exported): a failed one is evaluated again for each app, since
 //! its diagnostics point into that app's file.
@@ -93,15 +94,9 @@ pub(crate) struct MemoKey {
 
 impl MemoKey {
     /// The key of evaluating `definition` with `parameter`, or `None` when the result may
-    /// depend on the app: the template can read one of `context_fields` (the fields of the
-    /// context it would be given, `output` and `outputs` included).
-    pub(crate) fn new(
-        definition: &Definition,
-        template: &cue::ast::File,
-        parameter: Option<&Value>,
-        context_fields: &[&str],
-    ) -> Option<MemoKey> {
-        if !enabled() || template.may_read_fields("context", context_fields) {
+    /// depend on the app: its template can read some field of its context.
+    pub(crate) fn new(definition: &Definition, parameter: Option<&Value>) -> Option<MemoKey> {
+        if !enabled() || definition.template_reads.context {
             return None;
         }
         Some(MemoKey {

@@ -20,3 +20,4 @@ mod policies;
 mod restart_hash;
 
 pub(crate) use app::{render_app, render_app_placements};
+pub(crate) use context::template_reads;
