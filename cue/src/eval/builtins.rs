@@ -376,7 +376,7 @@ fn strings(a: &mut Args<'_, '_>) -> Result<R, Error> {
             let mut parts = Vec::with_capacity(items.len());
             for item in items {
                 match a.engine.concrete(R::V(item), a.span)? {
-                    Atom::Str(s) => parts.push(s.to_string()),
+                    Atom::Str(s) => parts.push(String::from(&*s)),
                     other => {
                         return Err(a.fail(format!(
                             "invalid list element {}: expected string",

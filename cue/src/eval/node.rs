@@ -328,7 +328,7 @@ pub fn regular_fields(node: &Rc<Node>) -> Vec<(String, Rc<Node>, Rc<Vec<String>>
         Node::Struct(fields, _) => fields
             .iter()
             .filter(|f| is_regular(f))
-            .map(|f| (f.label.to_string(), f.node.clone(), f.doc.clone()))
+            .map(|f| (String::from(&*f.label), f.node.clone(), f.doc.clone()))
             .collect(),
         _ => Vec::new(),
     }
@@ -419,7 +419,7 @@ pub fn to_json(
                     });
                 } else {
                     let value = to_json(&f.node, path, errors);
-                    map.insert(f.label.to_string(), value);
+                    map.insert(String::from(&*f.label), value);
                 }
                 path.pop();
             }
@@ -460,7 +460,7 @@ pub fn to_json(
 }
 
 fn owned(path: &[Rc<str>]) -> Vec<String> {
-    path.iter().map(|p| p.to_string()).collect()
+    path.iter().map(|p| String::from(&**p)).collect()
 }
 
 /// Short CUE text of a node.
@@ -511,7 +511,7 @@ pub fn export(node: &Rc<Node>) -> Exported {
                 .iter()
                 .filter(|f| !is_definition(&f.label))
                 .map(|f| ExportedField {
-                    label: f.label.to_string(),
+                    label: String::from(&*f.label),
                     value: export(&f.node),
                     doc: f.doc.as_ref().clone(),
                     optional: f.field == FieldKind::Optional,

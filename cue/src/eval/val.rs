@@ -65,7 +65,7 @@ impl Atom {
             Atom::Bool(b) => serde_json::Value::Bool(*b),
             Atom::Int(i) => serde_json::Value::from(*i),
             Atom::Float(f) => float_json(*f),
-            Atom::Str(s) => serde_json::Value::String(s.to_string()),
+            Atom::Str(s) => serde_json::Value::String(String::from(&**s)),
             Atom::Bytes(b) => {
                 use base64::Engine;
                 serde_json::Value::String(base64::engine::general_purpose::STANDARD.encode(b))
