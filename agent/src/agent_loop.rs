@@ -275,7 +275,9 @@ async fn connect_cluster(config: &Config) -> Result<Arc<Cluster>, AgentError> {
             Cluster::from_client(client, &options)
         }
     };
-    Ok(Arc::new(cluster))
+    // The agent plans every app on each drift check: it keeps the collections it reads
+    // current through watches (issue #9; `watch_cache` has the rules).
+    Ok(Arc::new(cluster.with_watch_cache()))
 }
 
 /// What every source task shares.

@@ -24,6 +24,7 @@ use crate::planner::{DesiredObject, Observed, keep_live_paths};
 use crate::policy::{ApplyOnceMoment, Propagation};
 use crate::tracker::{EntryState, TrackedEntry, TrackerRecord};
 use crate::tracker_store::TrackerStore;
+use crate::watch_cache::Written;
 
 /// The field manager of every server-side apply.
 pub const FIELD_MANAGER: &str = "driftless";
@@ -392,7 +393,13 @@ async fn delete_object(
         ..DeleteParams::default()
     };
     let api = cluster.api(&resolved, object_ref).await;
-    match api.delete(&object_ref.name, &params).await {
+    let deleted = api.delete(&object_ref.name, &params).await;
+    note_write(cluster, object_ref, &deleted, |answer| {
+        // Answered with the object: still there (finalizers, graceful deletion), and the watch
+        // shows this version next; with a status: gone at once.
+        answer.as_ref().left().map_or(Written::Gone, version_of)
+    });
+    match deleted {
         Ok(_) => Ok(()),
         Err(error) if has_status(&error, 404) => Ok(()),
         Err(error) => Err(describe_error(&error)),
@@ -451,14 +458,36 @@ async fn apply_object(
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let applied = api
         .patch(&object_ref.name, &params, &Patch::Apply(&body))
-        .await
-        .map_err(|error| describe_error(&error))?;
+        .await;
+    note_write(cluster, object_ref, &applied, version_of);
+    let applied = applied.map_err(|error| describe_error(&error))?;
     if object_ref.kind == "CustomResourceDefinition" {
         for ((api_version, _), _) in crd_kinds(std::iter::once(&object.object)) {
             cluster.forget(&api_version).await;
         }
     }
     serde_json::to_value(applied).map_err(|error| error.to_string())
+}
+
+/// Tells the cluster's watch cache about a write of `object_ref` that answered `result`.
+fn note_write<T>(
+    cluster: &Cluster,
+    object_ref: &ObjectRef,
+    result: &Result<T, kube::Error>,
+    expect: impl FnOnce(&T) -> Written,
+) {
+    if let Some(expect) = crate::cluster::written(result, expect) {
+        cluster.wrote(object_ref, expect);
+    }
+}
+
+/// The version a written object has (unknown without one).
+fn version_of(object: &kube::api::DynamicObject) -> Written {
+    object
+        .metadata
+        .resource_version
+        .clone()
+        .map_or(Written::Unknown, Written::Version)
 }
 
 /// Waits until the CRD (rendered by the same app) serving a custom resource is established.

@@ -10,6 +10,11 @@
 //! per (kind, namespace) instead of one GET per object, because at 10,000 apps per-object GETs are
 //! ~45,000 requests, which the QPS budget turns into half an hour. Reads then take their object
 //! from that snapshot ([`Cluster::take_prefetched`]) and fall back to a GET for anything not in it.
+//!
+//! A long-running agent also keeps a watch cache ([`Cluster::with_watch_cache`],
+//! [`crate::watch_cache`]): `prefetch` then takes the objects the cache may serve from memory and
+//! reads only the rest from the cluster. The cache never answers "absent" (see its invariant), so
+//! the plan reads the same objects with or without it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +30,7 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use crate::plan::{ObjectRef, Scope};
+use crate::watch_cache::{CollectionKey, WatchCache, WatchStats, Written};
 
 /// How a cluster is reached and how hard it may be pushed.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,6 +95,8 @@ pub struct Cluster {
     /// Requests made so far (every one takes a token first), for tests and benchmarks that
     /// check a plan's reads do not grow with the apps.
     requests: std::sync::atomic::AtomicU64,
+    /// The watch cache, for an agent ([`Cluster::with_watch_cache`]).
+    watch: Option<WatchCache>,
 }
 
 /// A collection is listed instead of read object by object from this many wanted objects on:
@@ -147,6 +155,8 @@ pub struct PrefetchStats {
     pub requests: usize,
     /// Wanted objects now answered from the snapshot (present or absent).
     pub objects: usize,
+    /// Of those, taken from the watch cache.
+    pub cached: usize,
 }
 
 /// The resources one group-version serves.
@@ -220,7 +230,80 @@ impl Cluster {
             discovery: Mutex::new(BTreeMap::new()),
             prefetched: std::sync::Mutex::new(BTreeMap::new()),
             requests: std::sync::atomic::AtomicU64::new(0),
+            watch: None,
         }
+    }
+
+    /// Keeps a watch cache of the collections plans read (for a long-running agent; a one-shot
+    /// CLI run would only pay its lists). Its watchers run on the current tokio runtime.
+    #[must_use]
+    pub fn with_watch_cache(mut self) -> Cluster {
+        self.watch = Some(WatchCache::new());
+        self
+    }
+
+    /// What the watch cache holds; `None` without one.
+    pub fn watch_stats(&self) -> Option<WatchStats> {
+        self.watch.as_ref().map(WatchCache::stats)
+    }
+
+    /// Records one of our own writes of `object` for the watch cache, which then does not serve
+    /// it until its watch shows the write (no-op without a cache). Call after every create,
+    /// apply, replace or delete, also a failed one (see [`written`]).
+    pub fn wrote(&self, object: &ObjectRef, expect: Written) {
+        if let Some(watch) = &self.watch {
+            watch.wrote(object, expect);
+        }
+    }
+
+    /// The objects of a collection the watch cache may serve (starting its watch if needed),
+    /// as GETs return them, in name order; `None` when there is no cache, the kind is not
+    /// served, or the collection is not synced yet. Objects with an own write the watch has not
+    /// shown are left out: a missing object is not evidence of absence.
+    pub async fn cached_collection(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> Option<Vec<serde_json::Value>> {
+        let watch = self.watch.as_ref()?;
+        let key = CollectionKey {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+            namespace: namespace.map(str::to_owned),
+        };
+        let state = self.watched(watch, &key).await?;
+        let state = state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let servable = state.servable()?;
+        Some(
+            servable
+                .filter_map(|(_, json)| serde_json::from_str(json).ok())
+                .collect(),
+        )
+    }
+
+    /// The watched state of `key`, starting its watch when it is not watched yet.
+    async fn watched(
+        &self,
+        watch: &WatchCache,
+        key: &CollectionKey,
+    ) -> Option<std::sync::Arc<std::sync::Mutex<crate::watch_cache::CollectionState>>> {
+        if let Some(state) = watch.collection(key) {
+            return Some(state);
+        }
+        let Ok(Some(resolved)) = self.resolve(&key.api_version, &key.kind).await else {
+            return None;
+        };
+        let api: Api<DynamicObject> = match (&resolved.scope, &key.namespace) {
+            (Scope::Namespaced, Some(namespace)) => {
+                Api::namespaced_with(self.client.clone(), namespace, &resolved.resource)
+            }
+            (Scope::Cluster, None) => Api::all_with(self.client.clone(), &resolved.resource),
+            _ => return None,
+        };
+        watch.watch(key, api)
     }
 
     pub fn name(&self) -> &str {
@@ -307,7 +390,19 @@ impl Cluster {
         // of 500 objects costs the apiserver a large fraction of a second, and at 10,000 apps
         // one after the other was most of a plan's wall time.
         let mut pending = Vec::new();
-        for ((api_version, kind, namespace), objects) in collections {
+        let mut cached = 0;
+        for ((api_version, kind, namespace), mut objects) in collections {
+            if let Some(watch) = &self.watch {
+                let key = CollectionKey {
+                    api_version: api_version.clone(),
+                    kind: kind.clone(),
+                    namespace: namespace.clone(),
+                };
+                if let Some(state) = self.watched(watch, &key).await {
+                    let served = self.take_from_cache(&state, &mut objects);
+                    cached += served;
+                }
+            }
             if objects.len() < PREFETCH_MIN_OBJECTS {
                 continue;
             }
@@ -317,13 +412,52 @@ impl Cluster {
             .buffer_unordered(PREFETCH_CONCURRENCY)
             .collect()
             .await;
-        let mut stats = PrefetchStats::default();
+        let mut stats = PrefetchStats {
+            cached,
+            objects: cached,
+            ..PrefetchStats::default()
+        };
         for (requests, objects) in listed.into_iter().flatten() {
             stats.lists += 1;
             stats.requests += requests;
             stats.objects += objects;
         }
         stats
+    }
+
+    /// Moves into the snapshot the wanted `objects` the watch cache may serve (present, synced,
+    /// no own write pending) and leaves the others in `objects`, for the cluster to answer.
+    /// Returns how many were served.
+    fn take_from_cache(
+        &self,
+        state: &std::sync::Mutex<crate::watch_cache::CollectionState>,
+        objects: &mut Vec<ObjectRef>,
+    ) -> usize {
+        let state = state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !state.synced() {
+            return 0;
+        }
+        let mut snapshot = self
+            .prefetched
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let before = objects.len();
+        objects.retain(|object| {
+            if snapshot.contains_key(object) {
+                return false;
+            }
+            let Some(live) = state
+                .get(&object.name)
+                .and_then(|json| serde_json::from_str(json).ok())
+            else {
+                return true;
+            };
+            snapshot.insert(object.clone(), Some(live));
+            false
+        });
+        before - objects.len()
     }
 
     /// Lists one collection for [`Cluster::prefetch`] and keeps the wanted `objects` of it;
@@ -485,6 +619,21 @@ impl RateLimiter {
     }
 }
 
+/// What the watch cache should expect after one of our writes that answered `result`: what
+/// `expect` reads from a success (the written object's resourceVersion, or its absence when a
+/// delete answered with a status); nothing for a definite refusal (an HTTP status below 500
+/// changed nothing); unknown for anything else (a timeout may have written).
+pub fn written<T>(
+    result: &Result<T, kube::Error>,
+    expect: impl FnOnce(&T) -> Written,
+) -> Option<Written> {
+    match result {
+        Ok(value) => Some(expect(value)),
+        Err(kube::Error::Api(status)) if status.code < 500 => None,
+        Err(_) => Some(Written::Unknown),
+    }
+}
+
 /// A clear, one-line description of a failed API call, for per-object errors in plans.
 pub fn describe_error(error: &kube::Error) -> String {
     match error {
@@ -608,5 +757,107 @@ mod tests {
                 .starts_with("rejected as invalid")
         );
         assert!(has_status(&status(409, "x"), 409));
+    }
+}
+
+#[cfg(test)]
+mod watch_cache_tests {
+    use super::*;
+    use crate::watch_cache::{Change, CollectionState};
+
+    fn config_map(name: &str) -> ObjectRef {
+        ObjectRef {
+            api_version: "v1".to_owned(),
+            kind: "ConfigMap".to_owned(),
+            namespace: Some("team".to_owned()),
+            name: name.to_owned(),
+        }
+    }
+
+    /// A cluster whose client is never used (no request is made by these tests).
+    fn offline_cluster() -> Cluster {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        Cluster::from_client(
+            Client::try_from(config).unwrap(),
+            &ClusterOptions::default(),
+        )
+    }
+
+    #[tokio::test]
+    async fn the_cache_answers_only_present_objects_and_leaves_absence_to_the_cluster() {
+        let cluster = offline_cluster();
+        let state = std::sync::Mutex::new(CollectionState::default());
+        let mut wanted = vec![config_map("held"), config_map("missing")];
+        assert_eq!(
+            cluster.take_from_cache(&state, &mut wanted),
+            0,
+            "not synced: nothing served"
+        );
+        assert_eq!(wanted.len(), 2);
+
+        {
+            let mut state = state.lock().unwrap();
+            state.apply(Change::ListStart { writes_before: 0 });
+            state.apply(Change::Listed {
+                name: "held".to_owned(),
+                version: "3".to_owned(),
+                json: r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held"}}"#.into(),
+            });
+            state.apply(Change::ListDone);
+        }
+        assert_eq!(cluster.take_from_cache(&state, &mut wanted), 1);
+        assert_eq!(
+            wanted,
+            [config_map("missing")],
+            "an object the cache does not hold is read from the cluster"
+        );
+        let taken = cluster.take_prefetched(&config_map("held"));
+        assert_eq!(
+            taken.flatten().unwrap()["metadata"]["name"],
+            serde_json::json!("held")
+        );
+        assert_eq!(
+            cluster.take_prefetched(&config_map("missing")),
+            None,
+            "never recorded as absent"
+        );
+    }
+
+    #[test]
+    fn writes_are_recorded_by_their_answer() {
+        let ok: Result<String, kube::Error> = Ok("5".to_owned());
+        assert_eq!(
+            written(&ok, |version| Written::Version(version.clone())),
+            Some(Written::Version("5".to_owned()))
+        );
+        let status = |code: u16| {
+            Err::<String, _>(kube::Error::Api(Box::new(kube::core::Status {
+                code,
+                ..kube::core::Status::default()
+            })))
+        };
+        assert_eq!(
+            written(&status(409), |_| Written::Gone),
+            None,
+            "refused: nothing written"
+        );
+        assert_eq!(
+            written(&status(503), |_| Written::Gone),
+            Some(Written::Unknown)
+        );
+    }
+
+    #[tokio::test]
+    async fn without_a_cache_writes_and_cached_reads_are_no_ops() {
+        let cluster = offline_cluster();
+        cluster.wrote(&config_map("a"), Written::Gone);
+        assert_eq!(cluster.watch_stats(), None);
+        assert_eq!(
+            cluster
+                .cached_collection("v1", "ConfigMap", Some("team"))
+                .await,
+            None
+        );
+        assert_eq!(cluster.requests(), 0);
     }
 }

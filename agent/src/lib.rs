@@ -26,4 +26,5 @@ pub mod server;
 pub mod source;
 pub mod tracker;
 pub mod tracker_store;
+pub mod watch_cache;
 pub mod workflow;

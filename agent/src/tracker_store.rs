@@ -12,6 +12,7 @@ use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, P
 
 use crate::cluster::{Cluster, describe_error, has_status};
 use crate::tracker::{DATA_KEY, LABEL_TRACKER, TrackerRecord, tracker_name};
+use crate::watch_cache::Written;
 
 /// Records per LIST page: 10,000 trackers are ~10 MB of JSON, which one response should not hold.
 const LIST_PAGE: u32 = 500;
@@ -69,12 +70,7 @@ impl<'a> ConfigMapStore<'a> {
     /// The read failed.
     pub async fn read(&self, name: &str) -> Result<Option<StoredRecord>, String> {
         // A plan over many apps lists the records in bulk first (`Cluster::prefetch`).
-        let object_ref = crate::plan::ObjectRef {
-            api_version: "v1".to_owned(),
-            kind: "ConfigMap".to_owned(),
-            namespace: Some(self.namespace.clone()),
-            name: name.to_owned(),
-        };
+        let object_ref = self.object_ref(name);
         if let Some(prefetched) = self.cluster.take_prefetched(&object_ref) {
             let parsed = prefetched
                 .map(serde_json::from_value::<ConfigMap>)
@@ -180,6 +176,13 @@ impl<'a> ConfigMapStore<'a> {
                     .await
             }
         };
+        self.note_write(name, &written, |written| {
+            written
+                .metadata
+                .resource_version
+                .clone()
+                .map_or(Written::Unknown, Written::Version)
+        });
         match written {
             Ok(written) => Ok(written.metadata.resource_version),
             Err(error) if has_status(&error, 409) => Err(RecordError::Conflict),
@@ -204,12 +207,68 @@ impl<'a> ConfigMapStore<'a> {
             ..DeleteParams::default()
         };
         self.cluster.throttle().await;
-        match self.api().delete(name, &params).await {
+        let deleted = self.api().delete(name, &params).await;
+        self.note_write(name, &deleted, |answer| {
+            answer.as_ref().left().map_or(Written::Gone, |config_map| {
+                config_map
+                    .metadata
+                    .resource_version
+                    .clone()
+                    .map_or(Written::Unknown, Written::Version)
+            })
+        });
+        match deleted {
             Ok(_) => Ok(()),
             Err(error) if has_status(&error, 404) => Ok(()),
             Err(error) if has_status(&error, 409) => Err(RecordError::Conflict),
             Err(error) => Err(RecordError::Failed(describe_error(&error))),
         }
+    }
+
+    /// Tells the cluster's watch cache about a write of record `name` that answered `result`.
+    fn note_write<T>(
+        &self,
+        name: &str,
+        result: &Result<T, kube::Error>,
+        expect: impl FnOnce(&T) -> Written,
+    ) {
+        if let Some(expect) = crate::cluster::written(result, expect) {
+            self.cluster.wrote(&self.object_ref(name), expect);
+        }
+    }
+
+    fn object_ref(&self, name: &str) -> crate::plan::ObjectRef {
+        crate::plan::ObjectRef {
+            api_version: "v1".to_owned(),
+            kind: "ConfigMap".to_owned(),
+            namespace: Some(self.namespace.clone()),
+            name: name.to_owned(),
+        }
+    }
+
+    /// The records of this kind the cluster's watch cache may serve, in name order; `None`
+    /// without a synced cache. Records with an own write the watch has not shown yet are left
+    /// out, so a record missing here must still be read from the cluster.
+    pub async fn list_cached(&self) -> Option<Vec<StoredRecord>> {
+        let objects = self
+            .cluster
+            .cached_collection("v1", "ConfigMap", Some(&self.namespace))
+            .await?;
+        let mut records: Vec<StoredRecord> = objects
+            .into_iter()
+            .filter_map(|object| serde_json::from_value::<ConfigMap>(object).ok())
+            .filter(|config_map| {
+                config_map
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|labels| labels.get(self.label))
+                    .is_some_and(|value| value == "true")
+            })
+            .map(|config_map| self.record(config_map))
+            .collect();
+        records.sort_by(|a, b| a.name.cmp(&b.name));
+        Some(records)
     }
 
     /// Creates the namespace when it does not exist (server-side apply, idempotent).
@@ -254,6 +313,9 @@ pub struct TrackerStore<'a> {
     /// Every tracker by name, as [`TrackerStore::list_and_keep`] listed them: reads answer from
     /// it instead of asking the cluster again.
     listed: Option<BTreeMap<String, StoredRecord>>,
+    /// The listed trackers came from the watch cache, which leaves out trackers with a write it
+    /// has not shown yet: a tracker not listed is then read from the cluster, not taken as absent.
+    listed_partial: bool,
 }
 
 impl<'a> TrackerStore<'a> {
@@ -261,6 +323,7 @@ impl<'a> TrackerStore<'a> {
         TrackerStore {
             store: ConfigMapStore::new(cluster, namespace, LABEL_TRACKER, DATA_KEY),
             listed: None,
+            listed_partial: false,
         }
     }
 
@@ -277,8 +340,12 @@ impl<'a> TrackerStore<'a> {
     pub async fn read(&self, app: &AppRef) -> Result<Option<TrackerRecord>, TrackerError> {
         let name = tracker_name(app);
         if let Some(listed) = &self.listed {
-            // Listed moments ago by this plan: a tracker not in the list does not exist.
-            return listed.get(&name).map(parse).transpose();
+            // Listed moments ago by this plan: a tracker not in a complete list does not exist.
+            match listed.get(&name) {
+                Some(stored) => return parse(stored).map(Some),
+                None if !self.listed_partial => return Ok(None),
+                None => {}
+            }
         }
         let stored =
             self.store
@@ -301,7 +368,14 @@ impl<'a> TrackerStore<'a> {
     /// The list failed, or a stored record does not parse (the records are kept all the same:
     /// the read of the app whose tracker is invalid fails alone).
     pub async fn list_and_keep(&mut self) -> Result<BTreeMap<AppRef, TrackerRecord>, TrackerError> {
-        let records = self.list_records().await?;
+        // From the watch cache when it is synced: no request. Trackers it leaves out (written
+        // by us, not shown by the watch yet) are not orphan candidates this time, and their
+        // apps' reads ask the cluster.
+        let (records, partial) = match self.store.list_cached().await {
+            Some(records) => (records, true),
+            None => (self.list_records().await?, false),
+        };
+        self.listed_partial = partial;
         let trackers = by_app(&records);
         self.listed = Some(
             records

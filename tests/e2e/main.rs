@@ -10,4 +10,5 @@ mod cluster;
 mod fleet;
 mod plan_apply;
 mod scale;
+mod watch_cache;
 mod workflow;

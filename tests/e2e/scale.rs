@@ -109,7 +109,8 @@ async fn unchanged_apps_are_planned_from_one_list_without_dry_runs() -> Result<(
         PrefetchStats {
             lists: 1,
             requests: 1,
-            objects: 2 * APPS + 1
+            objects: 2 * APPS + 1,
+            cached: 0,
         }
     );
     let settings = live
