@@ -29,7 +29,9 @@ mod pure;
 
 pub use pure::SchemaKey;
 
-use super::val::{Atom, BoundOp, Conflict, Shape, Validator, compare, format_float, parse_number};
+use super::val::{
+    Atom, BoundOp, Conflict, Shape, Validator, atom_conflict, compare, format_float, parse_number,
+};
 
 pub type VId = u32;
 pub type EnvId = u32;
@@ -606,7 +608,10 @@ impl<'a> Engine<'a> {
     pub fn new_vertex(&mut self, parent: Option<VId>, label: Sym) -> VId {
         let depth = parent.map_or(0, |p| self.v(p).depth + 1);
         let id = self.vs.len() as VId;
-        self.vs.push(Vertex::new(parent, label, depth));
+        // `resize_with` lets the vertex be written straight into its slot; `push` built it on
+        // the stack and copied it (a vertex is ~540 bytes, ~400 vertices per app).
+        self.vs
+            .resize_with(id as usize + 1, || Vertex::new(parent, label, depth));
         id
     }
 
@@ -2199,8 +2204,17 @@ impl<'a> Engine<'a> {
         }
         let base = self.v(v).shape.clone();
         let mut survivors: Vec<(Shape, bool)> = Vec::new();
-        let mut failures: Vec<Conflict> = Vec::new();
+        // A failed alternative's message is needed only if none survives (then each failure
+        // is reported): an atom that differs from the value's atom is noted as `Err` and
+        // explained below, instead of formatting a conflict that is usually dropped.
+        let mut failures: Vec<Result<Conflict, (Atom, Span)>> = Vec::new();
         for (r, span, flag) in results {
+            if let (R::Atom(atom), Some((old, _))) = (&r, &base.atom)
+                && old != atom
+            {
+                failures.push(Err((atom.clone(), span)));
+                continue;
+            }
             let mut shape = base.clone();
             let applied = match r {
                 R::Atom(atom) => shape.add_atom(atom, span),
@@ -2223,13 +2237,21 @@ impl<'a> Engine<'a> {
                         None => survivors.push((shape, flag)),
                     }
                 }
-                Err(conflict) => failures.push(conflict),
+                Err(conflict) => failures.push(Ok(conflict)),
             }
         }
         match survivors.len() {
             0 => {
                 let n = failures.len();
-                for mut failure in failures {
+                for failure in failures {
+                    let mut failure = match (failure, &base.atom) {
+                        (Ok(conflict), _) => conflict,
+                        (Err((atom, span)), Some((old, old_span))) => {
+                            atom_conflict(old, *old_span, &atom, span)
+                        }
+                        // Noted only when the value has an atom.
+                        (Err(_), None) => continue,
+                    };
                     if n > 1 {
                         failure.message = format!("{} (in empty disjunction)", failure.message);
                     }
@@ -3702,11 +3724,17 @@ fn disjunction_terms(expr: &Expr) -> (Vec<(&Expr, bool)>, bool) {
     let mut leaves = Vec::new();
     let mut has_default = marked;
     for (term, term_marked) in terms {
-        let (inner, inner_default) = match term {
-            Expr::Paren(inner, _) if is_disjunction(inner) => disjunction_terms(inner),
-            other if is_disjunction(other) => disjunction_terms(other),
-            other => (vec![(other, false)], false),
+        let nested = match term {
+            Expr::Paren(inner, _) if is_disjunction(inner) => inner.as_ref(),
+            other if is_disjunction(other) => other,
+            // A plain term is its own leaf, default exactly when marked in a marked chain
+            // (what the nested case below gives for a one-leaf, unmarked disjunction).
+            other => {
+                leaves.push((other, marked && term_marked));
+                continue;
+            }
         };
+        let (inner, inner_default) = disjunction_terms(nested);
         for (leaf, leaf_default) in inner {
             let is_default = match (marked, term_marked) {
                 (true, true) => !inner_default || leaf_default,

@@ -102,9 +102,48 @@ pub fn quote_string(s: &str) -> String {
 }
 
 /// CUE's name for a kind set (`int`, `string`, `int | string`).
+/// The conflict of two different concrete values (what [`Shape::add_atom`] reports).
+pub fn atom_conflict(old: &Atom, old_span: Span, atom: &Atom, span: Span) -> Conflict {
+    let message = if old.kind() == atom.kind() {
+        format!(
+            "conflicting values {} and {}",
+            old.cue_text(),
+            atom.cue_text()
+        )
+    } else {
+        format!(
+            "conflicting values {} and {} (mismatched types {} and {})",
+            old.cue_text(),
+            atom.cue_text(),
+            kind_text(old.kind()),
+            kind_text(atom.kind())
+        )
+    };
+    Conflict {
+        message,
+        spans: vec![old_span, span],
+    }
+}
+
 pub fn kind_text(kinds: KindSet) -> String {
     if kinds == KindSet::TOP {
         return "_".to_owned();
+    }
+    // One kind (most constraints: `string`, `int`, `bool`): its name, nothing to join.
+    let single = match kinds {
+        KindSet::NULL => Some("null"),
+        KindSet::BOOL => Some("bool"),
+        KindSet::INT => Some("int"),
+        KindSet::FLOAT => Some("float"),
+        KindSet::NUMBER => Some("number"),
+        KindSet::STRING => Some("string"),
+        KindSet::BYTES => Some("bytes"),
+        KindSet::LIST => Some("list"),
+        KindSet::STRUCT => Some("struct"),
+        _ => None,
+    };
+    if let Some(name) = single {
+        return name.to_owned();
     }
     let mut parts = Vec::new();
     let names = [
@@ -395,25 +434,7 @@ impl Shape {
             if *old == atom {
                 return Ok(());
             }
-            let message = if old.kind() == atom.kind() {
-                format!(
-                    "conflicting values {} and {}",
-                    old.cue_text(),
-                    atom.cue_text()
-                )
-            } else {
-                format!(
-                    "conflicting values {} and {} (mismatched types {} and {})",
-                    old.cue_text(),
-                    atom.cue_text(),
-                    kind_text(old.kind()),
-                    kind_text(atom.kind())
-                )
-            };
-            return Err(Conflict {
-                message,
-                spans: vec![*old_span, span],
-            });
+            return Err(atom_conflict(old, *old_span, &atom, span));
         }
         let kind = atom.kind();
         if intersect(self.kinds, kind).0 == 0 {
@@ -470,6 +491,9 @@ impl Shape {
     pub fn constraint_text(&self) -> String {
         if let Some((atom, _)) = &self.atom {
             return atom.cue_text();
+        }
+        if self.validators.is_empty() {
+            return kind_text(self.kinds);
         }
         let mut parts = Vec::new();
         let implied = self
