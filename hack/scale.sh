@@ -7,7 +7,7 @@
 #   hack/scale.sh --max 1000           # iterate quickly: stop at 1,000 apps
 #   hack/scale.sh --min 10000          # only the sizes from 10,000 on (live/agent: the 1,000-app
 #                                      # runs share the 10k runs' source and would prune the rest)
-#   hack/scale.sh --only render        # one group: render | analyze | live | agent
+#   hack/scale.sh --only render        # one group: render | analyze | live | agent | drift
 #   hack/scale.sh --vela               # also the side-by-side with `vela dry-run` (hack/vela-compare.sh)
 #
 # Environment: CARGO_TARGET_DIR (default target), SCALE_BIN_DIR (use the binaries there and
@@ -273,6 +273,82 @@ YAML
   done
   stop_agent
 }
+
+# ---- drift: the agent's plan of every app from its watch cache ---------------------------------
+#
+# The agent as above (same setup apply), with a drift check every 20 s (mode report): each one
+# plans every app against the cluster. Its first deploy starts the watches (and LISTs, as
+# without a cache); the checks that follow read the live objects and trackers from the watch
+# cache. Rows: each of the first three checks, from the agent's "live plan done" log line
+# (requests, objects taken from the cache, wall and CPU of the live plan), the whole plan's
+# wall (driftless_plan_duration_seconds), and the agent's resident memory then and at its peak.
+drift_run() { # N SOURCE
+  local n=$1 source=$2 tree=$WORK/drift-repo-$1 port t0 first k line count deadline
+  rm -rf "$tree"
+  "$LOADGEN" --apps "$n" --out "$tree" --namespaces "$NAMESPACES" >/dev/null 2>&1
+  git init -q -b main "$tree"
+  git -C "$tree" -c user.name=scale -c user.email=scale@example.invalid add -A
+  git -C "$tree" -c user.name=scale -c user.email=scale@example.invalid commit -qm "$n apps"
+  say "setup: applying the $n apps under source $source (qps $SETUP_QPS, not measured)"
+  "$DRIFTLESS" apply "$tree" --yes --kubeconfig "$KUBECONFIG_FILE" --qps "$SETUP_QPS" \
+    --burst "$SETUP_BURST" --source "$source" --timeout-seconds 600 >/dev/null 2>"$WORK/setup.err" ||
+    [[ $? == 2 ]] || { tail -n 20 "$WORK/setup.err" >&2; die "setup apply of $n apps failed"; }
+  pick_port ""
+  port=$PICKED_PORT
+  cat >"$WORK/drift-$n.yaml" <<YAML
+sources:
+  - name: $source
+    url: file://$tree
+    pollInterval: 1s
+clusters:
+  - name: local
+    kubeconfig: $KUBECONFIG_FILE
+drift: { schedule: '*/20 * * * * *', mode: report }
+server:
+  listen: 127.0.0.1:$port
+qps: $QPS
+burst: $BURST
+cacheDir: $WORK/drift-cache-$n
+YAML
+  rm -rf "$WORK/drift-cache-$n"
+  RUST_LOG=info "$DRIFTLESS" agent --config "$WORK/drift-$n.yaml" --log-format text >"$WORK/drift-$n.log" 2>&1 &
+  AGENT_PID=$!
+  t0=$(date +%s%N)
+  wait_page "$port" "$(git -C "$tree" rev-parse HEAD)"
+  first=$(ms_since "$t0")
+  ROWS+=("| agent with watch cache, $n apps: start to first deploy (watches started, LISTs) | $first s | $(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$AGENT_PID/status") MiB |")
+  say "${ROWS[-1]}"
+  local sum0 count0
+  sum0=$(counter "$port" driftless_plan_duration_seconds_sum)
+  count0=$(counter "$port" driftless_plan_duration_seconds_count)
+  deadline=$((SECONDS + 900))
+  for k in 1 2 3; do
+    until count=$(grep -c 'drift{.*live plan done' "$WORK/drift-$n.log"); ((count >= k)); do
+      alive "$AGENT_PID" || { tail -n 20 "$WORK/drift-$n.log" >&2; die "the agent exited"; }
+      ((SECONDS < deadline)) || die "no drift check $k within 900 s (log: $WORK/drift-$n.log)"
+      sleep 0.2
+    done
+    line=$(grep 'drift{.*live plan done' "$WORK/drift-$n.log" | sed -n "${k}p")
+    field() { grep -o "$1=[^ ]*" <<<"$line" | head -n 1 | cut -d= -f2; }
+    ROWS+=("| agent with watch cache, $n apps: drift check #$k, live plan (requests $(field requests), from cache $(field from_cache) objects, CPU $(field cpu_s | tr -d 'Some()') s) | $(field wall_s) s | $(awk '/^VmRSS:/ { print int($2 / 1024) }' "/proc/$AGENT_PID/status") MiB resident, $(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$AGENT_PID/status") MiB peak |")
+    say "${ROWS[-1]}"
+  done
+  local sum1 count1
+  sum1=$(counter "$port" driftless_plan_duration_seconds_sum)
+  count1=$(counter "$port" driftless_plan_duration_seconds_count)
+  ROWS+=("| agent with watch cache, $n apps: whole drift-check plan, mean of $((count1 - count0)) (driftless_plan_duration_seconds) | $(awk -v a="$sum0" -v b="$sum1" -v c="$((count1 - count0))" 'BEGIN { printf "%.2f", (b - a) / c }') s | |")
+  say "${ROWS[-1]}"
+  stop_agent
+}
+
+if want drift; then
+  cluster_up
+  trap 'stop_agent; table' EXIT
+  for n in 1000 10000; do
+    ((n >= MIN && n <= MAX)) || continue
+    drift_run "$n" scale-all
+  done
+fi
 
 if want agent; then
   cluster_up

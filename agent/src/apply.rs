@@ -470,7 +470,7 @@ async fn apply_object(
 }
 
 /// Tells the cluster's watch cache about a write of `object_ref` that answered `result`.
-fn note_write<T>(
+pub(crate) fn note_write<T>(
     cluster: &Cluster,
     object_ref: &ObjectRef,
     result: &Result<T, kube::Error>,
@@ -482,7 +482,7 @@ fn note_write<T>(
 }
 
 /// The version a written object has (unknown without one).
-fn version_of(object: &kube::api::DynamicObject) -> Written {
+pub(crate) fn version_of(object: &kube::api::DynamicObject) -> Written {
     object
         .metadata
         .resource_version

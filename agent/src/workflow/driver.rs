@@ -1406,10 +1406,16 @@ async fn delete_object(cluster: &Cluster, object_ref: &ObjectRef) -> Result<(), 
         Err(error) => return Err(describe_error(&error)),
     };
     let api = cluster.api(&resolved, object_ref).await;
-    match api
+    let deleted = api
         .delete(&object_ref.name, &kube::api::DeleteParams::background())
-        .await
-    {
+        .await;
+    crate::apply::note_write(cluster, object_ref, &deleted, |answer| {
+        answer
+            .as_ref()
+            .left()
+            .map_or(crate::watch_cache::Written::Gone, crate::apply::version_of)
+    });
+    match deleted {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(response)) if response.code == 404 => Ok(()),
         Err(error) => Err(describe_error(&error)),
@@ -1499,10 +1505,12 @@ async fn apply_object(cluster: &Cluster, desired: &DesiredApp, properties: &Valu
     let api = cluster.api(&resolved, &object_ref).await;
     cluster.throttle().await;
     let params = kube::api::PatchParams::apply(FIELD_MANAGER).force();
-    match api
+    let applied = api
         .patch(&object_ref.name, &params, &kube::api::Patch::Apply(&object))
-        .await
-    {
+        .await;
+    // The agent's watch cache must not serve this object until its watch shows the write.
+    crate::apply::note_write(cluster, &object_ref, &applied, crate::apply::version_of);
+    match applied {
         Ok(applied) => StepOutcome::Succeeded {
             result: serde_json::json!({ "output": serde_json::to_value(applied).unwrap_or(Value::Null) }),
         },
