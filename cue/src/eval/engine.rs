@@ -701,7 +701,8 @@ impl<'a> Engine<'a> {
 
     /// The path of a vertex, for errors.
     pub fn path(&self, v: VId) -> Vec<String> {
-        let mut labels = Vec::new();
+        // A vertex's depth is the number of labels above it: one allocation for the path.
+        let mut labels = Vec::with_capacity(self.v(v).depth as usize);
         let mut cur = Some(v);
         while let Some(id) = cur {
             let vertex = self.v(id);
@@ -2289,9 +2290,12 @@ impl<'a> Engine<'a> {
         let parent = self.v(v).parent;
         let label = self.v(v).label;
         let z = self.new_vertex(parent, label);
+        // The copy starts without the pending disjunctions: set them aside instead of cloning
+        // them only to clear the clone.
+        let disjs = std::mem::take(&mut self.vm(v).disjs);
         let mut copy = self.v(v).clone();
+        self.vm(v).disjs = disjs;
         copy.origin = Some(self.v(v).origin.unwrap_or(v));
-        copy.disjs.clear();
         copy.state = State::New;
         copy.cursor = copy.conjs.len();
         copy.depth = self.v(v).depth;
