@@ -30,8 +30,11 @@
 //! workflow). The others keep their result; drift in them is the drift schedule's job, which
 //! plans every app. Apps removed from Git are garbage-collected: the trackers are listed (one
 //! LIST of every app's tracker) on the first deploy, when an app left the render, and after a
-//! deletion that did not complete. Files come with their git blob ids, so the analysis knows
-//! an unchanged file without comparing its text.
+//! deletion that did not complete. The cache remembers the commit it last analysed: the next
+//! commit's analysis is handed only the files changed since (a git tree-to-tree diff,
+//! [`analyzer::analyze_changes`]), so neither the tree walk nor the analysis visits an
+//! unchanged file or app; when the cache cannot patch the change in (a definition or a file
+//! added, say), the whole snapshot is read, with its git blob ids, and analysed incrementally.
 //!
 //! Shutdown: when the shutdown future resolves, each source task finishes the step in flight
 //! (a deploy is never cut in the middle of an apply), then the outbox gets a last chance to
@@ -339,6 +342,13 @@ struct Selection {
     removed: bool,
 }
 
+/// A source's analysis cache and the commit it last analysed.
+#[derive(Default)]
+struct SourceCache {
+    analysis: AnalysisCache,
+    commit: Option<CommitId>,
+}
+
 struct SourceWorker {
     git: GitSource,
     config: Arc<SourceConfig>,
@@ -350,9 +360,12 @@ struct SourceWorker {
     drift_timer: Option<DriftTimer>,
     polled_once: bool,
     /// Per-app render and analysis results of the last snapshot rendered (deploy or preview).
-    cache: Arc<std::sync::Mutex<AnalysisCache>>,
+    cache: Arc<std::sync::Mutex<SourceCache>>,
     /// Per app of the deployed revision, its last deploy's result.
     records: BTreeMap<AppRef, AppRecord>,
+    /// The apps of `records` planned again by every deploy (last result not a success, or a
+    /// workflow): [`SourceWorker::select`] looks at them without walking every record.
+    unsettled: std::collections::BTreeSet<AppRef>,
     /// The next deploy must look for apps removed from Git (list every tracker): true until a
     /// deploy has looked and deleted all it found.
     gc_pending: bool,
@@ -378,8 +391,9 @@ impl SourceWorker {
             previewed: BTreeMap::new(),
             drift_timer,
             polled_once: false,
-            cache: Arc::new(std::sync::Mutex::new(AnalysisCache::new())),
+            cache: Arc::new(std::sync::Mutex::new(SourceCache::default())),
             records: BTreeMap::new(),
+            unsettled: std::collections::BTreeSet::new(),
             gc_pending: true,
         }
     }
@@ -529,12 +543,6 @@ impl SourceWorker {
     }
 
     async fn render(&self, commit: &CommitId) -> Result<Rendered, String> {
-        // With the blob ids, unchanged files are recognised without reading their texts.
-        let (snapshot, blob_ids) = self
-            .git
-            .snapshot_with_ids(commit.clone())
-            .await
-            .map_err(|error| format!("reading the commit: {error}"))?;
         let definitions = self.shared.definitions.clone();
         // Templates see the cluster's own release as `context.clusterVersion`, as in `plan
         // --kubeconfig`; an unreadable /version keeps the target release (the plan reports it).
@@ -544,36 +552,61 @@ impl SourceWorker {
         }
         let started = Instant::now();
         let cache = self.cache.clone();
+        let repo = self.git.repo().clone();
+        let commit = commit.clone();
         let rendered = tokio::task::spawn_blocking(move || {
             // A panic while holding the lock leaves the cache behind; it is reset below.
             let mut cache = cache
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let cache = &mut *cache;
+            // The files changed since the cache's commit; a failed diff reads the whole commit.
+            let changes = cache
+                .commit
+                .as_ref()
+                .and_then(|previous| repo.changes(previous, &commit).ok());
             // A panic in the renderer must not take the agent down: it becomes this commit's
             // failure, with a request to report it.
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 // The analysis rules run with the render (issue 8): their errors block the app.
-                analyzer::analyze_snapshot_shared_with_ids(
+                if let Some(changes) = &changes
+                    && let Some(patched) = analyzer::analyze_changes(
+                        changes,
+                        &definitions,
+                        &options,
+                        &mut cache.analysis,
+                    )
+                {
+                    return Ok(patched);
+                }
+                // With the blob ids, unchanged files are recognised without reading their
+                // texts.
+                let (snapshot, blob_ids) = repo
+                    .snapshot_with_ids(&commit)
+                    .map_err(|error| format!("reading the commit: {error}"))?;
+                Ok(analyzer::analyze_snapshot_shared_with_ids(
                     &snapshot,
                     &blob_ids,
                     &definitions,
                     &options,
-                    &mut cache,
-                )
+                    &mut cache.analysis,
+                ))
             }));
-            if result.is_err() {
+            match &result {
+                Ok(Ok(_)) => cache.commit = Some(commit),
+                // The commit could not be read: the cache is still the last commit's.
+                Ok(Err(_)) => {}
                 // Interrupted half-way: trust nothing of it.
-                *cache = AnalysisCache::new();
+                Err(_) => *cache = SourceCache::default(),
             }
-            drop(snapshot);
-            (result, cache.last_run())
+            (result, cache.analysis.last_run())
         })
         .await;
         self.shared
             .metrics
             .observe_render(&self.config.name, started.elapsed());
         match rendered {
-            Ok((Ok((output, sources)), stats)) => {
+            Ok((Ok(Ok((output, sources))), stats)) => {
                 self.shared.metrics.record_render_cache(
                     &self.config.name,
                     stats.reused,
@@ -590,6 +623,7 @@ impl SourceWorker {
                     sources: Arc::new(sources),
                 })
             }
+            Ok((Ok(Err(message)), _)) => Err(message),
             Ok((Err(_), _)) | Err(_) => {
                 self.shared.metrics.record_error(ErrorKind::Render);
                 Err(
@@ -747,16 +781,26 @@ impl SourceWorker {
             // Records are kept for rendered apps only: with no app removed, none to drop.
             if selection.removed {
                 self.records.retain(|app, _| in_render(app));
+                self.unsettled.retain(|app| in_render(app));
             }
             for (app, (state, _)) in &results {
                 if in_render(app) {
-                    self.records.insert(
-                        app.clone(),
-                        AppRecord {
-                            state: *state,
-                            uses_workflow: workflows.contains_key(app),
-                        },
-                    );
+                    let record = AppRecord {
+                        state: *state,
+                        uses_workflow: workflows.contains_key(app),
+                    };
+                    if record.state == StatusState::Success && !record.uses_workflow {
+                        self.unsettled.remove(app);
+                    } else {
+                        self.unsettled.insert(app.clone());
+                    }
+                    self.records.insert(app.clone(), record);
+                }
+            }
+            // A planned app without a result has no record: planned again next time.
+            for app in &selection.output.apps {
+                if !results.contains_key(&app.app) {
+                    self.unsettled.insert(app.app.clone());
                 }
             }
             let (summary_state, mut summary) = summarize(&results, &failed);
@@ -799,48 +843,67 @@ impl SourceWorker {
     /// differs from the deployed revision's. For a deploy, every app when nothing was deployed
     /// yet; for a preview (`deploy` false), every app that differs from the deployed revision.
     ///
-    /// O(changed apps) but for one walk over both renders (issue #9): both are sorted by app,
-    /// an app the analysis cache reused is the deployed one by pointer, and only the apps to
-    /// plan are copied.
+    /// O(changed apps) (issue #9): when both renders hold the same apps, the chunks the render
+    /// shares with the deployed one ([`analyzer::Chunked::same_chunk`]) are skipped whole, and
+    /// only the apps of other chunks and the apps whose last deploy did not settle are
+    /// looked at; otherwise one merge walk over both renders (both sorted by app; an app the
+    /// analysis cache reused is the deployed one by pointer). Only the apps to plan are
+    /// copied.
     fn select(&self, output: &SharedOutput, deploy: bool) -> Selection {
-        let previous: &[Arc<RenderedApp>] = self
+        let empty = analyzer::Chunked::default();
+        let previous = self
             .deployed
             .as_ref()
-            .map_or(&[], |deployed| deployed.output.apps.as_slice());
+            .map_or(&empty, |deployed| &deployed.output.apps);
+        // Whether the app at `index` (in both renders) is left out: deployed as it is now.
+        let unchanged = |previous: &RenderedApp, app: &Arc<RenderedApp>| {
+            let kept = !deploy
+                || self.records.get(&app.app).is_some_and(|record| {
+                    record.state == StatusState::Success && !record.uses_workflow
+                });
+            kept && (std::ptr::eq(previous, Arc::as_ptr(app)) || !render_changed(previous, app))
+        };
         let mut wanted: Vec<RenderedApp> = Vec::new();
         let mut n_unchanged = 0;
-        // Merge walk: `next_previous` is the first deployed app not yet passed.
-        let mut next_previous = 0;
         let mut removed = false;
-        for app in &output.apps {
-            while let Some(passed) = previous
-                .get(next_previous)
-                .filter(|passed| passed.app < app.app)
-            {
-                tracing::trace!(app = %passed.app, "app left the render");
-                removed = true;
-                next_previous += 1;
+        let candidates = self.candidates(previous, output, deploy);
+        if let Some(candidates) = candidates {
+            for index in candidates {
+                let (Some(previous), Some(app)) = (previous.get(index), output.apps.get(index))
+                else {
+                    continue;
+                };
+                if !unchanged(previous, app) {
+                    wanted.push(RenderedApp::clone(app));
+                }
             }
-            let same_app = previous
-                .get(next_previous)
-                .filter(|previous| previous.app == app.app);
-            if same_app.is_some() {
-                next_previous += 1;
+            n_unchanged = output.apps.len() - wanted.len();
+        } else {
+            // Merge walk: `next_previous` is the first deployed app not yet passed.
+            let mut next_previous = 0;
+            for app in output.apps.iter() {
+                while let Some(passed) = previous
+                    .get(next_previous)
+                    .filter(|passed| passed.app < app.app)
+                {
+                    tracing::trace!(app = %passed.app, "app left the render");
+                    removed = true;
+                    next_previous += 1;
+                }
+                let same_app = previous
+                    .get(next_previous)
+                    .filter(|previous| previous.app == app.app);
+                if same_app.is_some() {
+                    next_previous += 1;
+                }
+                if same_app.is_some_and(|previous| unchanged(previous, app)) {
+                    n_unchanged += 1;
+                } else {
+                    wanted.push(RenderedApp::clone(app));
+                }
             }
-            let unchanged = same_app.is_some_and(|previous| {
-                let kept = !deploy
-                    || self.records.get(&app.app).is_some_and(|record| {
-                        record.state == StatusState::Success && !record.uses_workflow
-                    });
-                kept && (Arc::ptr_eq(previous, app) || !render_changed(previous, app))
-            });
-            if unchanged {
-                n_unchanged += 1;
-            } else {
-                wanted.push(RenderedApp::clone(app));
-            }
+            removed |= next_previous < previous.len();
         }
-        removed |= next_previous < previous.len();
         let look_for_orphans = removed || (deploy && (self.gc_pending || self.deployed.is_none()));
         let orphans = if look_for_orphans {
             Orphans::NotIn(output.apps.iter().map(|app| app.app.clone()).collect())
@@ -856,6 +919,48 @@ impl SourceWorker {
             n_unchanged,
             removed,
         }
+    }
+
+    /// When `output` holds the apps of `previous` at the same indices: the indices of the
+    /// apps [`SourceWorker::select`] must look at (sorted), those of chunks the two do not
+    /// share and, for a deploy, those whose last deploy did not settle. `None` when the apps
+    /// differ (or nothing was deployed).
+    fn candidates(
+        &self,
+        previous: &analyzer::Chunked<Arc<RenderedApp>>,
+        output: &SharedOutput,
+        deploy: bool,
+    ) -> Option<Vec<usize>> {
+        let len = output.apps.len();
+        if previous.len() != len || len == 0 {
+            return None;
+        }
+        let chunk = analyzer::Chunked::<Arc<RenderedApp>>::CHUNK;
+        let mut candidates = Vec::new();
+        for first in (0..len).step_by(chunk) {
+            if output.apps.same_chunk(previous, first / chunk) {
+                continue;
+            }
+            for index in first..(first + chunk).min(len) {
+                if previous.get(index)?.app != output.apps.get(index)?.app {
+                    return None;
+                }
+                candidates.push(index);
+            }
+        }
+        if deploy {
+            for app in &self.unsettled {
+                // Not in the render: then it left it, and the apps differ.
+                let index = output
+                    .apps
+                    .binary_search_by(|rendered| rendered.app.cmp(app))
+                    .ok()?;
+                candidates.push(index);
+            }
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        Some(candidates)
     }
 
     /// Plan-only previews of open pull requests into the tracked branch.

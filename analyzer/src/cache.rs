@@ -42,11 +42,12 @@ use std::sync::{Arc, OnceLock};
 use cue::FileId;
 use sha2::Digest;
 
+pub use chunked::Chunked;
 pub(crate) use files::FileCache;
 
 use crate::check::{AppObjects, ObjectIndex, SchemaMemo};
-use crate::load::Loaded;
 use crate::load::application::LoadedApp;
+use crate::load::{Loaded, ParsedDocument, ParsedFile};
 use crate::model::{Application, Definition, DefinitionKind, WorkflowStep};
 use crate::{
     AnalysisOptions, Definitions, Diagnostic, RenderOutput, RenderedApp, Snapshot, SourceMap,
@@ -103,11 +104,48 @@ pub fn analyze_snapshot_shared_with_ids(
     crate::check::analyze(snapshot, Some(blob_ids), definitions, options, Some(cache))
 }
 
+/// One file changed since the snapshot of the cache's last analysis, for
+/// [`analyze_changes`].
+#[derive(Debug, Clone)]
+pub struct FileChange {
+    /// Relative to the repository root, with `/`.
+    pub path: String,
+    /// The new text; `None` when the file was removed.
+    pub contents: Option<String>,
+    /// The new text's blob id, when known: an unchanged id is an unchanged file.
+    pub blob_id: Option<BlobId>,
+}
+
+/// The analysis of the cache's last snapshot with `changes` applied, costing what changed
+/// rather than what exists (issue #9): only the changed files are parsed and their apps
+/// rendered and checked; every other file and app is the last analysis's, not visited at all
+/// (the output shares them in chunks, [`Chunked`]). `changes` must name every file whose text
+/// differs from that snapshot (a git tree-to-tree diff does; other paths are ignored as the
+/// loader ignores them).
+///
+/// `None`, with the cache as it was, when the changes cannot be patched in: nothing analysed
+/// yet, other options or built-in definitions, a file added or removed, a definition, CRD or
+/// other non-Application document changed, an app added, removed or renamed in a file, a
+/// problem while loading (now or in the last analysis) or a broken definition. The caller then
+/// analyses the whole snapshot ([`analyze_snapshot_shared_with_ids`]). Otherwise the same
+/// output as [`analyze_snapshot_shared`] of the new snapshot.
+pub fn analyze_changes(
+    changes: &[FileChange],
+    definitions: &Definitions,
+    options: &AnalysisOptions,
+    cache: &mut AnalysisCache,
+) -> Option<(SharedOutput, SourceMap)> {
+    let patched = cache.patch(changes, definitions, options)?;
+    crate::check::analyze_patch(&patched, options, cache)
+}
+
 /// A [`RenderOutput`] whose apps are shared with an [`AnalysisCache`].
 #[derive(Debug, Clone, Default)]
 pub struct SharedOutput {
-    /// One entry per Application found, sorted by [`AppRef`](crate::AppRef).
-    pub apps: Vec<Arc<RenderedApp>>,
+    /// One entry per Application found, sorted by [`AppRef`](crate::AppRef); in chunks, so
+    /// that an output differing from the last in one app shares the others' chunks with it
+    /// ([`Chunked::same_chunk`]).
+    pub apps: Chunked<Arc<RenderedApp>>,
     /// Diagnostics not tied to one app.
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -116,7 +154,12 @@ impl SharedOutput {
     /// The output as a [`RenderOutput`], copying only the apps still shared.
     pub fn into_output(self) -> RenderOutput {
         RenderOutput {
-            apps: self.apps.into_iter().map(Arc::unwrap_or_clone).collect(),
+            apps: self
+                .apps
+                .into_vec()
+                .into_iter()
+                .map(Arc::unwrap_or_clone)
+                .collect(),
             diagnostics: self.diagnostics,
         }
     }
@@ -164,7 +207,24 @@ pub struct AnalysisCache {
     files: FileCache,
     /// The object identities each app of the last snapshot renders (`duplicate-object`).
     objects: ObjectIndex,
+    /// The last analysis's loaded state and output, when [`analyze_changes`] can patch it.
+    last: Option<LastAnalysis>,
     last_run: CacheStats,
+}
+
+/// What [`analyze_changes`] patches: the last analysis as loaded (every app cached, in
+/// `entries` order) and as output.
+#[derive(Debug)]
+pub(crate) struct LastAnalysis {
+    pub(crate) loaded: Loaded,
+    /// [`builtins_digest`] of the built-in definitions it was made with.
+    builtins: [u8; 32],
+    /// The output's apps (after the cross-app rule).
+    pub(crate) output: Chunked<Arc<RenderedApp>>,
+    /// The output-wide diagnostics (after the settings).
+    pub(crate) diagnostics: Vec<Diagnostic>,
+    /// The apps the cross-app rule reported on (copies in `output`).
+    pub(crate) crossed: Vec<usize>,
 }
 
 /// What one analysis did with the cache.
@@ -257,6 +317,170 @@ impl AnalysisCache {
     /// Keeps this analysis's `parameter` schemas for the next.
     pub(crate) fn keep_schemas(&mut self, schemas: SchemaMemo) {
         self.schemas = schemas;
+    }
+
+    /// Keeps the state of the analysis just stored, for [`analyze_changes`], when it can be
+    /// patched: no loading problem or broken definition (`patchable`) and every app cached.
+    pub(crate) fn keep_last(
+        &mut self,
+        loaded: Loaded,
+        builtins: &Definitions,
+        patchable: bool,
+        output: &Chunked<Arc<RenderedApp>>,
+        diagnostics: &[Diagnostic],
+        crossed: Vec<usize>,
+    ) {
+        self.last = (patchable && self.entries.len() == loaded.apps.len()).then(|| LastAnalysis {
+            loaded,
+            builtins: builtins_digest(builtins),
+            output: output.clone(),
+            diagnostics: diagnostics.to_vec(),
+            crossed,
+        });
+    }
+
+    pub(crate) fn take_last(&mut self) -> Option<LastAnalysis> {
+        self.last.take()
+    }
+
+    pub(crate) fn put_last(&mut self, last: LastAnalysis) {
+        self.last = Some(last);
+    }
+
+    /// The cached result of app `index` of the last analysis (before cross-app rules).
+    pub(crate) fn rendered(&self, index: usize) -> Option<&Arc<RenderedApp>> {
+        self.entries.get(index).map(|entry| &entry.rendered)
+    }
+
+    /// Patches the last analysis's loaded state with `changes` (see [`analyze_changes`]) and
+    /// returns the indices of the apps to analyse again; `None`, changing nothing, when it
+    /// cannot.
+    fn patch(
+        &mut self,
+        changes: &[FileChange],
+        builtins: &Definitions,
+        options: &AnalysisOptions,
+    ) -> Option<Vec<usize>> {
+        struct FilePatch<'a> {
+            path: &'a str,
+            file: FileId,
+            text: &'a str,
+            blob_id: Option<BlobId>,
+            parsed: Arc<ParsedFile>,
+            apps: Vec<(usize, Arc<LoadedApp>)>,
+        }
+        let last = self.last.as_ref()?;
+        // The options (namespace rules included) and definitions of the last analysis.
+        if last.builtins != builtins_digest(builtins)
+            || self.global != Some(global_digest(&last.loaded, options))
+        {
+            return None;
+        }
+        let namespaces = crate::load::application::NamespaceRules {
+            forced: options.render.forced_namespace.as_deref(),
+            default: &options.render.default_namespace,
+        };
+        let mut patches: Vec<FilePatch<'_>> = Vec::new();
+        for change in changes {
+            let path = change.path.trim_start_matches("./");
+            match crate::load::loaded_as(path) {
+                None => continue,
+                Some(false) => return None,
+                Some(true) => {}
+            }
+            let text = change.contents.as_deref()?;
+            let (file, blob_id, old) = self.files.get(path)?;
+            if blob_id.is_some() && blob_id == change.blob_id {
+                continue;
+            }
+            if patches.iter().any(|patch| patch.path == path)
+                || last.loaded.sources.path(file) != path
+                || last.loaded.sources.embedding(file).is_some()
+            {
+                return None;
+            }
+            let parsed = Arc::new(crate::load::parse_yaml_file(file, path, text, &namespaces));
+            let (old_apps, new_apps) = (apps_only(old)?, apps_only(&parsed)?);
+            if old_apps.len() != new_apps.len() {
+                return None;
+            }
+            let mut apps = Vec::with_capacity(new_apps.len());
+            for (old, new) in old_apps.into_iter().zip(new_apps) {
+                if old.app_ref != new.app_ref || !new.diagnostics.is_empty() {
+                    return None;
+                }
+                let index = last
+                    .loaded
+                    .apps
+                    .binary_search_by(|app| app.app_ref.cmp(&old.app_ref))
+                    .ok()
+                    .filter(|&index| {
+                        last.loaded
+                            .apps
+                            .get(index)
+                            .is_some_and(|app| Arc::ptr_eq(app, old))
+                    })?;
+                apps.push((index, new.clone()));
+            }
+            patches.push(FilePatch {
+                path,
+                file,
+                text,
+                blob_id: change.blob_id,
+                parsed,
+                apps,
+            });
+        }
+        // Checked: from here on the patch is applied whole.
+        let last = self.last.as_mut()?;
+        let mut patched = Vec::new();
+        for patch in &patches {
+            let Some(source) = last
+                .loaded
+                .sources
+                .replace(patch.file, patch.text.to_owned())
+            else {
+                // Cannot happen (checked above); trust nothing of the last state then.
+                self.last = None;
+                return None;
+            };
+            self.files.update(
+                patch.path,
+                patch.file,
+                patch.blob_id,
+                source,
+                patch.parsed.clone(),
+            );
+            for (index, app) in &patch.apps {
+                if let Some(slot) = last.loaded.apps.get_mut(*index) {
+                    *slot = app.clone();
+                    patched.push(*index);
+                }
+            }
+        }
+        patched.sort_unstable();
+        patched.dedup();
+        self.files
+            .set_reused(self.files.len().saturating_sub(patches.len()));
+        Some(patched)
+    }
+
+    /// Records the results of a patched analysis (`analyzed`: app index and result) in the
+    /// entries, which are in app order, one per app.
+    pub(crate) fn store_patch(&mut self, loaded: &Loaded, analyzed: &[(usize, Analyzed)]) {
+        for (index, (rendered, used, _)) in analyzed {
+            let (Some(entry), Some(app)) = (self.entries.get_mut(*index), loaded.apps.get(*index))
+            else {
+                continue;
+            };
+            *entry = new_entry(app, loaded, rendered, used);
+        }
+        self.last_run = CacheStats {
+            reused: loaded.apps.len().saturating_sub(analyzed.len()),
+            analyzed: analyzed.len(),
+            evicted: 0,
+            files_reused: self.files.reused(),
+        };
     }
 
     /// Prepares a lookup pass over `loaded`: drops everything when a global input changed.
@@ -619,6 +843,35 @@ fn file_key(sources: &SourceMap, file: FileId) -> FileKey {
     }
 }
 
+/// The apps of a parsed file, when it holds nothing else (no other document, no error).
+fn apps_only(parsed: &ParsedFile) -> Option<Vec<&Arc<LoadedApp>>> {
+    let ParsedFile::Yaml(documents) = parsed else {
+        return None;
+    };
+    documents
+        .iter()
+        .map(|document| match document {
+            ParsedDocument::App(Ok(app)) => Some(app),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every built-in definition by kind, name and source digest, and their problems.
+fn builtins_digest(builtins: &Definitions) -> [u8; 32] {
+    let mut hasher = sha2::Sha256::new();
+    for definition in builtins.iter() {
+        hasher.update(definition.kind.cr_kind().as_bytes());
+        hasher.update([0]);
+        hasher.update(definition.name.as_bytes());
+        hasher.update([0]);
+        hasher.update(definition.source_digest);
+    }
+    hasher.update(format!("{:?}", builtins.diagnostics()).as_bytes());
+    hasher.finalize().into()
+}
+
+mod chunked;
 mod files;
 #[cfg(test)]
 mod tests;

@@ -61,8 +61,8 @@ pub mod schema;
 mod snapshot;
 
 pub use cache::{
-    AnalysisCache, BlobId, CacheStats, SharedOutput, analyze_snapshot_incremental,
-    analyze_snapshot_shared, analyze_snapshot_shared_with_ids,
+    AnalysisCache, BlobId, CacheStats, Chunked, FileChange, SharedOutput, analyze_changes,
+    analyze_snapshot_incremental, analyze_snapshot_shared, analyze_snapshot_shared_with_ids,
 };
 pub use check::{
     AnalysisConfig, AnalysisOptions, IGNORE_ANNOTATION, IgnoreRule, RuleLevel, analyze_snapshot,

@@ -5,10 +5,10 @@
 //! computes blob ids when the commit is made). `analyze_incremental_bytes` is the same without
 //! ids (`analyze_snapshot_shared`): each file's text is compared with the cached one. Each
 //! iteration changes app 7 to its next generation, so exactly one file is parsed and one app
-//! rendered again; the figure should stay about the same whatever the number of apps (issue
-//! #9). What remains per app is cheap: one hash-map lookup per file (by path), a pointer
-//! comparison per app, a reference count per reused app and a pointer per app in the output
-//! and the source map.
+//! rendered again. Both still visit every file and app (a hash-map lookup per file, a pointer
+//! comparison and a reference count per app). `analyze_changes` is told the changed file
+//! (`analyzer::analyze_changes`, as the agent's git tree diff tells it) and visits nothing
+//! else: its figure should be about the same whatever the number of apps (issue #9).
 //!
 //! ```sh
 //! cargo bench -p loadgen --bench incremental
@@ -21,8 +21,8 @@ use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use analyzer::{
-    AnalysisCache, AnalysisOptions, BlobId, Definitions, Snapshot, SourceFile,
-    analyze_snapshot_shared, analyze_snapshot_shared_with_ids,
+    AnalysisCache, AnalysisOptions, BlobId, Definitions, FileChange, Snapshot, SourceFile,
+    analyze_changes, analyze_snapshot_shared, analyze_snapshot_shared_with_ids,
 };
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -115,5 +115,57 @@ fn bench_incremental(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench_incremental);
+/// One changed app among N through [`analyze_changes`]: the changed file alone is handed
+/// over, as the agent does from its git tree diff.
+fn bench_changes(c: &mut Criterion) {
+    let definitions = Definitions::builtin();
+    let options = AnalysisOptions::default();
+    let mut group = c.benchmark_group("analyze_changes");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    for n_apps in [100, 1_000, 10_000] {
+        let revisions = [snapshot(n_apps, 1), snapshot(n_apps, 2)];
+        let ids = [blob_ids(&revisions[0]), blob_ids(&revisions[1])];
+        // Per revision, the change that leads to it from the other: the files that differ.
+        let changes: Vec<Vec<FileChange>> = (0..2)
+            .map(|next| {
+                revisions[next]
+                    .files
+                    .iter()
+                    .zip(&revisions[1 - next].files)
+                    .zip(&ids[next])
+                    .filter(|((new, old), _)| new.contents != old.contents)
+                    .map(|((new, _), id)| FileChange {
+                        path: new.path.clone(),
+                        contents: Some(new.contents.clone()),
+                        blob_id: Some(*id),
+                    })
+                    .collect()
+            })
+            .collect();
+        assert_eq!(changes[0].len(), 1);
+        let mut cache = AnalysisCache::new();
+        analyze_snapshot_shared_with_ids(
+            &revisions[0],
+            &ids[0],
+            &definitions,
+            &options,
+            &mut cache,
+        );
+        let mut next = 1;
+        group.bench_function(format!("1_changed_of_{n_apps}"), |b| {
+            b.iter(|| {
+                let output = analyze_changes(&changes[next], &definitions, &options, &mut cache)
+                    .expect("a one-file edit is patched");
+                assert_eq!(cache.last_run().analyzed, 1);
+                assert_eq!(output.0.apps.len(), n_apps);
+                next = 1 - next;
+                output
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_incremental, bench_changes);
 criterion_main!(benches);

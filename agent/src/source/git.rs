@@ -397,6 +397,69 @@ impl GitRepo {
         ))
     }
 
+    /// The files of the source (those passing its path filter) that differ between two
+    /// commits, with their new text and blob id (`None` text: removed, or no longer UTF-8 and so
+    /// out of the snapshot), from a tree-to-tree diff: unchanged subtrees are skipped by id
+    /// and only the changed blobs are read, so a commit that changes one file of 10,000 costs
+    /// one file (issue #9). For [`analyzer::analyze_changes`].
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::ReadFailed`] when a commit or a changed blob cannot be read.
+    pub fn changes(
+        &self,
+        previous: &CommitId,
+        new: &CommitId,
+    ) -> Result<Vec<analyzer::FileChange>, SourceError> {
+        let repo = self.repository()?;
+        let read_failed = |commit: &CommitId, message: String| SourceError::ReadFailed {
+            commit: commit.to_string(),
+            message,
+        };
+        let tree_of = |commit: &CommitId| {
+            repo.find_commit(read_oid(commit)?)
+                .and_then(|c| c.tree())
+                .map_err(|error| read_failed(commit, error.message().to_owned()))
+        };
+        let (old_tree, new_tree) = (tree_of(previous)?, tree_of(new)?);
+        let diff = repo
+            .diff_tree_to_tree(Some(&old_tree), Some(&new_tree), None)
+            .map_err(|error| read_failed(new, error.message().to_owned()))?;
+        let included = |path: &str| self.config.paths.check(path) == PathMatch::Included;
+        let mut changes: Vec<analyzer::FileChange> = Vec::new();
+        for delta in diff.deltas() {
+            let (old_file, new_file) = (delta.old_file(), delta.new_file());
+            let old_path = old_file.path().and_then(Path::to_str);
+            let new_path = new_file.path().and_then(Path::to_str);
+            let removed = delta.status() == git2::Delta::Deleted;
+            if let Some(path) = old_path
+                && (removed || new_path != Some(path))
+                && included(path)
+            {
+                changes.push(analyzer::FileChange {
+                    path: path.to_owned(),
+                    contents: None,
+                    blob_id: None,
+                });
+            }
+            let Some(path) = new_path.filter(|path| !removed && included(path)) else {
+                continue;
+            };
+            let blob = repo
+                .find_blob(new_file.id())
+                .map_err(|error| read_failed(new, format!("{path}: {}", error.message())))?;
+            let contents = std::str::from_utf8(blob.content()).ok().map(str::to_owned);
+            changes.push(analyzer::FileChange {
+                path: path.to_owned(),
+                blob_id: contents
+                    .as_ref()
+                    .and_then(|_| analyzer::BlobId::try_from(new_file.id().as_bytes()).ok()),
+                contents,
+            });
+        }
+        Ok(changes)
+    }
+
     /// The paths that differ between two commits (both sides of renames), sorted, whether or not
     /// they pass the path filter. With no previous commit, every path of `new`.
     ///
@@ -612,6 +675,20 @@ impl GitSource {
     pub async fn snapshot(&self, commit: CommitId) -> Result<Snapshot, SourceError> {
         let repo = self.repo.clone();
         blocking(move || repo.snapshot(&commit)).await
+    }
+
+    /// The source's files changed between two commits, read on the blocking pool.
+    ///
+    /// # Errors
+    ///
+    /// See [`GitRepo::changes`].
+    pub async fn changes(
+        &self,
+        previous: CommitId,
+        new: CommitId,
+    ) -> Result<Vec<analyzer::FileChange>, SourceError> {
+        let repo = self.repo.clone();
+        blocking(move || repo.changes(&previous, &new)).await
     }
 
     /// A snapshot of `commit` with its files' blob ids, built on the blocking pool.

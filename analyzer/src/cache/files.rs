@@ -124,6 +124,47 @@ impl FileCache {
         self.reused = reused;
     }
 
+    /// The id, blob id and parse of `path` in the last load.
+    pub(crate) fn get(&self, path: &str) -> Option<(FileId, Option<BlobId>, &Arc<ParsedFile>)> {
+        self.files
+            .get(path)
+            .map(|cached| (cached.file, cached.blob_id, &cached.parsed))
+    }
+
+    /// Records a file of the last load changed in place (same path and id): its new text's
+    /// entry and parse.
+    pub(crate) fn update(
+        &mut self,
+        path: &str,
+        file: FileId,
+        blob_id: Option<BlobId>,
+        source: SharedSource,
+        parsed: Arc<ParsedFile>,
+    ) {
+        let cached = CachedFile {
+            file,
+            blob_id,
+            source,
+            parsed,
+        };
+        match self.files.get_mut(path) {
+            Some(entry) => *entry = cached,
+            None => {
+                self.files.insert(path.to_owned(), cached);
+            }
+        }
+    }
+
+    /// The number of files held.
+    pub(crate) fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Sets what [`FileCache::reused`] says (a patched load reuses all but the changed files).
+    pub(crate) fn set_reused(&mut self, reused: usize) {
+        self.reused = reused;
+    }
+
     /// How many files the last load took from the cache.
     pub(crate) fn reused(&self) -> usize {
         self.reused

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use crate::{
-    AnalysisCache, AnalysisOptions, CacheStats, ClusterVersion, Definitions, Snapshot, SourceFile,
-    analyze_snapshot, analyze_snapshot_incremental,
+    AnalysisCache, AnalysisOptions, CacheStats, ClusterVersion, Definitions, FileChange, Snapshot,
+    SourceFile, analyze_changes, analyze_snapshot, analyze_snapshot_incremental,
 };
 
 /// The repository under edit: path → text.
@@ -471,5 +471,198 @@ fn blob_ids_stand_for_the_texts() {
     assert_eq!(
         step_with_ids(&repo, &text_ids(&repo)[..1], &definitions, &mut cache),
         stats(1, 1, 0, 1)
+    );
+}
+
+/// [`analyze_changes`] with the texts of `changed` in `repo` (`None` for a path no longer in
+/// it): when it patches, asserts its output and source map are the uncached analysis's of
+/// `repo`, and returns what the cache did.
+fn patch_step(
+    repo: &Repo,
+    changed: &[&str],
+    definitions: &Definitions,
+    options: &AnalysisOptions,
+    cache: &mut AnalysisCache,
+) -> Option<CacheStats> {
+    let changes: Vec<FileChange> = changed
+        .iter()
+        .map(|path| FileChange {
+            path: (*path).to_owned(),
+            contents: repo.files.get(*path).cloned(),
+            blob_id: None,
+        })
+        .collect();
+    let (patched, patched_sources) = analyze_changes(&changes, definitions, options, cache)?;
+    let (uncached, uncached_sources) = analyze_snapshot(&repo.snapshot(), definitions, options);
+    assert_eq!(
+        format!("{:#?}", patched.into_output()),
+        format!("{uncached:#?}")
+    );
+    assert_eq!(patched_sources.len(), uncached_sources.len());
+    for index in 0..uncached_sources.len() {
+        let file = cue::FileId(index as u32);
+        assert_eq!(patched_sources.path(file), uncached_sources.path(file));
+        assert_eq!(patched_sources.text(file), uncached_sources.text(file));
+    }
+    Some(cache.last_run())
+}
+
+#[test]
+fn patched_analysis_equals_uncached_or_declines() {
+    let definitions = Definitions::builtin();
+    let options = AnalysisOptions::default();
+    let mut repo = Repo {
+        files: BTreeMap::new(),
+    };
+    repo.set(
+        "definitions/pod-disruption-budget.cue",
+        include_str!("../../../examples/repo/definitions/pod-disruption-budget.cue").to_owned(),
+    );
+    repo.set("apps/b.yaml", app("b", "webservice", "nginx:latest", ""));
+    repo.set("apps/c.yaml", app("c", "webservice", "nginx:1.27", PDB));
+    repo.set("apps/e.yaml", app("e", "nope", "nginx:1.27", ""));
+    // Two apps in one file; `dup` renders b's Deployment (`duplicate-object`, a cross-app
+    // rule).
+    let y = |component: &str| {
+        app("dup", "webservice", "nginx:1.27", "")
+            .replace("- name: dup", &format!("- name: {component}"))
+    };
+    repo.set(
+        "apps/two.yaml",
+        format!(
+            "{}---\n{}",
+            app("g", "webservice", "nginx:1.27", ""),
+            y("b")
+        ),
+    );
+    repo.set("README.md", "# shop\n".to_owned());
+    let mut cache = AnalysisCache::new();
+    // Nothing analysed yet: nothing to patch.
+    assert_eq!(
+        patch_step(&repo, &["apps/b.yaml"], &definitions, &options, &mut cache),
+        None
+    );
+    assert_eq!(
+        step(&repo, &definitions, &options, &mut cache),
+        stats(0, 5, 0, 0)
+    );
+    assert!(
+        format!(
+            "{:?}",
+            analyze_snapshot(&repo.snapshot(), &definitions, &options).0
+        )
+        .contains("duplicate-object")
+    );
+
+    // An app edited in place: only it is analysed; b keeps its duplicate-object finding.
+    repo.set("apps/b.yaml", app("b", "webservice", "nginx:1.26", ""));
+    assert_eq!(
+        patch_step(&repo, &["apps/b.yaml"], &definitions, &options, &mut cache),
+        Some(stats(4, 1, 0, 4))
+    );
+    // dup now collides with c instead of b: both findings move (b's copy is dropped).
+    repo.set(
+        "apps/two.yaml",
+        format!(
+            "{}---\n{}",
+            app("g", "webservice", "nginx:1.26", ""),
+            y("c")
+        ),
+    );
+    assert_eq!(
+        patch_step(
+            &repo,
+            &["apps/two.yaml"],
+            &definitions,
+            &options,
+            &mut cache
+        ),
+        Some(stats(3, 2, 0, 4))
+    );
+    // No collision left; a path the loader ignores and an unchanged blob id change nothing.
+    repo.set(
+        "apps/two.yaml",
+        format!(
+            "{}---\n{}",
+            app("g", "webservice", "nginx:1.26", ""),
+            y("dup")
+        ),
+    );
+    repo.set("README.md", "# shop, again\n".to_owned());
+    assert_eq!(
+        patch_step(
+            &repo,
+            &["README.md", "apps/two.yaml"],
+            &definitions,
+            &options,
+            &mut cache
+        ),
+        Some(stats(3, 2, 0, 4))
+    );
+    assert_eq!(
+        patch_step(&repo, &[], &definitions, &options, &mut cache),
+        Some(stats(5, 0, 0, 5))
+    );
+
+    // What it declines, leaving the cache as it was (the full analysis after each still
+    // reuses every unchanged app): a file added, ...
+    let declined = |repo: &Repo, changed: &[&str], cache: &mut AnalysisCache| {
+        assert_eq!(
+            patch_step(repo, changed, &definitions, &options, cache),
+            None
+        );
+        step(repo, &definitions, &options, cache)
+    };
+    // (the files after it in path order, two.yaml and the definition, shift ids: parsed again)
+    repo.set("apps/f.yaml", app("f", "webservice", "nginx:1.27", ""));
+    assert_eq!(
+        declined(&repo, &["apps/f.yaml"], &mut cache),
+        stats(5, 1, 0, 3)
+    );
+    // ... a definition changed (its users c then analysed again), ...
+    let pdb = repo.files["definitions/pod-disruption-budget.cue"].replace("*1 | int", "*2 | int");
+    repo.set("definitions/pod-disruption-budget.cue", pdb);
+    assert_eq!(
+        declined(
+            &repo,
+            &["definitions/pod-disruption-budget.cue"],
+            &mut cache
+        ),
+        stats(5, 1, 0, 5)
+    );
+    // ... an app renamed, ...
+    repo.set("apps/f.yaml", app("f2", "webservice", "nginx:1.27", ""));
+    assert_eq!(
+        declined(&repo, &["apps/f.yaml"], &mut cache),
+        stats(5, 1, 1, 5)
+    );
+    // ... a file that no longer parses (and while its problem lasts, any change), ...
+    repo.set("apps/f.yaml", "kind: [".to_owned());
+    assert_eq!(
+        declined(&repo, &["apps/f.yaml"], &mut cache),
+        stats(5, 0, 1, 5)
+    );
+    repo.set("apps/b.yaml", app("b", "webservice", "nginx:1.25", ""));
+    assert_eq!(
+        declined(&repo, &["apps/b.yaml"], &mut cache),
+        stats(4, 1, 0, 5)
+    );
+    // ... a file removed (the files after it shift ids back), and other options.
+    repo.files.remove("apps/f.yaml");
+    assert_eq!(
+        declined(&repo, &["apps/f.yaml"], &mut cache),
+        stats(5, 0, 0, 3)
+    );
+    repo.set("apps/c.yaml", app("c", "webservice", "nginx:1.25", PDB));
+    let mut other = options.clone();
+    other.render.default_namespace = "elsewhere".to_owned();
+    assert_eq!(
+        patch_step(&repo, &["apps/c.yaml"], &definitions, &other, &mut cache),
+        None
+    );
+    // And patches again once the last analysis can be patched.
+    assert_eq!(
+        patch_step(&repo, &["apps/c.yaml"], &definitions, &options, &mut cache),
+        Some(stats(4, 1, 0, 4))
     );
 }

@@ -109,7 +109,7 @@ pub(crate) fn analyze(
         forced: options.render.forced_namespace.as_deref(),
         default: &options.render.default_namespace,
     };
-    let loaded = crate::load::load_snapshot_cached(
+    let mut loaded = crate::load::load_snapshot_cached(
         snapshot,
         definitions,
         &namespaces,
@@ -140,6 +140,14 @@ pub(crate) fn analyze(
     // applied here, so that a cached result is stored (and shared) as the output has it.
     let settings = Settings::new(&options.config);
     let lookup = cache.as_deref();
+    let per_app = AppAnalysis {
+        loaded: &loaded,
+        evaluator: &evaluator,
+        parameter_schemas: &parameter_schemas,
+        crd_schemas: &crd_schemas,
+        settings: &settings,
+        options,
+    };
     let analyzed: Vec<crate::cache::Analyzed> = loaded
         .apps
         .par_iter()
@@ -150,38 +158,17 @@ pub(crate) fn analyze(
             {
                 return reused;
             }
-            let (mut rendered, used) = crate::render::render_app(
-                app,
-                &loaded.definitions,
-                &loaded.standalone,
-                &evaluator,
-                &options.render.cluster_version,
-            );
-            let ctx = AppContext {
-                loaded: app,
-                objects: &rendered.objects,
-                definitions: &loaded.definitions,
-                config: &options.config,
-                parameter_schemas: &parameter_schemas,
-                crd_schemas: &crd_schemas,
-            };
-            let found = check_app(&ctx);
-            property_constraints::classify(&ctx, &mut rendered.diagnostics);
-            rendered.diagnostics.extend(found);
-            // Before settings: the objects of an app blocked by them still count.
-            let objects = duplicate_object::objects_of(&rendered);
-            settings.apply(&mut rendered.diagnostics, Some(app), &loaded.sources);
-            if rendered.is_blocked() {
-                rendered.objects.clear();
-            }
-            (Arc::new(rendered), used, Reused::No(objects))
+            per_app.analyze(app)
         })
         .collect();
     if let Some(cache) = cache.as_deref_mut() {
         cache.store(&loaded, &analyzed);
     }
-    let mut diagnostics = loaded.diagnostics;
+    // Only a load without problems is patched later (`analyze_changes`).
+    let load_clean = loaded.diagnostics.is_empty();
+    let mut diagnostics = std::mem::take(&mut loaded.diagnostics);
     diagnostics.extend(definitions.diagnostics().iter().cloned());
+    let no_broken = broken.is_empty();
     for definition in broken {
         let used = analyzed
             .iter()
@@ -200,7 +187,7 @@ pub(crate) fn analyze(
     }
     // The cache keeps the object index across analyses and updates it for changed apps only.
     let mut fresh_index = ObjectIndex::default();
-    let object_index = match cache {
+    let object_index = match cache.as_deref_mut() {
         Some(cache) => cache.objects(),
         None => &mut fresh_index,
     };
@@ -216,30 +203,171 @@ pub(crate) fn analyze(
             }),
     );
     let duplicates = duplicate_object::check(&loaded.apps, object_index);
-    let mut apps: Vec<Arc<RenderedApp>> = analyzed.into_iter().map(|(app, _, _)| app).collect();
-    let sources = loaded.sources;
+    let mut apps: crate::cache::Chunked<Arc<RenderedApp>> =
+        analyzed.into_iter().map(|(app, _, _)| app).collect();
+    let crossed = add_cross_app(&mut apps, duplicates, &loaded, &settings);
+    settings.apply(&mut diagnostics, None, &loaded.sources);
+    let sources = loaded.sources.clone();
+    match cache {
+        // The cache keeps the loaded state, to patch it with the next commit's changed files
+        // alone when it can (`analyze_changes`).
+        Some(cache) => cache.keep_last(
+            loaded,
+            definitions,
+            load_clean && no_broken,
+            &apps,
+            &diagnostics,
+            crossed,
+        ),
+        // Without a cache to keep them, the loaded apps (documents, positions, models) die
+        // here: dropped on every core rather than serially (~0.4 G instructions at 10,000
+        // apps).
+        None => loaded.apps.into_par_iter().for_each(drop),
+    }
+    (crate::SharedOutput { apps, diagnostics }, sources)
+}
+
+/// The analysis of a snapshot that differs from the cache's last one in the apps of
+/// `patch.apps` only (`cache::analyze_changes` checked that, and patched the loaded state):
+/// those apps are rendered and checked, the cross-app rule runs on its index, and every other
+/// app and output-wide diagnostic is the last analysis's, unvisited (issue #9: O(change)).
+pub(crate) fn analyze_patch(
+    patched: &[usize],
+    options: &AnalysisOptions,
+    cache: &mut crate::cache::AnalysisCache,
+) -> Option<(crate::SharedOutput, SourceMap)> {
+    use rayon::prelude::*;
+    let mut last = cache.take_last()?;
+    let loaded = &last.loaded;
+    let evaluator = cue::Evaluator::new();
+    let parameter_schemas = unknown_property::ParameterSchemas::new(
+        &loaded.definitions,
+        &evaluator,
+        cache.take_schemas(),
+    );
+    let crd_schemas = crate::schema::SchemaSet::from_crds(&loaded.crds);
+    let settings = Settings::new(&options.config);
+    let per_app = AppAnalysis {
+        loaded,
+        evaluator: &evaluator,
+        parameter_schemas: &parameter_schemas,
+        crd_schemas: &crd_schemas,
+        settings: &settings,
+        options,
+    };
+    let analyzed: Vec<(usize, crate::cache::Analyzed)> = patched
+        .par_iter()
+        .filter_map(|&index| Some((index, per_app.analyze(loaded.apps.get(index)?))))
+        .collect();
+    cache.keep_schemas(parameter_schemas.into_memo());
+    cache.store_patch(loaded, &analyzed);
+    let object_index = cache.objects();
+    object_index.update(
+        loaded.apps.iter().map(|app| &app.app_ref),
+        analyzed
+            .iter()
+            .filter_map(|(index, (_, _, reused))| match reused {
+                crate::cache::Reused::No(objects) => {
+                    Some((&loaded.apps.get(*index)?.app_ref, objects))
+                }
+                crate::cache::Reused::Yes => None,
+            }),
+    );
+    let duplicates = duplicate_object::check(&loaded.apps, object_index);
+    // The last output but for the patched apps, and the apps the cross-app rule reported on
+    // then (back to their own result before it runs again).
+    let mut apps = last.output.clone();
+    for (index, (rendered, _, _)) in &analyzed {
+        apps.set(*index, rendered.clone());
+    }
+    for &index in &last.crossed {
+        if let Some(rendered) = cache.rendered(index) {
+            apps.set(index, rendered.clone());
+        }
+    }
+    last.crossed = add_cross_app(&mut apps, duplicates, loaded, &settings);
+    last.output = apps.clone();
+    let sources = loaded.sources.clone();
+    let diagnostics = last.diagnostics.clone();
+    cache.put_last(last);
+    Some((crate::SharedOutput { apps, diagnostics }, sources))
+}
+
+/// Adds the cross-app findings (`duplicate-object`, `(app index, diagnostic)`) to the apps they
+/// are about, after the settings, each app a copy of its own; returns the indices of the apps
+/// changed.
+pub(crate) fn add_cross_app(
+    apps: &mut crate::cache::Chunked<Arc<RenderedApp>>,
+    duplicates: Vec<(usize, Diagnostic)>,
+    loaded: &crate::load::Loaded,
+    settings: &Settings<'_>,
+) -> Vec<usize> {
+    let mut crossed = Vec::new();
     for (app_index, diagnostic) in duplicates {
-        let (Some(app), Some(loaded_app)) = (apps.get_mut(app_index), loaded.apps.get(app_index))
-        else {
+        let Some(loaded_app) = loaded.apps.get(app_index) else {
             continue;
         };
         let mut found = vec![diagnostic];
-        settings.apply(&mut found, Some(loaded_app), &sources);
-        if found.is_empty() {
+        settings.apply(&mut found, Some(loaded_app), &loaded.sources);
+        let Some(app) = apps.get_mut(app_index).filter(|_| !found.is_empty()) else {
             continue;
-        }
+        };
         // A copy when the cache shares it: the cross-app finding is this output's only.
         let app = Arc::make_mut(app);
         app.diagnostics.extend(found);
         if app.is_blocked() {
             app.objects.clear();
         }
+        crossed.push(app_index);
     }
-    settings.apply(&mut diagnostics, None, &sources);
-    // Without a cache to keep them, the loaded apps (documents, positions, models) die here:
-    // dropped on every core rather than serially (~0.4 G instructions at 10,000 apps).
-    loaded.apps.into_par_iter().for_each(drop);
-    (crate::SharedOutput { apps, diagnostics }, sources)
+    crossed.sort_unstable();
+    crossed.dedup();
+    crossed
+}
+
+/// Everything the analysis of one app reads: the render and the per-app rules of one app, as
+/// the full analysis and the incremental one (`cache.rs`) run them.
+pub(crate) struct AppAnalysis<'a> {
+    pub(crate) loaded: &'a crate::load::Loaded,
+    pub(crate) evaluator: &'a cue::Evaluator,
+    pub(crate) parameter_schemas: &'a unknown_property::ParameterSchemas<'a>,
+    pub(crate) crd_schemas: &'a crate::schema::SchemaSet,
+    pub(crate) settings: &'a Settings<'a>,
+    pub(crate) options: &'a AnalysisOptions,
+}
+
+impl AppAnalysis<'_> {
+    /// Renders and checks `app`: its result after the per-app rules and the settings, the
+    /// definitions it used, and the objects it rendered (for `duplicate-object`).
+    pub(crate) fn analyze(&self, app: &Arc<LoadedApp>) -> crate::cache::Analyzed {
+        let loaded = self.loaded;
+        let (mut rendered, used) = crate::render::render_app(
+            app,
+            &loaded.definitions,
+            &loaded.standalone,
+            self.evaluator,
+            &self.options.render.cluster_version,
+        );
+        let ctx = AppContext {
+            loaded: app,
+            objects: &rendered.objects,
+            definitions: &loaded.definitions,
+            config: &self.options.config,
+            parameter_schemas: self.parameter_schemas,
+            crd_schemas: self.crd_schemas,
+        };
+        let found = check_app(&ctx);
+        property_constraints::classify(&ctx, &mut rendered.diagnostics);
+        rendered.diagnostics.extend(found);
+        // Before settings: the objects of an app blocked by them still count.
+        let objects = duplicate_object::objects_of(&rendered);
+        self.settings
+            .apply(&mut rendered.diagnostics, Some(app), &loaded.sources);
+        if rendered.is_blocked() {
+            rendered.objects.clear();
+        }
+        (Arc::new(rendered), used, crate::cache::Reused::No(objects))
+    }
 }
 
 /// What a per-app rule sees.
@@ -340,13 +468,13 @@ fn check_app(ctx: &AppContext<'_>) -> Vec<Diagnostic> {
 }
 
 /// Severity overrides and path suppressions, resolved once.
-struct Settings<'a> {
+pub(crate) struct Settings<'a> {
     config: &'a AnalysisConfig,
     ignores: Vec<(globset::GlobSet, &'a [String])>,
 }
 
 impl<'a> Settings<'a> {
-    fn new(config: &'a AnalysisConfig) -> Settings<'a> {
+    pub(crate) fn new(config: &'a AnalysisConfig) -> Settings<'a> {
         let ignores = config
             .ignore
             .iter()
@@ -370,7 +498,7 @@ impl<'a> Settings<'a> {
 
     /// Drops suppressed diagnostics and applies severity overrides. `app` supplies the
     /// per-app annotation.
-    fn apply(
+    pub(crate) fn apply(
         &self,
         diagnostics: &mut Vec<Diagnostic>,
         app: Option<&LoadedApp>,

@@ -250,6 +250,34 @@ pub(crate) enum ParsedDocument {
 
 /// The per-file work that needs no shared state: YAML with positions, Applications decoded,
 /// `.cue` definition files parsed.
+/// Whether loading reads `path` (a YAML file, or a `.cue` file under a definitions folder, not
+/// an ignored one), and as YAML. For the incremental analysis, which patches the last load
+/// with the changed files alone (`cache.rs`).
+pub(crate) fn loaded_as(path: &str) -> Option<bool> {
+    let path = path.trim_start_matches("./");
+    let is_yaml = path.ends_with(".yaml") || path.ends_with(".yml");
+    (!is_ignored(path) && (is_yaml || (path.ends_with(".cue") && is_under_definitions(path))))
+        .then_some(is_yaml)
+}
+
+/// What loading makes of the YAML file `path` registered as `file` (the incremental
+/// analysis re-parses a changed file alone, `cache.rs`).
+pub(crate) fn parse_yaml_file(
+    file: cue::FileId,
+    path: &str,
+    text: &str,
+    namespaces: &NamespaceRules<'_>,
+) -> ParsedFile {
+    let work = FileWork {
+        file,
+        path,
+        text,
+        is_yaml: true,
+        blob_id: None,
+    };
+    parse_file(&work, namespaces)
+}
+
 fn parse_file(work: &FileWork<'_>, namespaces: &NamespaceRules<'_>) -> ParsedFile {
     if !work.is_yaml {
         return ParsedFile::Cue(definition_cue::load_definition_file(

@@ -345,3 +345,62 @@ fn commit_ids() {
     assert!(CommitId::parse("0123").is_none());
     assert!(CommitId::parse("g123456789abcdef0123456789abcdef01234567").is_none());
 }
+
+#[tokio::test]
+async fn changes_between_commits_carry_the_new_texts_of_the_source_files() {
+    let remote = Remote::new();
+    let first = remote.commit(
+        "main",
+        None,
+        &[
+            ("apps/a.yaml", "a: 1\n"),
+            ("apps/b.yaml", "b: 1\n"),
+            ("apps/gone.yaml", "gone: 1\n"),
+            ("apps/notes.md", "notes"),
+            ("other/x.yaml", "x: 1\n"),
+        ],
+    );
+    let second = remote.commit(
+        "main",
+        Some(first),
+        &[
+            ("apps/a.yaml", "a: 2\n"),
+            ("apps/b.yaml", "b: 1\n"),
+            ("apps/new.yaml", "new: 1\n"),
+            ("apps/notes.md", "more notes"),
+            ("other/x.yaml", "x: 2\n"),
+        ],
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let config = source_config(&remote.url, &["apps/**"], &["**/*.md"]);
+    let mut source = GitSource::open(cache.path().to_owned(), config)
+        .await
+        .unwrap();
+    expect_changed(source.poll().await);
+    let (first, second) = (CommitId::from_oid(first), CommitId::from_oid(second));
+    let changes = source.changes(first, second.clone()).await.unwrap();
+    let found: Vec<(&str, Option<&str>)> = changes
+        .iter()
+        .map(|change| (change.path.as_str(), change.contents.as_deref()))
+        .collect();
+    // Only the source's files (not other/, not *.md), unchanged b.yaml left out; in path order.
+    assert_eq!(
+        found,
+        vec![
+            ("apps/a.yaml", Some("a: 2\n")),
+            ("apps/gone.yaml", None),
+            ("apps/new.yaml", Some("new: 1\n")),
+        ]
+    );
+    // Each new text carries its blob id: the id the snapshot gives the same file.
+    let (snapshot, ids) = source.snapshot_with_ids(second).await.unwrap();
+    for change in changes.iter().filter(|change| change.contents.is_some()) {
+        let index = snapshot
+            .files
+            .iter()
+            .position(|file| file.path == change.path)
+            .unwrap();
+        assert_eq!(change.blob_id, Some(ids[index]));
+    }
+    assert_eq!(changes[1].blob_id, None);
+}
