@@ -26,9 +26,17 @@ pub(crate) fn render_app(
     evaluator: &Evaluator,
     cluster_version: &ClusterVersion,
 ) -> (RenderedApp, Vec<Arc<Definition>>) {
-    guarded(loaded, || {
+    let document = document_hasher(loaded);
+    guarded(loaded, &document, || {
         let effective = effective_components(loaded, standalone);
-        render_app_inner(loaded, definitions, evaluator, effective, cluster_version)
+        render_app_inner(
+            loaded,
+            &document,
+            definitions,
+            evaluator,
+            effective,
+            cluster_version,
+        )
     })
 }
 
@@ -42,12 +50,15 @@ pub(crate) fn render_app_placements(
     evaluator: &Evaluator,
     cluster_version: &ClusterVersion,
 ) -> Vec<(Option<String>, RenderedApp)> {
+    // The app's own part of the input hash is the same for every placement: hashed once.
+    let document = document_hasher(loaded);
     let placements = match placement_components(loaded, standalone) {
         Ok(placements) => placements,
         Err(problems) => {
-            let (rendered, _) = guarded(loaded, || {
+            let (rendered, _) = guarded(loaded, &document, || {
                 render_app_inner(
                     loaded,
+                    &document,
                     definitions,
                     evaluator,
                     Err(problems),
@@ -64,9 +75,10 @@ pub(crate) fn render_app_placements(
                  topology,
                  components,
              }| {
-                let (rendered, _) = guarded(loaded, || {
+                let (rendered, _) = guarded(loaded, &document, || {
                     render_app_inner(
                         loaded,
+                        &document,
                         definitions,
                         evaluator,
                         Ok((components, Vec::new())),
@@ -82,6 +94,7 @@ pub(crate) fn render_app_placements(
 /// Runs one render; a panic inside becomes an `internal-error` diagnostic for this app only.
 fn guarded(
     loaded: &LoadedApp,
+    document: &sha2::Sha256,
     render: impl FnOnce() -> (RenderedApp, Vec<Arc<Definition>>),
 ) -> (RenderedApp, Vec<Arc<Definition>>) {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(render));
@@ -110,7 +123,7 @@ fn guarded(
                     file: loaded.file,
                     objects: Vec::new(),
                     diagnostics,
-                    input_hash: input_hash(loaded, &[]),
+                    input_hash: input_hash(document, &[]),
                 },
                 Vec::new(),
             )
@@ -120,6 +133,7 @@ fn guarded(
 
 fn render_app_inner(
     loaded: &LoadedApp,
+    document: &sha2::Sha256,
     definitions: &Definitions,
     evaluator: &Evaluator,
     effective: Result<(Vec<EffectiveComponent>, Vec<Diagnostic>), Vec<Diagnostic>>,
@@ -263,7 +277,7 @@ fn render_app_inner(
     if diagnostics.iter().any(|d| d.severity == Severity::Error) {
         objects.clear();
     }
-    let input_hash = input_hash(loaded, &used);
+    let input_hash = input_hash(document, &used);
     (
         RenderedApp {
             app: loaded.app_ref.clone(),
@@ -331,10 +345,9 @@ fn components_json(loaded: &LoadedApp, effective: &[EffectiveComponent]) -> serd
     )
 }
 
-/// SHA-256 over the app's resolved namespace, its file's bytes, its document (as canonical
-/// JSON, which tells apart the documents of one file) and the source of each definition it
-/// uses.
-fn input_hash(loaded: &LoadedApp, used: &[Arc<Definition>]) -> String {
+/// The input hash's state after the app's own inputs: its resolved namespace, its file's
+/// bytes and its document (as canonical JSON, which tells apart the documents of one file).
+fn document_hasher(loaded: &LoadedApp) -> sha2::Sha256 {
     let mut hasher = sha2::Sha256::new();
     hasher.update(loaded.app_ref.namespace.as_bytes());
     hasher.update([0]);
@@ -345,6 +358,13 @@ fn input_hash(loaded: &LoadedApp, used: &[Arc<Definition>]) -> String {
         // Not reachable: a JSON value always serializes and the writer never fails.
         hasher.update(loaded.document.value.to_string().as_bytes());
     }
+    hasher
+}
+
+/// SHA-256 over the app's own inputs ([`document_hasher`]) and the source of each definition
+/// it uses.
+fn input_hash(document: &sha2::Sha256, used: &[Arc<Definition>]) -> String {
+    let mut hasher = document.clone();
     let mut digests: Vec<(DefinitionKind, &str, [u8; 32])> = used
         .iter()
         .map(|definition| {
