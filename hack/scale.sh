@@ -13,7 +13,8 @@
 # Environment: CARGO_TARGET_DIR (default target), SCALE_BIN_DIR (use the binaries there and
 # build nothing), SCALE_WORK (generated repos, default /tmp/driftless-scale), SCALE_QPS / SCALE_BURST (the client budget of plan/apply/agent, default
 # 50 / 100), SCALE_SETUP_QPS / SCALE_SETUP_BURST (setup applies: 1000 / 2000), SCALE_CLUSTER
-# (kwok cluster name, default "scale": not the e2e tests' cluster).
+# (kwok cluster name, default "scale": not the e2e tests' cluster), SCALE_SKIP_SETUP=1 (drift
+# group: the apps are already applied under its source; skip the setup apply).
 #
 # The live groups start (or reuse) a local kwok cluster with hack/cluster.sh and leave it running;
 # stop it with `hack/cluster.sh down --name scale`. Generated apps use replicas 0 (as KubeVela's
@@ -34,7 +35,7 @@ while [[ $# -gt 0 ]]; do
     --min) MIN=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --vela) VELA=1; shift ;;
-    -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scale.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -289,10 +290,14 @@ drift_run() { # N SOURCE
   git init -q -b main "$tree"
   git -C "$tree" -c user.name=scale -c user.email=scale@example.invalid add -A
   git -C "$tree" -c user.name=scale -c user.email=scale@example.invalid commit -qm "$n apps"
-  say "setup: applying the $n apps under source $source (qps $SETUP_QPS, not measured)"
-  "$DRIFTLESS" apply "$tree" --yes --kubeconfig "$KUBECONFIG_FILE" --qps "$SETUP_QPS" \
-    --burst "$SETUP_BURST" --source "$source" --timeout-seconds 600 >/dev/null 2>"$WORK/setup.err" ||
-    [[ $? == 2 ]] || { tail -n 20 "$WORK/setup.err" >&2; die "setup apply of $n apps failed"; }
+  if [[ ${SCALE_SKIP_SETUP:-0} == 1 ]]; then
+    say "setup skipped (SCALE_SKIP_SETUP=1): the $n apps must already be applied under $source"
+  else
+    say "setup: applying the $n apps under source $source (qps $SETUP_QPS, not measured)"
+    "$DRIFTLESS" apply "$tree" --yes --kubeconfig "$KUBECONFIG_FILE" --qps "$SETUP_QPS" \
+      --burst "$SETUP_BURST" --source "$source" --timeout-seconds 600 >/dev/null 2>"$WORK/setup.err" ||
+      [[ $? == 2 ]] || { tail -n 20 "$WORK/setup.err" >&2; die "setup apply of $n apps failed"; }
+  fi
   pick_port ""
   port=$PICKED_PORT
   cat >"$WORK/drift-$n.yaml" <<YAML
