@@ -45,6 +45,10 @@ const AUXILIARY_WORKLOAD: &str = "AuxiliaryWorkload";
 ///
 /// # Errors
 /// Every problem found; the component then contributes no object.
+// Each argument is a different input of the one render (the app, where the component sits,
+// its definitions, the evaluator, the cluster, the constraint check); a struct bundling them
+// would exist for this call only.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn render_component(
     loaded: &LoadedApp,
     component_pointer: &str,
@@ -70,18 +74,19 @@ pub(crate) fn render_component(
         )]
     })?;
     // The component context is also the traits' base: it holds what any of them can read.
-    let reads = definitions
-        .traits
-        .iter()
-        .fold(definition.template_reads, |reads, trait_definition| {
-            let other = trait_definition.template_reads;
-            TemplateReads {
-                context: reads.context || other.context,
-                output: reads.output || other.output,
-                components: reads.components || other.components,
-                parameter: reads.parameter || other.parameter,
-            }
-        });
+    let reads =
+        definitions
+            .traits
+            .iter()
+            .fold(definition.template_reads, |reads, trait_definition| {
+                let other = trait_definition.template_reads;
+                TemplateReads {
+                    context: reads.context || other.context,
+                    output: reads.output || other.output,
+                    components: reads.components || other.components,
+                    parameter: reads.parameter || other.parameter,
+                }
+            });
     let context = component_context(loaded, component, components, cluster_version, reads);
     let empty = Value::Object(Map::new());
     let parameter = component.properties.as_ref().map_or(empty, go_json);
