@@ -248,8 +248,6 @@ pub(crate) enum ParsedDocument {
     Other(yaml::YamlDocument),
 }
 
-/// The per-file work that needs no shared state: YAML with positions, Applications decoded,
-/// `.cue` definition files parsed.
 /// Whether loading reads `path` (a YAML file, or a `.cue` file under a definitions folder, not
 /// an ignored one), and as YAML. For the incremental analysis, which patches the last load
 /// with the changed files alone (`cache.rs`).
@@ -278,6 +276,8 @@ pub(crate) fn parse_yaml_file(
     parse_file(&work, namespaces)
 }
 
+/// The per-file work that needs no shared state: YAML with positions, Applications decoded,
+/// `.cue` definition files parsed.
 fn parse_file(work: &FileWork<'_>, namespaces: &NamespaceRules<'_>) -> ParsedFile {
     if !work.is_yaml {
         return ParsedFile::Cue(definition_cue::load_definition_file(
