@@ -97,6 +97,8 @@ pub struct Cluster {
     requests: std::sync::atomic::AtomicU64,
     /// The watch cache, for an agent ([`Cluster::with_watch_cache`]).
     watch: Option<WatchCache>,
+    /// The client's read timeout ([`ClusterOptions::timeout`]): a watch must end before it.
+    timeout: Duration,
 }
 
 /// A collection is listed instead of read object by object from this many wanted objects on:
@@ -231,6 +233,7 @@ impl Cluster {
             prefetched: std::sync::Mutex::new(BTreeMap::new()),
             requests: std::sync::atomic::AtomicU64::new(0),
             watch: None,
+            timeout: options.timeout,
         }
     }
 
@@ -238,7 +241,7 @@ impl Cluster {
     /// CLI run would only pay its lists). Its watchers run on the current tokio runtime.
     #[must_use]
     pub fn with_watch_cache(mut self) -> Cluster {
-        self.watch = Some(WatchCache::new());
+        self.watch = Some(WatchCache::new(self.timeout));
         self
     }
 

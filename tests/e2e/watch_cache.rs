@@ -22,6 +22,9 @@ const APPS: usize = 5;
 /// Generous: the 2-core machine may be loaded by other builds and a 10k-app cluster.
 const DEADLINE: Duration = Duration::from_secs(90);
 
+/// The agent client's read timeout in this test (the default is 30 s).
+const READ_TIMEOUT: Duration = Duration::from_secs(8);
+
 fn snapshot(namespace: &str) -> Snapshot {
     let files = (0..APPS)
         .map(|index| SourceFile {
@@ -95,7 +98,13 @@ async fn the_watch_cache_plans_unchanged_apps_without_requests_and_sees_out_of_b
 
     // The agent's client: its first plan starts the watches (and LISTs, as without a cache),
     // its apply writes through the same client, so the cache knows of those writes.
-    let agent = Cluster::connect(&cluster.kubeconfig, None, &ClusterOptions::default())
+    // A short read timeout: a watch that outlived it would break and list again (the cache
+    // ends each watch request before it; checked below after a quiet spell longer than it).
+    let client_options = ClusterOptions {
+        timeout: READ_TIMEOUT,
+        ..ClusterOptions::default()
+    };
+    let agent = Cluster::connect(&cluster.kubeconfig, None, &client_options)
         .await?
         .with_watch_cache();
     let first = plan_live(&agent, &output, &policies, None, &options).await;
@@ -127,9 +136,20 @@ async fn the_watch_cache_plans_unchanged_apps_without_requests_and_sees_out_of_b
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert_eq!(requests, 0);
+    // A quiet spell longer than the client's read timeout: the watch is renewed, not broken.
+    tokio::time::sleep(READ_TIMEOUT + Duration::from_secs(3)).await;
+    let before = agent.requests();
+    let plan = plan_live(&agent, &output, &policies, None, &options).await;
+    assert!(all_unchanged(&plan), "{:?}", plan.plan);
+    assert_eq!(agent.requests() - before, 0, "{:?}", agent.watch_stats());
     let stats = agent.watch_stats().unwrap_or_default();
-    // One collection: the ConfigMaps of the namespace, which holds the trackers too.
-    assert_eq!((stats.collections, stats.synced, stats.pending), (1, 1, 0));
+    // One collection: the ConfigMaps of the namespace, which holds the trackers too, listed
+    // once.
+    assert_eq!(
+        (stats.collections, stats.synced, stats.pending, stats.lists),
+        (1, 1, 0, 1),
+        "{stats:?}"
+    );
     assert!(stats.objects >= 2 * APPS, "{stats:?}");
 
     // Out of band: a kubectl-style patch of app 1's ConfigMap, and app 3's deleted.
