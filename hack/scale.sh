@@ -335,7 +335,8 @@ YAML
     done
     line=$(grep 'drift{.*live plan done' "$WORK/drift-$n.log" | sed -n "${k}p")
     field() { grep -o "$1=[^ ]*" <<<"$line" | head -n 1 | cut -d= -f2; }
-    ROWS+=("| agent with watch cache, $n apps: drift check #$k, live plan (requests $(field requests), from cache $(field from_cache) objects, CPU $(field cpu_s | tr -d 'Some()') s) | $(field wall_s) s | $(awk '/^VmRSS:/ { print int($2 / 1024) }' "/proc/$AGENT_PID/status") MiB resident, $(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$AGENT_PID/status") MiB peak |")
+    seconds() { field "$1" | tr -d 'Some()' | awk '{ printf "%.2f", $1 }'; }
+    ROWS+=("| agent with watch cache, $n apps: drift check #$k, live plan (requests $(field requests), from cache $(field from_cache) objects, CPU $(seconds cpu_s) s) | $(seconds wall_s) s | $(awk '/^VmRSS:/ { print int($2 / 1024) }' "/proc/$AGENT_PID/status") MiB resident, $(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$AGENT_PID/status") MiB peak |")
     say "${ROWS[-1]}"
   done
   local sum1 count1
