@@ -16,40 +16,13 @@ use agent::plan::{Action, ObjectRef};
 use agent::planner::Observed;
 use analyzer::{ClusterVersion, Definitions, RenderOptions, Snapshot, SourceFile};
 
+use crate::support::apps::config_map_apps;
 use crate::support::cluster::{TestCluster, TestNamespace};
 
 const APPS: usize = 6;
 
 fn snapshot(namespace: &str, color: &str) -> Snapshot {
-    let files = (0..APPS)
-        .map(|index| SourceFile {
-            path: format!("apps/app-{index}.yaml"),
-            contents: format!(
-                "apiVersion: core.oam.dev/v1beta1
-kind: Application
-metadata:
-  name: app-{index}
-  namespace: {namespace}
-spec:
-  components:
-    - name: settings
-      type: k8s-objects
-      properties:
-        objects:
-          - apiVersion: v1
-            kind: ConfigMap
-            metadata:
-              name: app-{index}-settings
-            data:
-              color: {color}
-"
-            ),
-        })
-        .collect();
-    Snapshot {
-        commit: None,
-        files,
-    }
+    config_map_apps(namespace, APPS, color)
 }
 
 fn config_map(namespace: &str, name: &str) -> ObjectRef {

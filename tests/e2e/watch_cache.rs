@@ -13,8 +13,9 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use agent::cluster::{Cluster, ClusterOptions};
 use agent::live::{LiveOptions, LivePlan, apply_live, plan_live, policies_from_sources};
 use agent::plan::Action;
-use analyzer::{ClusterVersion, Definitions, RenderOptions, Snapshot, SourceFile};
+use analyzer::{ClusterVersion, Definitions, RenderOptions, Snapshot};
 
+use crate::support::apps::config_map_apps;
 use crate::support::cluster::{TestCluster, TestNamespace};
 
 const APPS: usize = 5;
@@ -26,35 +27,7 @@ const DEADLINE: Duration = Duration::from_secs(90);
 const READ_TIMEOUT: Duration = Duration::from_secs(8);
 
 fn snapshot(namespace: &str) -> Snapshot {
-    let files = (0..APPS)
-        .map(|index| SourceFile {
-            path: format!("apps/app-{index}.yaml"),
-            contents: format!(
-                "apiVersion: core.oam.dev/v1beta1
-kind: Application
-metadata:
-  name: app-{index}
-  namespace: {namespace}
-spec:
-  components:
-    - name: settings
-      type: k8s-objects
-      properties:
-        objects:
-          - apiVersion: v1
-            kind: ConfigMap
-            metadata:
-              name: app-{index}-settings
-            data:
-              color: blue
-"
-            ),
-        })
-        .collect();
-    Snapshot {
-        commit: None,
-        files,
-    }
+    config_map_apps(namespace, APPS, "blue")
 }
 
 /// The actions of app `index`'s changes.

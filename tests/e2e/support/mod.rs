@@ -3,5 +3,6 @@
 //! tree to commit from.
 
 pub mod agent;
+pub mod apps;
 pub mod cli;
 pub mod cluster;
