@@ -222,17 +222,29 @@ ms_since() { awk -v s="$1" -v e="$(date +%s%N)" 'BEGIN { printf "%.2f", (e - s) 
 # counter PORT NAME: the value of an agent counter (one source).
 counter() { curl -sf "http://127.0.0.1:$1/metrics" | awk -v n="$2{" 'index($0, n) == 1 { print $NF }'; }
 
-agent_run() { # N SOURCE
-  local n=$1 source=$2 tree=$WORK/agent-repo-$1 port t0 sha first gen rendered planned
+# A git work tree of N generated apps at TREE (made anew), committed on main.
+agent_repo() { # N TREE
+  local n=$1 tree=$2
   rm -rf "$tree"
   "$LOADGEN" --apps "$n" --out "$tree" --namespaces "$NAMESPACES" >/dev/null 2>&1
   git init -q -b main "$tree"
   git -C "$tree" -c user.name=scale -c user.email=scale@example.invalid add -A
   git -C "$tree" -c user.name=scale -c user.email=scale@example.invalid commit -qm "$n apps"
+}
+
+# Applies the N apps of TREE under SOURCE before a measurement (exit 2 = applied with findings).
+setup_apply() { # N TREE SOURCE
+  local n=$1 tree=$2 source=$3
   say "setup: applying the $n apps under source $source (qps $SETUP_QPS, not measured)"
   "$DRIFTLESS" apply "$tree" --yes --kubeconfig "$KUBECONFIG_FILE" --qps "$SETUP_QPS" \
     --burst "$SETUP_BURST" --source "$source" --timeout-seconds 600 >/dev/null 2>"$WORK/setup.err" ||
     [[ $? == 2 ]] || { tail -n 20 "$WORK/setup.err" >&2; die "setup apply of $n apps failed"; }
+}
+
+agent_run() { # N SOURCE
+  local n=$1 source=$2 tree=$WORK/agent-repo-$1 port t0 sha first gen rendered planned
+  agent_repo "$n" "$tree"
+  setup_apply "$n" "$tree" "$source"
   pick_port ""
   port=$PICKED_PORT
   cat >"$WORK/agent-$n.yaml" <<YAML
@@ -285,18 +297,11 @@ YAML
 # wall (driftless_plan_duration_seconds), and the agent's resident memory then and at its peak.
 drift_run() { # N SOURCE
   local n=$1 source=$2 tree=$WORK/drift-repo-$1 port t0 first k line count deadline
-  rm -rf "$tree"
-  "$LOADGEN" --apps "$n" --out "$tree" --namespaces "$NAMESPACES" >/dev/null 2>&1
-  git init -q -b main "$tree"
-  git -C "$tree" -c user.name=scale -c user.email=scale@example.invalid add -A
-  git -C "$tree" -c user.name=scale -c user.email=scale@example.invalid commit -qm "$n apps"
+  agent_repo "$n" "$tree"
   if [[ ${SCALE_SKIP_SETUP:-0} == 1 ]]; then
     say "setup skipped (SCALE_SKIP_SETUP=1): the $n apps must already be applied under $source"
   else
-    say "setup: applying the $n apps under source $source (qps $SETUP_QPS, not measured)"
-    "$DRIFTLESS" apply "$tree" --yes --kubeconfig "$KUBECONFIG_FILE" --qps "$SETUP_QPS" \
-      --burst "$SETUP_BURST" --source "$source" --timeout-seconds 600 >/dev/null 2>"$WORK/setup.err" ||
-      [[ $? == 2 ]] || { tail -n 20 "$WORK/setup.err" >&2; die "setup apply of $n apps failed"; }
+    setup_apply "$n" "$tree" "$source"
   fi
   pick_port ""
   port=$PICKED_PORT
