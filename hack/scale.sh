@@ -211,8 +211,8 @@ stop_agent() {
 wait_page() {
   local deadline=$((SECONDS + 1800))
   until curl -sf -o /dev/null "http://127.0.0.1:$1/plans/$2"; do
-    alive "$AGENT_PID" || { tail -n 20 "$WORK/agent.log" >&2; die "the agent exited"; }
-    ((SECONDS < deadline)) || die "no result page for $2 within 1800 s (log: $WORK/agent.log)"
+    alive "$AGENT_PID" || { tail -n 20 "$AGENT_LOG" >&2; die "the agent exited"; }
+    ((SECONDS < deadline)) || die "no result page for $2 within 1800 s (log: $AGENT_LOG)"
     sleep 0.05
   done
 }
@@ -241,13 +241,16 @@ setup_apply() { # N TREE SOURCE
     [[ $? == 2 ]] || { tail -n 20 "$WORK/setup.err" >&2; die "setup apply of $n apps failed"; }
 }
 
-agent_run() { # N SOURCE
-  local n=$1 source=$2 tree=$WORK/agent-repo-$1 port t0 sha first gen rendered planned
-  agent_repo "$n" "$tree"
-  setup_apply "$n" "$tree" "$source"
+# start_agent NAME N TREE SOURCE EXTRA: runs the agent over TREE (one source, the local
+# cluster, a fresh cache dir; EXTRA: more top-level YAML, e.g. a drift schedule) on a free port.
+# Sets AGENT_PID, AGENT_PORT and AGENT_LOG ($WORK/NAME-N.log).
+AGENT_LOG=$WORK/agent.log
+start_agent() { # NAME N TREE SOURCE EXTRA
+  local name=$1 n=$2 tree=$3 source=$4 extra=$5
   pick_port ""
-  port=$PICKED_PORT
-  cat >"$WORK/agent-$n.yaml" <<YAML
+  AGENT_PORT=$PICKED_PORT
+  AGENT_LOG=$WORK/$name-$n.log
+  cat >"$WORK/$name-$n.yaml" <<YAML
 sources:
   - name: $source
     url: file://$tree
@@ -255,15 +258,24 @@ sources:
 clusters:
   - name: local
     kubeconfig: $KUBECONFIG_FILE
+$extra
 server:
-  listen: 127.0.0.1:$port
+  listen: 127.0.0.1:$AGENT_PORT
 qps: $QPS
 burst: $BURST
-cacheDir: $WORK/agent-cache-$n
+cacheDir: $WORK/$name-cache-$n
 YAML
-  rm -rf "$WORK/agent-cache-$n"
-  RUST_LOG=info "$DRIFTLESS" agent --config "$WORK/agent-$n.yaml" --log-format text >"$WORK/agent.log" 2>&1 &
+  rm -rf "$WORK/$name-cache-$n"
+  RUST_LOG=info "$DRIFTLESS" agent --config "$WORK/$name-$n.yaml" --log-format text >"$AGENT_LOG" 2>&1 &
   AGENT_PID=$!
+}
+
+agent_run() { # N SOURCE
+  local n=$1 source=$2 tree=$WORK/agent-repo-$1 port t0 sha first gen rendered planned
+  agent_repo "$n" "$tree"
+  setup_apply "$n" "$tree" "$source"
+  start_agent agent "$n" "$tree" "$source" ""
+  port=$AGENT_PORT
   t0=$(date +%s%N)
   wait_page "$port" "$(git -C "$tree" rev-parse HEAD)"
   first=$(ms_since "$t0")
@@ -303,26 +315,8 @@ drift_run() { # N SOURCE
   else
     setup_apply "$n" "$tree" "$source"
   fi
-  pick_port ""
-  port=$PICKED_PORT
-  cat >"$WORK/drift-$n.yaml" <<YAML
-sources:
-  - name: $source
-    url: file://$tree
-    pollInterval: 1s
-clusters:
-  - name: local
-    kubeconfig: $KUBECONFIG_FILE
-drift: { schedule: '*/20 * * * * *', mode: report }
-server:
-  listen: 127.0.0.1:$port
-qps: $QPS
-burst: $BURST
-cacheDir: $WORK/drift-cache-$n
-YAML
-  rm -rf "$WORK/drift-cache-$n"
-  RUST_LOG=info "$DRIFTLESS" agent --config "$WORK/drift-$n.yaml" --log-format text >"$WORK/drift-$n.log" 2>&1 &
-  AGENT_PID=$!
+  start_agent drift "$n" "$tree" "$source" "drift: { schedule: '*/20 * * * * *', mode: report }"
+  port=$AGENT_PORT
   t0=$(date +%s%N)
   wait_page "$port" "$(git -C "$tree" rev-parse HEAD)"
   first=$(ms_since "$t0")
@@ -333,12 +327,12 @@ YAML
   count0=$(counter "$port" driftless_plan_duration_seconds_count)
   deadline=$((SECONDS + 900))
   for k in 1 2 3; do
-    until count=$(grep -c 'drift{.*live plan done' "$WORK/drift-$n.log"); ((count >= k)); do
-      alive "$AGENT_PID" || { tail -n 20 "$WORK/drift-$n.log" >&2; die "the agent exited"; }
+    until count=$(grep -c 'drift{.*live plan done' "$AGENT_LOG"); ((count >= k)); do
+      alive "$AGENT_PID" || { tail -n 20 "$AGENT_LOG" >&2; die "the agent exited"; }
       ((SECONDS < deadline)) || die "no drift check $k within 900 s (log: $WORK/drift-$n.log)"
       sleep 0.2
     done
-    line=$(grep 'drift{.*live plan done' "$WORK/drift-$n.log" | sed -n "${k}p")
+    line=$(grep 'drift{.*live plan done' "$AGENT_LOG" | sed -n "${k}p")
     field() { grep -o "$1=[^ ]*" <<<"$line" | head -n 1 | cut -d= -f2; }
     seconds() { field "$1" | tr -d 'Some()' | awk '{ printf "%.2f", $1 }'; }
     ROWS+=("| agent with watch cache, $n apps: drift check #$k, live plan (requests $(field requests), from cache $(field from_cache) objects, CPU $(seconds cpu_s) s) | $(seconds wall_s) s | $(awk '/^VmRSS:/ { print int($2 / 1024) }' "/proc/$AGENT_PID/status") MiB resident, $(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$AGENT_PID/status") MiB peak |")
