@@ -31,6 +31,7 @@ use kube::Api;
 use serde_json::{Value, json};
 
 use crate::support::agent::{AgentProcess, WorkTree, free_port, wait_for};
+use crate::support::apps::config_map_app;
 use crate::support::cluster::{TestCluster, TestNamespace, hack_script};
 
 const GITEA_INSTANCE: &str = "e2e";
@@ -184,29 +185,6 @@ fn gitea_sh_up() -> Result<(String, PathBuf)> {
         bail!("`hack/gitea.sh up` printed {stdout:?}, expected the base URL and the token file");
     };
     Ok((url.trim().to_owned(), PathBuf::from(token_file.trim())))
-}
-
-fn config_map_app(name: &str, namespace: &str, color: &str) -> String {
-    format!(
-        "apiVersion: core.oam.dev/v1beta1
-kind: Application
-metadata:
-  name: {name}
-  namespace: {namespace}
-spec:
-  components:
-    - name: settings
-      type: k8s-objects
-      properties:
-        objects:
-          - apiVersion: v1
-            kind: ConfigMap
-            metadata:
-              name: {name}-settings
-            data:
-              color: {color}
-"
-    )
 }
 
 fn broken_app(name: &str, namespace: &str) -> String {

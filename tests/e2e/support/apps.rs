@@ -8,11 +8,22 @@ pub fn config_map_apps(namespace: &str, apps: usize, color: &str) -> Snapshot {
     let files = (0..apps)
         .map(|index| SourceFile {
             path: format!("apps/app-{index}.yaml"),
-            contents: format!(
-                "apiVersion: core.oam.dev/v1beta1
+            contents: config_map_app(&format!("app-{index}"), namespace, color),
+        })
+        .collect();
+    Snapshot {
+        commit: None,
+        files,
+    }
+}
+
+/// The Application `name` in `namespace`: one ConfigMap `<name>-settings` with `color: <color>`.
+pub fn config_map_app(name: &str, namespace: &str, color: &str) -> String {
+    format!(
+        "apiVersion: core.oam.dev/v1beta1
 kind: Application
 metadata:
-  name: app-{index}
+  name: {name}
   namespace: {namespace}
 spec:
   components:
@@ -23,15 +34,9 @@ spec:
           - apiVersion: v1
             kind: ConfigMap
             metadata:
-              name: app-{index}-settings
+              name: {name}-settings
             data:
               color: {color}
 "
-            ),
-        })
-        .collect();
-    Snapshot {
-        commit: None,
-        files,
-    }
+    )
 }
