@@ -20,12 +20,15 @@
 //!   `parameter` and `context`) into a [`Value`].
 //! - [`Value::to_json`] exports concrete data like `cue export`; [`Value::export`] gives the
 //!   syntax-like [`Exported`] view that keeps defaults, types and doc comments.
+//! - [`Evaluator::evaluate_parts`] is the renderer's one pass: only the requested top-level
+//!   fields, exported straight from the evaluation ([`Parts`]), and the errors of the whole.
 
 pub mod ast;
 mod error;
 mod eval;
 mod exported;
 mod parser;
+mod parts;
 mod reads;
 mod span;
 
@@ -33,4 +36,5 @@ pub use error::{Error, ErrorKind};
 pub use eval::{Evaluator, Injection, Value};
 pub use exported::{Constraint, Exported, ExportedField, KindSet};
 pub use parser::{Parsed, parse_file};
+pub use parts::{Parts, Take};
 pub use span::{FileId, LineCol, LineIndex, Span};

@@ -3,14 +3,14 @@
 
 use std::sync::Arc;
 
-use cue::{Evaluator, Exported};
+use cue::{Evaluator, Exported, Take};
 use serde_json::{Map, Value};
 
 use super::context::{component_context, go_json, into_go_json};
 use super::errors::{PropertiesSite, Subject, with_path};
 use super::instance::{Inputs, evaluate, missing_parameters};
 use super::labels::{LabelContext, ObjectRole, apply_contract, trait_type_label};
-use super::memo::{self, MemoKey, TraitResult, exported_fields};
+use super::memo::{self, MemoKey, TraitResult};
 use super::patch::convert::{Concreteness, into_json, to_json};
 use super::patch::{ConstraintCheck, apply_patch, unify_only};
 use super::restart_hash::stamp_restart_hash;
@@ -106,8 +106,15 @@ pub(crate) fn render_component(
         context: &context,
         context_span: positions.value_span(&component_pointer),
     };
-    let value = evaluate(evaluator, template, &inputs, &site, &subject)?;
-    let Some(output) = value.lookup(&["output"]) else {
+    let mut parts = evaluate(
+        evaluator,
+        template,
+        &inputs,
+        &site,
+        &subject,
+        &[("output", Take::Export), ("outputs", Take::Fields)],
+    )?;
+    let Some((mut workload, _)) = parts.take_export("output") else {
         return Err(vec![Diagnostic::error(
             "cue-error",
             format!(
@@ -117,8 +124,8 @@ pub(crate) fn render_component(
             Some(definition.span),
         )]);
     };
-    let mut workload = output.export();
-    let mut auxiliaries: Vec<Auxiliary> = exported_fields(&value, "outputs")
+    let mut auxiliaries: Vec<Auxiliary> = parts
+        .take_fields("outputs")
         .into_iter()
         .map(|(name, value)| Auxiliary {
             trait_type: AUXILIARY_WORKLOAD.to_owned(),
@@ -201,12 +208,13 @@ pub(crate) fn render_component(
                     context: &base_trait_context,
                     context_span: positions.value_span(&trait_pointer),
                 };
-                let trait_value = evaluate(
+                let mut trait_parts = evaluate(
                     evaluator,
                     trait_template,
                     &trait_inputs,
                     &trait_site,
                     &trait_subject,
+                    TraitResult::REQUESTED,
                 )?;
                 if with_output && let Some(object) = base_trait_context.as_object_mut() {
                     // The component context has neither key, so these were appended last
@@ -215,7 +223,7 @@ pub(crate) fn render_component(
                     object.shift_remove("outputs");
                     object.shift_remove("output");
                 }
-                let result = TraitResult::of(&trait_value);
+                let result = TraitResult::of(&mut trait_parts);
                 if let Some(key) = memo_key {
                     memo::remember(key, &result);
                 }
@@ -275,8 +283,16 @@ pub(crate) fn render_component(
     let export_error =
         |what: &str, errors: Vec<super::patch::convert::ExportError>| -> Vec<Diagnostic> {
             // Incomplete values are reported in the user's terms when a required parameter was
-            // not given (computed only on this error path: it walks the whole `parameter`).
-            let missing = missing_parameters(&value);
+            // not given (computed only on this error path: it evaluates the template again,
+            // with the component's context as it was, and walks the whole `parameter`).
+            let context = component_context(loaded, component, components, cluster_version, reads);
+            let inputs = Inputs {
+                parameter: Some(&parameter),
+                parameter_span: positions.value_span(&properties_pointer),
+                context: &context,
+                context_span: positions.value_span(&component_pointer),
+            };
+            let missing = missing_parameters(evaluator, template, &inputs);
             if !missing.is_empty() {
                 return missing
                     .iter()

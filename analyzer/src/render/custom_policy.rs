@@ -3,7 +3,7 @@
 //! template, after all components, with `context.name` = the policy name and
 //! `context.artifacts` = the rendered components. Built-in policy types produce no objects.
 
-use cue::Evaluator;
+use cue::{Evaluator, Take};
 use serde_json::{Map, Value, json};
 
 use super::context::go_json;
@@ -112,25 +112,24 @@ pub(crate) fn render_custom_policies(
             context: &context,
             context_span: positions.value_span(&pointer),
         };
-        let value = match evaluate(evaluator, template, &inputs, &site, &subject) {
-            Ok(value) => value,
+        let requested = [("output", Take::Export), ("outputs", Take::Fields)];
+        let mut parts = match evaluate(evaluator, template, &inputs, &site, &subject, &requested) {
+            Ok(parts) => parts,
             Err(errors) => {
                 problems.extend(errors);
                 continue;
             }
         };
         let mut exported = Vec::new();
-        if let Some(output) = value.lookup(&["output"]) {
-            exported.push(output.export());
+        if let Some((output, _)) = parts.take_export("output") {
+            exported.push(output);
         }
-        if let Some(outputs) = value.lookup(&["outputs"]) {
-            exported.extend(
-                outputs
-                    .fields()
-                    .into_iter()
-                    .map(|(_, value)| value.export()),
-            );
-        }
+        exported.extend(
+            parts
+                .take_fields("outputs")
+                .into_iter()
+                .map(|(_, value)| value),
+        );
         for value in exported {
             match to_json(&value, Concreteness::Required) {
                 Ok(mut json) => {

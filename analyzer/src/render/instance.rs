@@ -1,7 +1,7 @@
 //! One evaluation of a template with its `parameter` and `context`, and the checks KubeVela
 //! runs right after compiling it (`errs`, `Validate()` without concreteness).
 
-use cue::{Evaluator, Exported, Injection, Span};
+use cue::{Evaluator, Exported, Injection, Span, Take};
 use serde_json::Value;
 
 use super::errors::{PropertiesSite, Subject, evaluation_diagnostic};
@@ -16,31 +16,24 @@ pub(crate) struct Inputs<'a> {
     pub(crate) context_span: Span,
 }
 
-/// Evaluates `template` with `inputs`. `Err` holds the diagnostics when the result has errors
-/// (conflicts, failed constraints, `_|_`) or a non-empty `errs` list.
+/// Evaluates `template` with `inputs` and takes the `requested` top-level fields (`errs` is
+/// always read). `Err` holds the diagnostics when the result has errors (conflicts, failed
+/// constraints, `_|_`) or a non-empty `errs` list.
 pub(crate) fn evaluate(
     evaluator: &Evaluator,
     template: &cue::ast::File,
     inputs: &Inputs<'_>,
     site: &PropertiesSite<'_>,
     subject: &Subject<'_>,
-) -> Result<cue::Value, Vec<Diagnostic>> {
-    let mut injections = Vec::with_capacity(2);
-    if let Some(parameter) = inputs.parameter {
-        injections.push(Injection {
-            field: "parameter",
-            value: parameter,
-            span: inputs.parameter_span,
-        });
-    }
-    injections.push(Injection {
-        field: "context",
-        value: inputs.context,
-        span: inputs.context_span,
-    });
+    requested: &[(&str, Take)],
+) -> Result<cue::Parts, Vec<Diagnostic>> {
+    let injections = injections(inputs);
+    let mut requested_with_errs = Vec::with_capacity(requested.len() + 1);
+    requested_with_errs.extend_from_slice(requested);
+    requested_with_errs.push(("errs", Take::Value));
     // Nothing reads an untouched `context` or `parameter` back: it is the renderer's own JSON.
-    let value = evaluator.evaluate_omitting_injected(&[template], &injections);
-    let errors = value.validate();
+    let value = evaluator.evaluate_parts(&[template], &injections, &requested_with_errs);
+    let errors = value.errors();
     if !errors.is_empty() {
         return Err(user_facing(
             errors
@@ -52,7 +45,7 @@ pub(crate) fn evaluate(
     }
     // `errs`: a template's own validation messages (KubeVela master checks it right after
     // compiling, "validation failed ... User Errors").
-    if let Some(errs) = value.lookup(&["errs"])
+    if let Some(errs) = value.value("errs")
         && let Ok(Value::Array(messages)) = errs.to_json()
         && !messages.is_empty()
     {
@@ -100,9 +93,35 @@ fn user_facing(diagnostics: Vec<Diagnostic>, site: &PropertiesSite<'_>) -> Vec<D
     kept
 }
 
+/// The `parameter` and `context` injections of `inputs`.
+fn injections<'a>(inputs: &Inputs<'a>) -> Vec<Injection<'a>> {
+    let mut injections = Vec::with_capacity(2);
+    if let Some(parameter) = inputs.parameter {
+        injections.push(Injection {
+            field: "parameter",
+            value: parameter,
+            span: inputs.parameter_span,
+        });
+    }
+    injections.push(Injection {
+        field: "context",
+        value: inputs.context,
+        span: inputs.context_span,
+    });
+    injections
+}
+
 /// The names of `parameter` fields that are required but were not given: regular fields still
-/// holding a type or constraint. Explains an incomplete output in the user's terms.
-pub(crate) fn missing_parameters(value: &cue::Value) -> Vec<String> {
+/// holding a type or constraint. Explains an incomplete output in the user's terms. Only on
+/// that error path: it evaluates `template` with `inputs` again (the same result, since
+/// evaluation is deterministic) to read the whole `parameter`, which the renderer's pass does
+/// not build.
+pub(crate) fn missing_parameters(
+    evaluator: &Evaluator,
+    template: &cue::ast::File,
+    inputs: &Inputs<'_>,
+) -> Vec<String> {
+    let value = evaluator.evaluate_omitting_injected(&[template], &injections(inputs));
     let Some(parameter) = value.lookup(&["parameter"]) else {
         return Vec::new();
     };

@@ -14,7 +14,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
-use cue::Exported;
+use cue::{Exported, Take};
 use serde_json::Value;
 
 use crate::model::Definition;
@@ -31,14 +31,19 @@ pub(crate) struct TraitResult {
 }
 
 impl TraitResult {
-    /// The parts of `value` the renderer reads.
-    pub(crate) fn of(value: &cue::Value) -> TraitResult {
+    /// The top-level fields of a trait evaluation the renderer reads.
+    pub(crate) const REQUESTED: &'static [(&'static str, Take)] = &[
+        ("outputs", Take::Fields),
+        ("patch", Take::Export),
+        ("patchOutputs", Take::Fields),
+    ];
+
+    /// The parts of an evaluation made with [`TraitResult::REQUESTED`], moved out of it.
+    pub(crate) fn of(parts: &mut cue::Parts) -> TraitResult {
         TraitResult {
-            outputs: exported_fields(value, "outputs"),
-            patch: value
-                .lookup(&["patch"])
-                .map(|patch| (patch.export(), patch.doc())),
-            patch_outputs: exported_fields(value, "patchOutputs"),
+            outputs: parts.take_fields("outputs"),
+            patch: parts.take_export("patch"),
+            patch_outputs: parts.take_fields("patchOutputs"),
         }
     }
 
@@ -52,20 +57,6 @@ impl TraitResult {
             .chain(self.patch.as_ref().map(|(patch, _)| patch))
             .all(|value| !has_bottom(value))
     }
-}
-
-/// The regular fields of `value.<field>`, exported, in CUE field order.
-pub(crate) fn exported_fields(value: &cue::Value, field: &str) -> Vec<(String, Exported)> {
-    value
-        .lookup(&[field])
-        .map(|fields| {
-            fields
-                .fields()
-                .into_iter()
-                .map(|(name, value)| (name, value.export()))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn has_bottom(value: &Exported) -> bool {

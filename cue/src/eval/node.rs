@@ -1,6 +1,8 @@
 //! The owned result of an evaluation: a tree of [`Node`]s built from the engine's vertices
 //! once evaluation is complete, so a [`super::Value`] no longer borrows the AST. JSON export,
-//! validation and the syntax-like [`Exported`] view all work on this tree.
+//! validation and the syntax-like [`Exported`] view all work on this tree. `walk.rs`
+//! ([`super::Evaluator::evaluate_parts`]) exports chosen fields from the vertices instead,
+//! building nodes only where it must.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -11,9 +13,11 @@ use crate::span::Span;
 use crate::{Error, ErrorKind};
 
 use super::engine::{
-    Engine, FieldKind, FxBuild, SchemaKey, VId, is_definition, is_hidden, json_atom,
+    Engine, FieldKind, FxBuild, SchemaKey, VId, Vertex, is_definition, is_hidden, json_atom,
 };
 use super::val::{Atom, kind_text};
+
+mod walk;
 
 const MAX_DEPTH: u32 = 260;
 
@@ -132,11 +136,7 @@ fn build_inner(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32)
             .collect();
         return Rc::new(Node::List { elems, open });
     }
-    let is_struct = vertex.is_struct
-        || (vertex.struct_hint
-            && vertex.shape.atom.is_none()
-            && (vertex.shape.kinds == KindSet::TOP || vertex.shape.kinds == KindSet::STRUCT));
-    if is_struct {
+    if is_struct_vertex(vertex) {
         let arcs = engine.ordered_arcs(v);
         let no_doc = no_doc();
         let mut fields = Vec::with_capacity(arcs.len());
@@ -181,6 +181,14 @@ fn build_inner(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32)
         text: vertex.shape.constraint_text(),
         span: vertex.span,
     })
+}
+
+/// Whether an evaluated vertex without errors, alternatives or list becomes a struct node.
+fn is_struct_vertex(vertex: &Vertex<'_>) -> bool {
+    vertex.is_struct
+        || (vertex.struct_hint
+            && vertex.shape.atom.is_none()
+            && (vertex.shape.kinds == KindSet::TOP || vertex.shape.kinds == KindSet::STRUCT))
 }
 
 thread_local! {
