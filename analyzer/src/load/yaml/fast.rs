@@ -15,6 +15,13 @@
 //!
 //! Spans are the events' byte ranges, which is what serde-saphyr's `Spanned` reports for a node
 //! that is not an alias (`tests` compare both paths on every YAML file in the repository).
+//!
+//! Before the events, a line scanner (`block.rs`) tries the file: plain block-style manifests
+//! (every generated app) go straight from their lines into the same [`Builder`], with the
+//! events' exact spans, and anything else it leaves to the events (`tests` compare the two
+//! wherever the scanner answers, on the same files and on mutations of generated apps).
+
+mod block;
 
 use super::{NodeKind, NodeSpans, Positions, YamlDocument};
 use cue::FileId;
@@ -38,15 +45,20 @@ pub(super) fn parse_documents(file: FileId, text: &str) -> Option<Vec<YamlDocume
     if text.len() > MAX_BYTES {
         return None;
     }
+    block_path(file, text).or_else(|| event_path(file, text))
+}
+
+/// The documents as the line scanner reads them (`block.rs`), `None` when it gives up.
+fn block_path(file: FileId, text: &str) -> Option<Vec<YamlDocument>> {
+    let mut builder = Builder::new(file);
+    block::parse_documents(text, &mut builder)?;
+    builder.finish()
+}
+
+/// The documents as granit-parser's events give them, `None` when serde-saphyr must decide.
+fn event_path(file: FileId, text: &str) -> Option<Vec<YamlDocument>> {
     let mut n_documents = 0usize;
-    let mut builder = Builder {
-        file,
-        documents: Vec::new(),
-        positions: new_positions(file),
-        stack: Vec::new(),
-        root: None,
-        n_nodes: 0,
-    };
+    let mut builder = Builder::new(file);
     for item in Parser::new_from_str(text) {
         let (event, span) = item.ok()?;
         let range = (
@@ -88,10 +100,7 @@ pub(super) fn parse_documents(file: FileId, text: &str) -> Option<Vec<YamlDocume
             _ => return None,
         }
     }
-    if !builder.stack.is_empty() || builder.root.is_some() {
-        return None;
-    }
-    Some(builder.documents)
+    builder.finish()
 }
 
 /// A mapping key waiting for its value: its text and span.
@@ -122,6 +131,22 @@ struct Builder {
 }
 
 impl Builder {
+    fn new(file: FileId) -> Builder {
+        Builder {
+            file,
+            documents: Vec::new(),
+            positions: new_positions(file),
+            stack: Vec::new(),
+            root: None,
+            n_nodes: 0,
+        }
+    }
+
+    /// The documents, once every collection and document is closed.
+    fn finish(self) -> Option<Vec<YamlDocument>> {
+        (self.stack.is_empty() && self.root.is_none()).then_some(self.documents)
+    }
+
     /// A scalar event: a mapping key, or a value.
     /// `text` by value: quoted and block scalars arrive as owned strings, moved as they are.
     fn scalar(&mut self, text: Cow<'_, str>, style: ScalarStyle, range: (u32, u32)) -> Option<()> {
@@ -362,8 +387,10 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    /// The fast path either gives up or returns exactly serde-saphyr's documents and positions.
+    /// The fast path either gives up or returns exactly serde-saphyr's documents and positions;
+    /// so does the line scanner in it, which must also equal the event path.
     fn assert_same_as_serde_saphyr(text: &str) -> bool {
+        assert_block_path_agrees(text);
         let Some(fast) = parse_documents(FileId(7), text) else {
             return false;
         };
@@ -372,6 +399,20 @@ mod tests {
             Ok(&fast),
             reference.as_ref().map_err(|error| &error.message),
             "fast path differs from serde-saphyr on:\n{text}"
+        );
+        true
+    }
+
+    /// The line scanner either gives up or returns exactly the event path's documents and
+    /// positions (which must then answer too); true when it answered.
+    fn assert_block_path_agrees(text: &str) -> bool {
+        let Some(block) = block_path(FileId(7), text) else {
+            return false;
+        };
+        assert_eq!(
+            Some(&block),
+            event_path(FileId(7), text).as_ref(),
+            "line scanner differs from the event path on:\n{text}"
         );
         true
     }
@@ -420,6 +461,13 @@ mod tests {
         if let Some(index) = taken[..n_loadgen].iter().position(|taken| !*taken) {
             panic!("a loadgen file falls back:\n{}", texts[index]);
         }
+        // ... and none leaves the line scanner (the bench's figures depend on it too).
+        if let Some(text) = texts[..n_loadgen]
+            .iter()
+            .find(|text| block_path(FileId(7), text).is_none())
+        {
+            panic!("a loadgen file leaves the line scanner:\n{text}");
+        }
         let n_fast = taken.iter().filter(|taken| **taken).count();
         assert!(
             n_fast * 10 >= texts.len() * 8,
@@ -448,6 +496,12 @@ mod tests {
             .filter(|text| assert_same_as_serde_saphyr(text))
             .count();
         assert!(n_fast * 2 > texts.len(), "{n_fast} of {}", texts.len());
+        // The line scanner's comparison with the event path must run on many of them too.
+        let n_block = texts
+            .iter()
+            .filter(|text| block_path(FileId(7), text).is_some())
+            .count();
+        assert!(n_block * 4 > texts.len(), "{n_block} of {}", texts.len());
     }
 
     #[test]
@@ -481,6 +535,43 @@ mod tests {
         }
         // The comparison must have run on many mutants, not only on fallbacks.
         assert!(n_fast > 100, "{n_fast}");
+    }
+
+    #[test]
+    fn mutated_loadgen_files_agree_with_the_event_path_whenever_the_line_scanner_answers() {
+        // Block-style manifests with one to three edits at random places, the line scanner's
+        // own ground: each answer must be the event path's (and serde-saphyr's).
+        let texts: Vec<String> = loadgen::generate(60, &loadgen::Options::default())
+            .into_iter()
+            .map(|file| file.contents)
+            .collect();
+        const SYNTAX: &[u8] = b"-:?,[]{}#&*!|>'\"%@`\n \t0.1~yn+";
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let (mut n_block, mut n_mutants) = (0, 0);
+        for text in &texts {
+            for _ in 0..40 {
+                let mut bytes = text.as_bytes().to_vec();
+                for _ in 0..1 + next(&mut state) % 3 {
+                    let at = next(&mut state) % (bytes.len() + 1);
+                    match next(&mut state) % 5 {
+                        0 if at < bytes.len() => {
+                            bytes.remove(at);
+                        }
+                        1 => bytes.insert(at, SYNTAX[next(&mut state) % SYNTAX.len()]),
+                        2 => bytes.insert(at, b' '),
+                        3 => bytes.splice(at..at, *b"\n  - ").for_each(drop),
+                        _ => bytes.truncate(at.max(bytes.len() / 2)),
+                    }
+                }
+                if let Ok(mutated) = String::from_utf8(bytes) {
+                    n_mutants += 1;
+                    n_block += usize::from(assert_block_path_agrees(&mutated));
+                    assert_same_as_serde_saphyr(&mutated);
+                }
+            }
+        }
+        // Most mutants stay in the scanner's subset: the comparison ran, not only fallbacks.
+        assert!(n_block * 4 > n_mutants, "{n_block} of {n_mutants}");
     }
 
     #[test]
@@ -570,6 +661,54 @@ mod tests {
             documents[0].value,
             serde_json::json!({"a": true, "b": 80, "c": -3, "d": null, "e": "1"})
         );
+    }
+
+    #[test]
+    fn line_scanner_takes_block_style_and_leaves_the_rest() {
+        // Each must be taken by the line scanner, with the event path's values and spans
+        // (block collections start at their first key or dash, indentless sequences at their
+        // first item's text, flow collections at their bracket).
+        let taken = [
+            "a: 1\n",
+            "# c\n\na: x   # trailing\nb: \"q\"\nc: 'it''s'\n",
+            "a:\n- x\n- y\nb:\n  - x\n  -   k: v\n      j: w\n  -\n    m: n\n",
+            "\"q k\": {a: x, \"b\": [c, 'd'], e: {}}\nf: []\n",
+            "---\na: 1\n---\n---\nb: [\"--tag=x\", -v]\n",
+            "list:\n  - name: a\n    items:\n    - 1\n    - -2\n  - name: b\n",
+            "k:\n  # comment\n  url: http://x:80/y # c\nz: a#b\n",
+            "a:\n  -\n    - x\n",
+        ];
+        for text in taken {
+            assert!(assert_block_path_agrees(text), "not taken:\n{text}");
+            assert!(assert_same_as_serde_saphyr(text));
+        }
+        // Each must be left to the event path (which then decides, or serde-saphyr).
+        let left = [
+            "a: |\n  text\n",
+            "a: &x 1\nb: *x\n",
+            "a: plain\n  continued\n",
+            "a:\nb: 1\n",
+            "a: b: c\n",
+            "a: \"esc\\t\"\n",
+            "- x\n",
+            "a: [x,\n  y]\n",
+            "a: [x, y,]\n",
+            "\ta: 1\n",
+            "a: 1\r\n",
+            "a: ü\n",
+            "...\n",
+            "a: 1\n...\n",
+            "--- a\n",
+            "a :\n",
+            "a: - x\n",
+            "a:\n- - x\n",
+            "a: 1.5\n",
+            "80: x\n",
+        ];
+        for text in left {
+            assert!(!assert_block_path_agrees(text), "taken:\n{text}");
+            assert_same_as_serde_saphyr(text);
+        }
     }
 
     #[test]
