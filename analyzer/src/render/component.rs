@@ -6,12 +6,12 @@ use std::sync::Arc;
 use cue::{Evaluator, Exported, Take};
 use serde_json::{Map, Value};
 
-use super::context::{component_context, go_json, into_go_json};
+use super::context::{component_context, context_json, go_json};
 use super::errors::{PropertiesSite, Subject, with_path};
 use super::instance::{Inputs, evaluate, missing_parameters};
 use super::labels::{LabelContext, ObjectRole, apply_contract, trait_type_label};
 use super::memo::{self, MemoKey, TraitResult};
-use super::patch::convert::{Concreteness, into_json, to_json};
+use super::patch::convert::{Concreteness, into_json};
 use super::patch::{ConstraintCheck, apply_patch, unify_only};
 use super::restart_hash::stamp_restart_hash;
 use crate::load::application::LoadedApp;
@@ -181,16 +181,14 @@ pub(crate) fn render_component(
                     // Deviation: upstream injects the base as CUE text; JSON cannot carry a
                     // value that is still non-concrete, so such fields are left out of
                     // `context.output`.
-                    let output_json = to_json(&workload, Concreteness::Lenient).unwrap_or_default();
-                    object.insert("output".to_owned(), into_go_json(output_json));
+                    object.insert("output".to_owned(), context_json(&workload));
                     if !auxiliaries.is_empty() {
                         let mut outputs = Map::new();
                         for auxiliary in &auxiliaries {
-                            let json = to_json(&auxiliary.value, Concreteness::Lenient)
-                                .unwrap_or_default();
-                            outputs.insert(auxiliary.name.clone(), into_go_json(json));
+                            outputs.insert(auxiliary.name.clone(), context_json(&auxiliary.value));
                         }
-                        object.insert("outputs".to_owned(), into_go_json(Value::Object(outputs)));
+                        outputs.sort_keys();
+                        object.insert("outputs".to_owned(), Value::Object(outputs));
                     }
                 }
                 let trait_site = PropertiesSite {

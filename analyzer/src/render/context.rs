@@ -1,7 +1,10 @@
 //! The `context` a template sees (kubevela-render-semantics.md §1.2), and the JSON encoding
 //! KubeVela gives injected data.
 
+use cue::Exported;
 use serde_json::{Map, Value, json};
+
+use super::patch::convert::is_data_field;
 
 use crate::ClusterVersion;
 use crate::load::application::LoadedApp;
@@ -52,6 +55,70 @@ pub(crate) fn go_json(value: &Value) -> Value {
 pub(crate) fn into_go_json(mut value: Value) -> Value {
     encode_in_place(&mut value);
     value
+}
+
+/// An exported value as a trait's `context.output(s)` carries it: [`into_go_json`] of its
+/// lenient JSON (non-concrete values left out; `null` when it holds an error), built in one
+/// pass from the export instead of building the JSON and then re-encoding it.
+pub(crate) fn context_json(value: &Exported) -> Value {
+    let mut has_bottom = false;
+    let json = lenient_go_json(value, &mut has_bottom);
+    if has_bottom {
+        Value::Null
+    } else {
+        json.unwrap_or(Value::Null)
+    }
+}
+
+/// `None` for a non-concrete value (left out of its struct, `null` in a list).
+fn lenient_go_json(value: &Exported, has_bottom: &mut bool) -> Option<Value> {
+    match value {
+        Exported::Scalar(Value::Number(number)) => Some(go_number(number)),
+        Exported::Scalar(scalar) => Some(scalar.clone()),
+        Exported::Default { default, .. } => lenient_go_json(default, has_bottom),
+        Exported::Struct(fields) => {
+            let mut entries: Vec<(&str, Value)> = fields
+                .iter()
+                .filter(|field| is_data_field(field))
+                .filter_map(|field| {
+                    lenient_go_json(&field.value, has_bottom)
+                        .map(|json| (field.label.as_str(), json))
+                })
+                .collect();
+            // Go's encoding/json writes map keys sorted.
+            entries.sort_by(|left, right| left.0.cmp(right.0));
+            Some(Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(label, json)| (label.to_owned(), json))
+                    .collect(),
+            ))
+        }
+        Exported::List { elems, .. } => Some(Value::Array(
+            elems
+                .iter()
+                .map(|elem| lenient_go_json(elem, has_bottom).unwrap_or(Value::Null))
+                .collect(),
+        )),
+        Exported::Incomplete(_) => None,
+        Exported::Bottom(_) => {
+            *has_bottom = true;
+            None
+        }
+    }
+}
+
+/// A number as Go writes it: an integral float within the exact range is an integer.
+fn go_number(number: &serde_json::Number) -> Value {
+    if let Some(float) = number.as_f64()
+        && number.is_f64()
+        && float.fract() == 0.0
+        && float.abs() < 9.007_199_254_740_992e15
+    {
+        json!(float as i64)
+    } else {
+        Value::Number(number.clone())
+    }
 }
 
 fn encode_in_place(value: &mut Value) {
@@ -252,6 +319,63 @@ spec:
 ",
         ));
         assert_eq!(whole, TemplateReads::default());
+    }
+
+    /// `context_json` is the Go encoding of the lenient JSON export, in one pass: sorted keys,
+    /// integral floats as integers, non-concrete values left out, `null` for an error.
+    #[test]
+    fn context_json_is_the_go_encoding_of_the_lenient_export() {
+        use super::super::patch::convert::{Concreteness, into_exported, to_json};
+        use cue::{Constraint, ExportedField, KindSet};
+        let field = |label: &str, value: Exported, optional: bool| ExportedField {
+            label: label.to_owned(),
+            value,
+            doc: Vec::new(),
+            optional,
+        };
+        let incomplete = || {
+            Exported::Incomplete(Constraint {
+                kinds: KindSet::STRING,
+                text: "string".to_owned(),
+            })
+        };
+        let values = [
+            into_exported(json!({"b": 1.0, "a": {"d": [2.5, 3.0], "c": true}, "_h": 1})),
+            Exported::Struct(vec![
+                field("z", incomplete(), false),
+                field(
+                    "y",
+                    Exported::Default {
+                        default: Box::new(Exported::Scalar(json!(2.0))),
+                        others: vec![incomplete()],
+                    },
+                    false,
+                ),
+                field("opt", Exported::Scalar(json!(1)), true),
+                field(
+                    "list",
+                    Exported::List {
+                        elems: vec![incomplete(), Exported::Scalar(json!("x"))],
+                        open: false,
+                    },
+                    false,
+                ),
+            ]),
+            Exported::Struct(vec![
+                field("a", Exported::Scalar(json!(1)), false),
+                field("bad", Exported::Bottom(Vec::new()), false),
+            ]),
+            incomplete(),
+        ];
+        for value in values {
+            let expected = into_go_json(to_json(&value, Concreteness::Lenient).unwrap_or_default());
+            let actual = context_json(&value);
+            assert_eq!(
+                serde_json::to_string(&actual).unwrap(),
+                serde_json::to_string(&expected).unwrap(),
+                "{value:?}"
+            );
+        }
     }
 
     #[test]

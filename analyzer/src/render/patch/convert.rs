@@ -2,8 +2,8 @@
 //!
 //! Exporting to JSON follows `cue export` / KubeVela's `Unstructured()`: defaults are taken,
 //! optional fields are dropped, and any non-concrete value is an error (nothing is silently
-//! dropped). The lenient mode, used only to build `context.output` for traits, drops
-//! non-concrete values instead, because the injected context is JSON.
+//! dropped). The lenient mode drops non-concrete values instead, as `context.output` for
+//! traits does (the injected context is JSON; `context::context_json` builds it).
 
 use cue::{Exported, ExportedField};
 
@@ -12,7 +12,10 @@ use cue::{Exported, ExportedField};
 pub(crate) enum Concreteness {
     /// A non-concrete value is an error.
     Required,
-    /// A non-concrete value is left out.
+    /// A non-concrete value is left out. The renderer builds `context.output` with
+    /// `context::context_json`, which is this plus Go's encoding in one pass; tests use this
+    /// mode to show partial results and as `context_json`'s reference.
+    #[cfg_attr(not(test), expect(dead_code))]
     Lenient,
 }
 
