@@ -207,10 +207,11 @@ impl Walker<'_> {
         strategy: PatchStrategy,
         patch_key: Option<&str>,
     ) -> Result<Exported, PatchError> {
-        let (base_elems, patch_elems, patch_open) = match patch_key
-            .and_then(|key| keyed_rewrite(&base_elems, patch_elems, key, strategy))
-        {
-            Some(rewrite) => (rewrite.base, rewrite.patch, true),
+        let (base_elems, patch_elems, patch_open) = match patch_key {
+            Some(key) => match keyed_rewrite(base_elems, patch_elems, key, strategy) {
+                Ok(rewrite) => (rewrite.base, rewrite.patch, true),
+                Err(base_elems) => (base_elems, patch_elems.to_vec(), patch_open),
+            },
             None => (base_elems, patch_elems.to_vec(), patch_open),
         };
         let (base_len, patch_len) = (base_elems.len(), patch_elems.len());
@@ -359,27 +360,28 @@ struct KeyedRewrite {
     patch: Vec<Exported>,
 }
 
-/// KubeVela's `listMergeProcess`: `None` when the merge is abandoned (a key value that is not
-/// a basic literal, or no patch element with a key), and plain positional unification applies.
+/// KubeVela's `listMergeProcess`: `Err` (the base list, untouched) when the merge is abandoned
+/// (a key value that is not a basic literal, or no patch element with a key), and plain
+/// positional unification applies. The base list is moved, not copied: it is the workload's.
 fn keyed_rewrite(
-    base: &[Exported],
+    base: Vec<Exported>,
     patch: &[Exported],
     key: &str,
     strategy: PatchStrategy,
-) -> Option<KeyedRewrite> {
+) -> Result<KeyedRewrite, Vec<Exported>> {
     let keys: Vec<&str> = key
         .split(',')
         .map(str::trim)
         .filter(|k| !k.is_empty())
         .collect();
     if keys.is_empty() {
-        return None;
+        return Err(base);
     }
     if patch.is_empty() {
         // Upstream rewrites an empty keyed patch list to `[{}, ..., ...]`: it leaves the base
         // list as it is (the storage trait patches `env: []` when no env is mounted).
-        return Some(KeyedRewrite {
-            base: base.to_vec(),
+        return Ok(KeyedRewrite {
+            base,
             patch: Vec::new(),
         });
     }
@@ -393,29 +395,26 @@ fn keyed_rewrite(
             Some(_) => Err(()),
         }
     };
-    let mut patch_keys: Vec<Vec<Option<String>>> = Vec::with_capacity(patch.len());
-    for elem in patch {
-        let mut per_key = Vec::with_capacity(keys.len());
-        for key in &keys {
-            per_key.push(key_text(elem, key).ok()?);
-        }
-        patch_keys.push(per_key);
-    }
+    // Key values of each element, per key; `Err` when one is not a basic literal.
+    let keys_of = |elems: &[Exported]| -> Result<Vec<Vec<Option<String>>>, ()> {
+        elems
+            .iter()
+            .map(|elem| keys.iter().map(|key| key_text(elem, key)).collect())
+            .collect()
+    };
+    let Ok(patch_keys) = keys_of(patch) else {
+        return Err(base);
+    };
     if patch_keys
         .iter()
         .all(|per_key| per_key.iter().all(Option::is_none))
     {
-        return None;
+        return Err(base);
     }
-    let mut base_keys: Vec<Vec<Option<String>>> = Vec::with_capacity(base.len());
-    for elem in base {
-        let mut per_key = Vec::with_capacity(keys.len());
-        for key in &keys {
-            per_key.push(key_text(elem, key).ok()?);
-        }
-        base_keys.push(per_key);
-    }
-    let mut rewritten_base = base.to_vec();
+    let Ok(base_keys) = keys_of(&base) else {
+        return Err(base);
+    };
+    let mut rewritten_base = base;
     let mut rewritten_patch = Vec::new();
     let mut consumed = vec![false; patch.len()];
     for (key_index, _) in keys.iter().enumerate() {
@@ -452,7 +451,7 @@ fn keyed_rewrite(
             rewritten_patch.push(elem.clone());
         }
     }
-    Some(KeyedRewrite {
+    Ok(KeyedRewrite {
         base: rewritten_base,
         patch: rewritten_patch,
     })
