@@ -269,7 +269,7 @@ impl<'t> Scanner<'t, '_> {
                 }
                 let colon = self.plain_key_end(at, end)?;
                 // `key :` (spaces before the colon) has a span without them: the event path.
-                if self.byte(colon - 1) == Some(b' ') {
+                if colon == at || self.byte(colon - 1) == Some(b' ') {
                     return None;
                 }
                 (
@@ -450,7 +450,7 @@ impl<'t> Scanner<'t, '_> {
         let mut index = at;
         while index < end {
             match self.byte(index)? {
-                b'#' if self.byte(index - 1) == Some(b' ') => {
+                b'#' if index > at && self.byte(index - 1) == Some(b' ') => {
                     stop = index;
                     break;
                 }
