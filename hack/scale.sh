@@ -14,7 +14,9 @@
 # build nothing), SCALE_WORK (generated repos, default /tmp/driftless-scale), SCALE_QPS / SCALE_BURST (the client budget of plan/apply/agent, default
 # 50 / 100), SCALE_SETUP_QPS / SCALE_SETUP_BURST (setup applies: 1000 / 2000), SCALE_CLUSTER
 # (kwok cluster name, default "scale": not the e2e tests' cluster), SCALE_SKIP_SETUP=1 (drift
-# group: the apps are already applied under its source; skip the setup apply).
+# group: the apps are already applied under its source; skip the setup apply),
+# SCALE_SETUP_ONLY=1 (agent and drift groups: only the setup apply, e.g. started early in the
+# background at 10k; a later run with SCALE_SKIP_SETUP=1 measures).
 #
 # The live groups start (or reuse) a local kwok cluster with hack/cluster.sh and leave it running;
 # stop it with `hack/cluster.sh down --name scale`. Generated apps use replicas 0 (as KubeVela's
@@ -35,7 +37,7 @@ while [[ $# -gt 0 ]]; do
     --min) MIN=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --vela) VELA=1; shift ;;
-    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scale.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -273,7 +275,15 @@ YAML
 agent_run() { # N SOURCE
   local n=$1 source=$2 tree=$WORK/agent-repo-$1 port t0 sha first gen rendered planned
   agent_repo "$n" "$tree"
-  setup_apply "$n" "$tree" "$source"
+  if [[ ${SCALE_SKIP_SETUP:-0} == 1 ]]; then
+    say "setup skipped (SCALE_SKIP_SETUP=1): the $n apps must already be applied under $source"
+  else
+    setup_apply "$n" "$tree" "$source"
+  fi
+  if [[ ${SCALE_SETUP_ONLY:-0} == 1 ]]; then
+    say "SCALE_SETUP_ONLY=1: the $n apps are applied under $source; no agent started"
+    return 0
+  fi
   start_agent agent "$n" "$tree" "$source" ""
   port=$AGENT_PORT
   t0=$(date +%s%N)
@@ -314,6 +324,10 @@ drift_run() { # N SOURCE
     say "setup skipped (SCALE_SKIP_SETUP=1): the $n apps must already be applied under $source"
   else
     setup_apply "$n" "$tree" "$source"
+  fi
+  if [[ ${SCALE_SETUP_ONLY:-0} == 1 ]]; then
+    say "SCALE_SETUP_ONLY=1: the $n apps are applied under $source; no agent started"
+    return 0
   fi
   start_agent drift "$n" "$tree" "$source" "drift: { schedule: '*/20 * * * * *', mode: report }"
   port=$AGENT_PORT
