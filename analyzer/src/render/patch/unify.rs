@@ -207,13 +207,27 @@ impl Walker<'_> {
         strategy: PatchStrategy,
         patch_key: Option<&str>,
     ) -> Result<Exported, PatchError> {
-        let (base_elems, patch_elems, patch_open) = match patch_key {
-            Some(key) => match keyed_rewrite(base_elems, patch_elems, key, strategy) {
-                Ok(rewrite) => (rewrite.base, rewrite.patch, true),
-                Err(base_elems) => (base_elems, patch_elems.to_vec(), patch_open),
-            },
-            None => (base_elems, patch_elems.to_vec(), patch_open),
-        };
+        // The patch list is only read, its elements copied where they are appended: a keyed
+        // rewrite re-orders references to them, with an empty struct where none lines up.
+        let empty = Exported::Struct(Vec::new());
+        let (base_elems, patch_elems, patch_open): (Vec<Exported>, Vec<&Exported>, bool) =
+            match patch_key {
+                Some(key) => match keyed_rewrite(base_elems, patch_elems, key, strategy) {
+                    Ok(rewrite) => {
+                        let patch = rewrite
+                            .patch
+                            .iter()
+                            .map(|slot| {
+                                slot.and_then(|index| patch_elems.get(index))
+                                    .unwrap_or(&empty)
+                            })
+                            .collect();
+                        (rewrite.base, patch, true)
+                    }
+                    Err(base_elems) => (base_elems, patch_elems.iter().collect(), patch_open),
+                },
+                None => (base_elems, patch_elems.iter().collect(), patch_open),
+            };
         let (base_len, patch_len) = (base_elems.len(), patch_elems.len());
         if (patch_len < base_len && !patch_open) || (patch_len > base_len && !base_open) {
             return Err(self.conflict(format!(
@@ -238,7 +252,7 @@ impl Walker<'_> {
                 None => elems.push(base_elem),
             }
         }
-        elems.extend(patch_iter.cloned());
+        elems.extend(patch_iter.map(|elem| (*elem).clone()));
         Ok(Exported::List {
             elems,
             open: base_open && patch_open,
@@ -357,7 +371,8 @@ impl Walker<'_> {
 /// The result of lining up a keyed patch list with its base list.
 struct KeyedRewrite {
     base: Vec<Exported>,
-    patch: Vec<Exported>,
+    /// Indices into the patch list, in the new order; `None` is an empty struct (`{}`).
+    patch: Vec<Option<usize>>,
 }
 
 /// KubeVela's `listMergeProcess`: `Err` (the base list, untouched) when the merge is abandoned
@@ -436,19 +451,19 @@ fn keyed_rewrite(
                             consumed[other] = true;
                         }
                     }
-                    rewritten_patch.push(patch[patch_index].clone());
+                    rewritten_patch.push(Some(patch_index));
                     if strategy == PatchStrategy::RetainKeys {
                         rewritten_base[base_index] = Exported::Struct(Vec::new());
                     }
                 }
-                None => rewritten_patch.push(Exported::Struct(Vec::new())),
+                None => rewritten_patch.push(None),
             }
         }
     }
-    for (index, elem) in patch.iter().enumerate() {
+    for index in 0..patch.len() {
         // Patch elements without any key are dropped, like upstream.
         if !consumed[index] && patch_keys[index].iter().any(Option::is_some) {
-            rewritten_patch.push(elem.clone());
+            rewritten_patch.push(Some(index));
         }
     }
     Ok(KeyedRewrite {
