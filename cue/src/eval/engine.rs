@@ -312,10 +312,14 @@ pub struct Engine<'a> {
     envs: Vec<Env<'a>>,
     pub syms: Vec<Rc<str>>,
     sym_index: HashMap<Rc<str>, Sym, FxBuild>,
-    /// Symbols of label strings borrowed from the AST, keyed by address and length: the same
-    /// label text is interned again and again (every selector, every field of every unified
-    /// conjunct), and hashing a pointer is cheaper than hashing and comparing the text.
-    ast_syms: HashMap<(usize, usize), Sym, FxBuild>,
+    /// Symbols of label strings borrowed from the AST, keyed by the file's identity, address
+    /// and length (see [`AstSyms`]).
+    ast_syms: AstSyms,
+    /// The file identity [`Engine::intern_ast`] keys by: the one file evaluated, or 0 for
+    /// several files, whose labels go to a table of this evaluation only.
+    ast_uid: u64,
+    /// The thread's [`AstSyms`], set aside while a several-file evaluation uses its own.
+    ast_syms_saved: Option<AstSyms>,
     /// Symbols of list indices `0`, `1`, … (interned without formatting the number each time).
     index_syms: Vec<Sym>,
     lets: HashMap<(EnvId, usize), VId, FxBuild>,
@@ -360,7 +364,15 @@ struct Symbols {
     syms: Vec<Rc<str>>,
     sym_index: HashMap<Rc<str>, Sym, FxBuild>,
     index_syms: Vec<Sym>,
+    ast_syms: AstSyms,
 }
+
+/// Symbols of label text in a file's AST by (file identity, address, length): the same
+/// template's labels are interned on every evaluation, and hashing three words is cheaper than
+/// hashing and comparing the text. Only valid with the symbol table it was filled against, so
+/// it travels with it in [`Symbols`]. The identity (`ast::CompileChecks`) is never shared by
+/// another file, so an entry of a dropped file is never hit again, even if its memory is reused.
+type AstSyms = HashMap<(u64, usize, usize), Sym, FxBuild>;
 
 thread_local! {
     static SYMBOLS: std::cell::RefCell<Symbols> = const {
@@ -368,6 +380,7 @@ thread_local! {
             syms: Vec::new(),
             sym_index: HashMap::with_hasher(FxBuild),
             index_syms: Vec::new(),
+            ast_syms: HashMap::with_hasher(FxBuild),
         })
     };
 }
@@ -473,10 +486,17 @@ pub fn is_definition(label: &str) -> bool {
 impl Drop for Engine<'_> {
     /// Hands the symbol table back to the thread (see [`Symbols`]).
     fn drop(&mut self) {
+        let ast_syms = match self.ast_syms_saved.take() {
+            // This evaluation's own table (several files) was filled against the same symbol
+            // table; the thread's one still matches it too, as symbols are only appended.
+            Some(saved) => saved,
+            None => std::mem::take(&mut self.ast_syms),
+        };
         let symbols = Symbols {
             syms: std::mem::take(&mut self.syms),
             sym_index: std::mem::take(&mut self.sym_index),
             index_syms: std::mem::take(&mut self.index_syms),
+            ast_syms,
         };
         // During thread teardown the table is simply dropped.
         let _ = SYMBOLS.try_with(|shared| *shared.borrow_mut() = symbols);
@@ -492,7 +512,9 @@ impl<'a> Engine<'a> {
         let shared = SYMBOLS
             .try_with(|symbols| std::mem::take(&mut *symbols.borrow_mut()))
             .unwrap_or_default();
-        let shared = if shared.syms.len() > MAX_SHARED_SYMBOLS {
+        let shared = if shared.syms.len() > MAX_SHARED_SYMBOLS
+            || shared.ast_syms.len() > MAX_SHARED_SYMBOLS
+        {
             Symbols::default()
         } else {
             shared
@@ -508,7 +530,9 @@ impl<'a> Engine<'a> {
             envs: Vec::with_capacity(64),
             syms: shared.syms,
             sym_index: shared.sym_index,
-            ast_syms: HashMap::with_capacity_and_hasher(128, FxBuild),
+            ast_syms: shared.ast_syms,
+            ast_uid: 0,
+            ast_syms_saved: None,
             index_syms: shared.index_syms,
             lets: HashMap::with_hasher(FxBuild),
             alias_envs: HashMap::with_hasher(FxBuild),
@@ -558,7 +582,7 @@ impl<'a> Engine<'a> {
 
     /// [`Engine::intern`] for label text that lives in the AST (stable address for `'a`).
     pub fn intern_ast(&mut self, s: &'a str) -> Sym {
-        let key = (s.as_ptr() as usize, s.len());
+        let key = (self.ast_uid, s.as_ptr() as usize, s.len());
         if let Some(sym) = self.ast_syms.get(&key) {
             return *sym;
         }
@@ -634,6 +658,11 @@ impl<'a> Engine<'a> {
         if let [file] = files {
             self.size_hint = &file.compile_checks.vertex_hint;
             self.file_uid = Some(file.compile_checks.uid);
+            self.ast_uid = file.compile_checks.uid;
+        } else {
+            // Labels of several files are keyed without an identity: only for this evaluation.
+            let own = HashMap::with_capacity_and_hasher(128, FxBuild);
+            self.ast_syms_saved = Some(std::mem::replace(&mut self.ast_syms, own));
         }
         let hint = match self.size_hint.load(Ordering::Relaxed) {
             0 => 64,
@@ -1929,7 +1958,7 @@ impl<'a> Engine<'a> {
                 }
             }
             Clause::Let(lc) => {
-                let let_label = self.intern(&lc.name.name);
+                let let_label = self.intern_ast(&lc.name.name);
                 let vertex = self.new_vertex(None, let_label);
                 self.vm(vertex).field = FieldKind::Regular;
                 self.add_conj(
@@ -1995,7 +2024,7 @@ impl<'a> Engine<'a> {
                 for (k, item) in items {
                     let mut env2 = env;
                     if let Some(key) = key {
-                        let key_label = self.intern(&key.name);
+                        let key_label = self.intern_ast(&key.name);
                         let kv = self.new_vertex(None, key_label);
                         self.vm(kv).field = FieldKind::Regular;
                         self.add_conj(kv, ConjKind::Atom(k, key.span), env, Close::Open, 0, false);
@@ -2627,7 +2656,7 @@ impl<'a> Engine<'a> {
                             if let Some(v) = self.lets.get(&key) {
                                 return Resolved::Vertex(*v);
                             }
-                            let let_label = self.intern(name);
+                            let let_label = self.intern_ast(name);
                             let lv = self.new_vertex(Some(vertex), let_label);
                             self.vm(lv).field = FieldKind::Regular;
                             self.add_conj(lv, ConjKind::Expr(&lc.value), e, Close::Open, 0, false);
@@ -2637,7 +2666,7 @@ impl<'a> Engine<'a> {
                         _ => {}
                     }
                     if vertex == ROOT {
-                        let sym = self.intern(name);
+                        let sym = self.intern_ast(name);
                         if let Some(arc) = self.find_arc(ROOT, sym) {
                             return Resolved::Field(arc);
                         }
