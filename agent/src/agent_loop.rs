@@ -24,8 +24,8 @@
 //! Work per commit grows with what changed, not with what exists (issue #9): each source keeps
 //! an [`AnalysisCache`], so only apps whose inputs changed are rendered and checked again; the
 //! render shares the unchanged apps' results with the cache ([`SharedOutput`]), so an unchanged
-//! app is recognised by pointer ([`Arc::ptr_eq`]) without comparing its objects, and only the
-//! apps to plan are copied. The deploy plans and applies only the apps whose render differs
+//! app is recognised by pointer ([`Arc::ptr_eq`]) without comparing its objects, and the apps to
+//! plan are handed to the planner shared, not copied. The deploy plans and applies only the apps whose render differs
 //! from their last successful deploy (plus apps that failed, never deployed, or run a
 //! workflow). The others keep their result; drift in them is the drift schedule's job, which
 //! plans every app. Apps removed from Git are garbage-collected: the trackers are listed (one
@@ -46,8 +46,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use analyzer::{
-    AnalysisCache, AnalysisOptions, AppRef, Definitions, RenderOutput, RenderedApp, Severity,
-    SharedOutput, SourceMap,
+    AnalysisCache, AnalysisOptions, AppRef, Definitions, RenderedApp, Severity, SharedOutput,
+    SourceMap,
 };
 use futures::future::BoxFuture;
 use tokio::sync::{Notify, Semaphore, watch};
@@ -58,7 +58,7 @@ use crate::cluster::{Cluster, ClusterOptions};
 use crate::config::{Config, DriftMode, RepoSlug, SourceConfig};
 use crate::forge::outbox::{ForgeOp, Outbox, RetryPolicy};
 use crate::forge::{CommitStatus, Forge, ForgeError, PullRequest, StatusState};
-use crate::live::{self, LiveOptions, LivePlan, Orphans};
+use crate::live::{self, LiveOptions, LivePlan, Orphans, SharedApps};
 use crate::metrics::{ApiTarget, ErrorKind, Metrics};
 use crate::plan::{Action, AppPlan, Plan};
 use crate::report::{MarkdownOptions, plan_human, plan_markdown};
@@ -319,9 +319,9 @@ struct Rendered {
     sources: Arc<SourceMap>,
 }
 
-/// The apps of a render to plan (copies of them) with the render's source map.
+/// The apps of a render to plan (shared with the analysis cache) with the render's source map.
 struct Selected {
-    output: Arc<RenderOutput>,
+    output: Arc<SharedApps>,
     sources: Arc<SourceMap>,
 }
 
@@ -334,7 +334,7 @@ struct AppRecord {
 
 /// What one deploy plans: the apps to plan (a subset of the render) and the orphans to look for.
 struct Selection {
-    output: Arc<RenderOutput>,
+    output: Arc<SharedApps>,
     orphans: Orphans,
     /// Apps of the render left out: unchanged since their last successful deploy.
     n_unchanged: usize,
@@ -638,7 +638,7 @@ impl SourceWorker {
         let started = Instant::now();
         let cluster = &self.shared.cluster;
         // Each manifest is parsed once, for both the policies and the status CUE.
-        let applications = live::applications_from_sources(&rendered.output, &rendered.sources);
+        let applications = live::applications_from_sources(&*rendered.output, &rendered.sources);
         let policies = live::policies_of(&applications);
         // The live planner observes one app at a time: one permit covers it.
         let _permit = self.shared.work_permits.acquire().await.ok();
@@ -649,10 +649,10 @@ impl SourceWorker {
         drop(applications);
         let live_plan = live::plan_live_apps(
             cluster,
-            &rendered.output,
+            &*rendered.output,
             &policies,
             Some(commit.as_str()),
-            &options,
+            options,
             orphans,
         )
         .await;
@@ -733,13 +733,14 @@ impl SourceWorker {
             let cluster = self.shared.cluster.clone();
             // Apps with a workflow are applied step by step by it (agent::workflow), the rest
             // as a whole.
-            let workflows = live::workflow_apps(&selected.output, &selected.sources);
+            let workflows = live::workflow_apps(&*selected.output, &selected.sources);
             let whole_plan = plan.plan.clone();
-            let (rest, plan) = partition(plan, &workflows);
+            let (mut rest, plan) = partition(plan, &workflows);
+            live::drop_settled_desired(&mut rest);
             let mut reports = self.apply(&cluster, rest).await;
             let driver = live::driver_options(&self.live_options(&cluster), WORKFLOW_WAIT);
             let fleet = self.fleet_for(&commit, &workflows).await;
-            let results = live::run_workflows(&cluster, &plan, &selected.output, &workflows, Some(&fleet), &driver).await;
+            let results = live::run_workflows(&cluster, &plan, &*selected.output, &workflows, Some(&fleet), &driver).await;
             drop(plan);
             reports.extend(live::workflow_reports(&results));
             let results = app_results_from_apply(&whole_plan, &reports);
@@ -847,8 +848,8 @@ impl SourceWorker {
     /// shares with the deployed one ([`analyzer::Chunked::same_chunk`]) are skipped whole, and
     /// only the apps of other chunks and the apps whose last deploy did not settle are
     /// looked at; otherwise one merge walk over both renders (both sorted by app; an app the
-    /// analysis cache reused is the deployed one by pointer). Only the apps to plan are
-    /// copied.
+    /// analysis cache reused is the deployed one by pointer). The apps to plan are shared
+    /// (`Arc`), not copied: a first deploy plans every app.
     fn select(&self, output: &SharedOutput, deploy: bool) -> Selection {
         let empty = analyzer::Chunked::default();
         let previous = self
@@ -863,7 +864,7 @@ impl SourceWorker {
                 });
             kept && (std::ptr::eq(previous, Arc::as_ptr(app)) || !render_changed(previous, app))
         };
-        let mut wanted: Vec<RenderedApp> = Vec::new();
+        let mut wanted: Vec<Arc<RenderedApp>> = Vec::new();
         let mut n_unchanged = 0;
         let mut removed = false;
         let candidates = self.candidates(previous, output, deploy);
@@ -874,7 +875,7 @@ impl SourceWorker {
                     continue;
                 };
                 if !unchanged(previous, app) {
-                    wanted.push(RenderedApp::clone(app));
+                    wanted.push(Arc::clone(app));
                 }
             }
             n_unchanged = output.apps.len() - wanted.len();
@@ -899,7 +900,7 @@ impl SourceWorker {
                 if same_app.is_some_and(|previous| unchanged(previous, app)) {
                     n_unchanged += 1;
                 } else {
-                    wanted.push(RenderedApp::clone(app));
+                    wanted.push(Arc::clone(app));
                 }
             }
             removed |= next_previous < previous.len();
@@ -911,7 +912,7 @@ impl SourceWorker {
             Orphans::Skip
         };
         Selection {
-            output: Arc::new(RenderOutput {
+            output: Arc::new(SharedApps {
                 apps: wanted,
                 diagnostics: output.diagnostics.clone(),
             }),
@@ -1082,9 +1083,12 @@ impl SourceWorker {
             return;
         };
         let commit = deployed.commit.clone();
-        // Drift checks plan every app: the one place a copy of every deployed app is made.
+        // Drift checks plan every app, shared with the deployed render (no copy).
         let rendered = Selected {
-            output: Arc::new(deployed.output.select(|_| true)),
+            output: Arc::new(SharedApps {
+                apps: deployed.output.apps.iter().cloned().collect(),
+                diagnostics: deployed.output.diagnostics.clone(),
+            }),
             sources: deployed.sources.clone(),
         };
         let span = tracing::info_span!("drift", source = %self.config.name, commit = %commit, revision = commit.short());
@@ -1124,9 +1128,10 @@ impl SourceWorker {
                 }
                 DriftMode::Correct => {
                     // Workflow apps are corrected by their workflow, never around a suspension.
-                    let workflows = live::workflow_apps(&rendered.output, &rendered.sources);
+                    let workflows = live::workflow_apps(&*rendered.output, &rendered.sources);
                     let whole_plan = live_plan.plan.clone();
-                    let (rest, _) = partition(live_plan, &workflows);
+                    let (mut rest, _) = partition(live_plan, &workflows);
+                    live::drop_settled_desired(&mut rest);
                     let reports = self.apply(&cluster, rest).await;
                     let results = app_results_from_apply(&whole_plan, &reports);
                     let still_failing: Vec<String> = results
@@ -1240,6 +1245,13 @@ fn partition(
     let (workflow_observations, rest_observations): (Vec<_>, Vec<_>) = observations
         .into_iter()
         .partition(|observation| workflows.contains_key(&observation.desired.app));
+    // Each side keeps its own apps' health and status CUE (not a copy of every app's).
+    let (workflow_health, health): (BTreeMap<_, _>, BTreeMap<_, _>) = health
+        .into_iter()
+        .partition(|(app, _)| workflows.contains_key(app));
+    let (workflow_statuses, statuses): (BTreeMap<_, _>, BTreeMap<_, _>) = statuses
+        .into_iter()
+        .partition(|(app, _)| workflows.contains_key(app));
     let workflow = LivePlan {
         plan: Plan {
             target: plan.target.clone(),
@@ -1248,8 +1260,8 @@ fn partition(
         },
         observations: workflow_observations,
         orphans: Vec::new(),
-        health: health.clone(),
-        statuses: statuses.clone(),
+        health: workflow_health,
+        statuses: workflow_statuses,
     };
     let rest = LivePlan {
         plan: Plan {

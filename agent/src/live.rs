@@ -2,10 +2,12 @@
 //! call. Observe every rendered app and every orphaned app of the source, plan them with the
 //! pure planner, then apply app by app — an app that fails stops alone.
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use analyzer::model::{Application, Policy};
-use analyzer::{AppRef, RenderOutput, SourceMap};
+use analyzer::{AppRef, Diagnostic, RenderOutput, RenderedApp, SourceMap};
 use rayon::prelude::*;
 use serde_json::Value;
 
@@ -46,6 +48,45 @@ impl Default for LiveOptions {
     }
 }
 
+/// The rendered apps a live plan reads: owned (the CLI's [`RenderOutput`]) or shared with the
+/// agent's analysis cache ([`SharedApps`]). The agent's first deploy and every drift check plan
+/// every app; sharing them keeps one copy of the render instead of two (issue #9).
+pub trait RenderedApps: Sync {
+    type App: Borrow<RenderedApp> + Sync;
+    /// Sorted by [`AppRef`].
+    fn apps(&self) -> &[Self::App];
+    /// Diagnostics not tied to one app.
+    fn diagnostics(&self) -> &[Diagnostic];
+}
+
+impl RenderedApps for RenderOutput {
+    type App = RenderedApp;
+    fn apps(&self) -> &[RenderedApp] {
+        &self.apps
+    }
+    fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+}
+
+/// Apps of a render shared with the analysis cache that made them (the agent's selection).
+#[derive(Debug, Clone, Default)]
+pub struct SharedApps {
+    /// Sorted by [`AppRef`].
+    pub apps: Vec<Arc<RenderedApp>>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl RenderedApps for SharedApps {
+    type App = Arc<RenderedApp>;
+    fn apps(&self) -> &[Arc<RenderedApp>] {
+        &self.apps
+    }
+    fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+}
+
 /// A plan with what it was computed from, ready to apply.
 #[derive(Debug, Clone)]
 pub struct LivePlan {
@@ -68,7 +109,7 @@ pub async fn plan_live(
     options: &LiveOptions,
 ) -> LivePlan {
     let desired_apps = observe::desired_apps(cluster, &output.apps, policies, revision).await;
-    plan_desired(
+    let mut live_plan = plan_desired(
         cluster,
         desired_apps,
         output.diagnostics.clone(),
@@ -76,7 +117,9 @@ pub async fn plan_live(
         &Orphans::NotRendered,
         Keep::Observations,
     )
-    .await
+    .await;
+    live_plan.statuses = options.statuses.clone();
+    live_plan
 }
 
 /// Which tracked apps of the source a plan deletes as removed from Git.
@@ -95,25 +138,28 @@ pub enum Orphans {
 
 /// [`plan_live`] with the orphans to look for given: the agent plans only the apps of a commit
 /// that changed, so the render it passes holds only those. The observations keep only what an
-/// apply reads ([`Keep::ForApply`]).
-pub async fn plan_live_apps(
+/// apply reads ([`Keep::ForApply`]). `options` is taken: its status CUE moves into the plan
+/// (one per app; not copied).
+pub async fn plan_live_apps<R: RenderedApps>(
     cluster: &Cluster,
-    output: &RenderOutput,
+    output: &R,
     policies: &BTreeMap<AppRef, Vec<Policy>>,
     revision: Option<&str>,
-    options: &LiveOptions,
+    options: LiveOptions,
     orphans: &Orphans,
 ) -> LivePlan {
-    let desired_apps = observe::desired_apps(cluster, &output.apps, policies, revision).await;
-    plan_desired(
+    let desired_apps = observe::desired_apps(cluster, output.apps(), policies, revision).await;
+    let mut live_plan = plan_desired(
         cluster,
         desired_apps,
-        output.diagnostics.clone(),
-        options,
+        output.diagnostics().to_vec(),
+        &options,
         orphans,
         Keep::ForApply,
     )
-    .await
+    .await;
+    live_plan.statuses = options.statuses;
+    live_plan
 }
 
 /// [`plan_live`] that moves the rendered objects out of `output` into the plan instead of
@@ -155,7 +201,7 @@ async fn plan_taking(
 ) -> LivePlan {
     let desired_apps =
         observe::desired_apps_taking(cluster, &mut output.apps, policies, revision).await;
-    plan_desired(
+    let mut live_plan = plan_desired(
         cluster,
         desired_apps,
         output.diagnostics.clone(),
@@ -163,7 +209,12 @@ async fn plan_taking(
         &Orphans::NotRendered,
         keep,
     )
-    .await
+    .await;
+    // Only `read_health` reads them, after an apply: a plan that only reports has none.
+    if keep != Keep::PlanOnly {
+        live_plan.statuses = options.statuses.clone();
+    }
+    live_plan
 }
 
 /// What a plan keeps of what it observed.
@@ -295,11 +346,8 @@ async fn plan_desired(
         observations,
         orphans,
         health,
-        statuses: match keep {
-            Keep::Observations | Keep::ForApply => options.statuses.clone(),
-            // Only `read_health` reads them, after an apply.
-            Keep::PlanOnly => BTreeMap::new(),
-        },
+        // Set by the caller: the agent moves its own in rather than copying them.
+        statuses: BTreeMap::new(),
     }
 }
 
@@ -340,6 +388,45 @@ fn drop_settled(observation: &mut AppObservation, app_plan: &AppPlan) {
             });
         if settled {
             observation.live.objects.remove(&change.object);
+        }
+    }
+}
+
+/// Drops the rendered JSON of the apps an apply will not write: every change planned unchanged
+/// and every desired object settled (its live object dropped by the plan, [`drop_settled`]: its
+/// tracker entry records the desired hash). An apply of such an app reads only its objects'
+/// identities and hashes (no write, no adoption), and health after it only their identities;
+/// at a first deploy of 10,000 unchanged apps this is a copy of the whole render held through
+/// the apply (issue #9). Only for plans applied as a whole: workflows apply from the desired
+/// objects.
+pub fn drop_settled_desired(live_plan: &mut LivePlan) {
+    let plans: BTreeMap<&AppRef, &AppPlan> = live_plan
+        .plan
+        .apps
+        .iter()
+        .map(|app_plan| (&app_plan.app, app_plan))
+        .collect();
+    for observation in &mut live_plan.observations {
+        let Some(app_plan) = plans.get(&observation.desired.app) else {
+            continue;
+        };
+        let Some(tracker) = &observation.tracker else {
+            continue;
+        };
+        let all_unchanged = app_plan
+            .changes
+            .iter()
+            .all(|change| change.action == crate::plan::Action::Unchanged);
+        let all_settled = observation.desired.objects.iter().all(|object| {
+            !observation.live.objects.contains_key(&object.object_ref)
+                && tracker
+                    .applied(&object.object_ref)
+                    .is_some_and(|entry| entry.hash == object.hash)
+        });
+        if all_unchanged && all_settled {
+            for object in &mut observation.desired.objects {
+                object.object = Value::Null;
+            }
         }
     }
 }
@@ -558,12 +645,13 @@ pub async fn read_health(cluster: &Cluster, live_plan: &LivePlan) -> BTreeMap<Ap
 /// reported them already. Each manifest file is parsed once (an app is matched by name among
 /// the apps rendered from it: its namespace may come from the render's rules), files in
 /// parallel: at 10,000 apps this is seconds of YAML.
-pub fn applications_from_sources(
-    output: &RenderOutput,
+pub fn applications_from_sources<R: RenderedApps>(
+    output: &R,
     sources: &SourceMap,
 ) -> BTreeMap<AppRef, Application> {
     let mut by_file: BTreeMap<cue::FileId, Vec<&AppRef>> = BTreeMap::new();
-    for app in &output.apps {
+    for app in output.apps() {
+        let app: &RenderedApp = app.borrow();
         by_file.entry(app.file).or_default().push(&app.app);
     }
     let files: Vec<(cue::FileId, Vec<&AppRef>)> = by_file.into_iter().collect();
@@ -672,10 +760,10 @@ pub enum WorkflowResult {
 ///
 /// Boxed as `Send` with concrete lifetimes, so the agent's source tasks stay provably `Send`
 /// (rust-lang/rust#110338, as `agent_loop` notes).
-pub fn run_workflows<'a>(
+pub fn run_workflows<'a, R: RenderedApps>(
     cluster: &'a Cluster,
     live_plan: &'a LivePlan,
-    output: &'a RenderOutput,
+    output: &'a R,
     apps: &'a BTreeMap<AppRef, Application>,
     fleet: Option<&'a crate::workflow::Fleet>,
     options: &'a DriverOptions,
@@ -685,10 +773,10 @@ pub fn run_workflows<'a>(
     ))
 }
 
-async fn run_workflows_inner(
+async fn run_workflows_inner<R: RenderedApps>(
     cluster: &Cluster,
     live_plan: &LivePlan,
-    output: &RenderOutput,
+    output: &R,
     apps: &BTreeMap<AppRef, Application>,
     fleet: Option<&crate::workflow::Fleet>,
     options: &DriverOptions,
@@ -699,8 +787,9 @@ async fn run_workflows_inner(
         .map(|observation| (&observation.desired.app, observation))
         .collect();
     let input_hashes: BTreeMap<&AppRef, &str> = output
-        .apps
+        .apps()
         .iter()
+        .map(Borrow::<RenderedApp>::borrow)
         .map(|rendered| (&rendered.app, rendered.input_hash.as_str()))
         .collect();
     let mut checked = Vec::new();
@@ -830,7 +919,10 @@ pub fn driver_options(options: &LiveOptions, wait: std::time::Duration) -> Drive
 }
 
 /// The apps of a render that run a workflow ([`uses_workflow`]), with their manifests.
-pub fn workflow_apps(output: &RenderOutput, sources: &SourceMap) -> BTreeMap<AppRef, Application> {
+pub fn workflow_apps<R: RenderedApps>(
+    output: &R,
+    sources: &SourceMap,
+) -> BTreeMap<AppRef, Application> {
     applications_from_sources(output, sources)
         .into_iter()
         .filter(|(_, app)| uses_workflow(app))
@@ -1144,6 +1236,118 @@ mod tests {
         let before = observation.live.objects.len();
         drop_settled(&mut observation, &app_plan);
         assert_eq!(observation.live.objects.len(), before);
+    }
+
+    /// An observation of `desired` with every object live and recorded in the tracker with
+    /// `hashes` (the desired hash when `None`), planned with `actions`, after [`drop_settled`].
+    fn planned(
+        desired: DesiredApp,
+        hashes: &[Option<&str>],
+        actions: &[Action],
+    ) -> (AppObservation, AppPlan) {
+        let mut tracker = TrackerRecord::new(&desired.app);
+        let mut live = LiveObjects::default();
+        for (object, hash) in desired.objects.iter().zip(hashes) {
+            tracker.entries.insert(
+                object.object_ref.clone(),
+                TrackedEntry {
+                    state: EntryState::Applied,
+                    hash: hash.map_or_else(|| object.hash.clone(), str::to_owned),
+                    resource_version: Some("1".to_owned()),
+                    component: "settings".to_owned(),
+                    component_type: None,
+                    trait_type: None,
+                    gc: Default::default(),
+                    propagation: Default::default(),
+                },
+            );
+            live.objects.insert(
+                object.object_ref.clone(),
+                Observed::Present {
+                    live: object.object.clone(),
+                    dry_run: None,
+                },
+            );
+        }
+        let app_plan = AppPlan {
+            app: desired.app.clone(),
+            revision: None,
+            changes: desired
+                .objects
+                .iter()
+                .zip(actions)
+                .map(|(object, action)| Change {
+                    action: *action,
+                    ..unchanged(&object.object_ref)
+                })
+                .collect(),
+            diagnostics: Vec::new(),
+            health: None,
+        };
+        let mut observation = AppObservation {
+            desired,
+            live,
+            tracker: Some(tracker),
+            tracker_error: None,
+        };
+        drop_settled(&mut observation, &app_plan);
+        (observation, app_plan)
+    }
+
+    #[test]
+    fn only_apps_an_apply_does_not_write_lose_their_rendered_json() {
+        let unchanged_app = planned(
+            desired("team", "settled", &["a", "b"]),
+            &[None, None],
+            &[Action::Unchanged, Action::Unchanged],
+        );
+        let updated_app = planned(
+            desired("team", "updated", &["a", "b"]),
+            &[None, None],
+            &[Action::Unchanged, Action::Update],
+        );
+        // Unchanged, but recorded with an older hash: the apply adopts it (reads the object).
+        let adopted_app = planned(
+            desired("team", "adopted", &["a"]),
+            &[Some("an older render")],
+            &[Action::Unchanged],
+        );
+        let mut live_plan = LivePlan {
+            plan: Plan {
+                target: PlanTarget::Clusters(vec!["local".to_owned()]),
+                apps: vec![unchanged_app.1, updated_app.1, adopted_app.1],
+                diagnostics: Vec::new(),
+            },
+            observations: vec![unchanged_app.0, updated_app.0, adopted_app.0],
+            orphans: Vec::new(),
+            health: BTreeMap::new(),
+            statuses: BTreeMap::new(),
+        };
+        drop_settled_desired(&mut live_plan);
+        let emptied: Vec<(String, bool)> = live_plan
+            .observations
+            .iter()
+            .map(|observation| {
+                let nulls = observation
+                    .desired
+                    .objects
+                    .iter()
+                    .all(|object| object.object.is_null());
+                (observation.desired.app.name.clone(), nulls)
+            })
+            .collect();
+        assert_eq!(
+            emptied,
+            vec![
+                ("settled".to_owned(), true),
+                ("updated".to_owned(), false),
+                ("adopted".to_owned(), false),
+            ]
+        );
+        // Identities and hashes stay: the apply and health after it read them.
+        let settled = &live_plan.observations[0].desired.objects;
+        assert_eq!(settled.len(), 2);
+        assert!(settled.iter().all(|object| !object.hash.is_empty()));
     }
 
     #[test]

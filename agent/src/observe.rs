@@ -82,9 +82,9 @@ pub struct OrphanObservation {
 /// Builds the desired apps with scopes from discovery. Kinds the cluster does not serve keep
 /// their rendered namespace (they fail per object when observed), unless a CRD rendered by the
 /// same app defines them, in which case that CRD's scope is used.
-pub async fn desired_apps(
+pub async fn desired_apps<A: std::borrow::Borrow<RenderedApp> + Sync>(
     cluster: &Cluster,
-    rendered: &[RenderedApp],
+    rendered: &[A],
     policies: &BTreeMap<AppRef, Vec<Policy>>,
     revision: Option<&str>,
 ) -> Vec<DesiredApp> {
@@ -95,6 +95,7 @@ pub async fn desired_apps(
     rendered
         .par_iter()
         .map(|app| {
+            let app: &RenderedApp = app.borrow();
             DesiredApp::from_rendered(
                 app,
                 policies.get(&app.app).unwrap_or(&no_policies),
@@ -145,10 +146,13 @@ fn scope_in(
 
 /// The scope of every kind the apps render, by discovery; a kind the cluster does not serve
 /// has none, unless a CRD rendered by the same app defines it.
-async fn scopes(cluster: &Cluster, rendered: &[RenderedApp]) -> BTreeMap<(String, String), Scope> {
+async fn scopes<A: std::borrow::Borrow<RenderedApp>>(
+    cluster: &Cluster,
+    rendered: &[A],
+) -> BTreeMap<(String, String), Scope> {
     let mut kinds = BTreeSet::new();
     for app in rendered {
-        for object in &app.objects {
+        for object in &app.borrow().objects {
             if let Ok(object_ref) = ObjectRef::from_object(&object.object) {
                 kinds.insert((object_ref.api_version, object_ref.kind));
             }
@@ -161,7 +165,7 @@ async fn scopes(cluster: &Cluster, rendered: &[RenderedApp]) -> BTreeMap<(String
         }
     }
     for app in rendered {
-        for (key, scope) in crd_kinds(app.objects.iter().map(|object| &object.object)) {
+        for (key, scope) in crd_kinds(app.borrow().objects.iter().map(|object| &object.object)) {
             scopes.entry(key).or_insert(scope);
         }
     }
