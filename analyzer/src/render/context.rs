@@ -1,7 +1,7 @@
 //! The `context` a template sees (kubevela-render-semantics.md §1.2), and the JSON encoding
 //! KubeVela gives injected data.
 
-use cue::Exported;
+use cue::{Exported, ExportedField};
 use serde_json::{Map, Value, json};
 
 use super::patch::convert::is_data_field;
@@ -77,22 +77,18 @@ fn lenient_go_json(value: &Exported, has_bottom: &mut bool) -> Option<Value> {
         Exported::Scalar(scalar) => Some(scalar.clone()),
         Exported::Default { default, .. } => lenient_go_json(default, has_bottom),
         Exported::Struct(fields) => {
-            let mut entries: Vec<(&str, Value)> = fields
-                .iter()
-                .filter(|field| is_data_field(field))
-                .filter_map(|field| {
-                    lenient_go_json(&field.value, has_bottom)
-                        .map(|json| (field.label.as_str(), json))
-                })
-                .collect();
-            // Go's encoding/json writes map keys sorted.
-            entries.sort_by(|left, right| left.0.cmp(right.0));
-            Some(Value::Object(
-                entries
-                    .into_iter()
-                    .map(|(label, json)| (label.to_owned(), json))
-                    .collect(),
-            ))
+            // Go's encoding/json writes map keys sorted: the fields are sorted (by reference)
+            // before they are converted, so the JSON is built in its final order.
+            let mut data_fields: Vec<&ExportedField> =
+                fields.iter().filter(|field| is_data_field(field)).collect();
+            data_fields.sort_by(|left, right| left.label.cmp(&right.label));
+            let mut object = Map::with_capacity(data_fields.len());
+            for field in data_fields {
+                if let Some(json) = lenient_go_json(&field.value, has_bottom) {
+                    object.insert(field.label.clone(), json);
+                }
+            }
+            Some(Value::Object(object))
         }
         Exported::List { elems, .. } => Some(Value::Array(
             elems
@@ -326,7 +322,7 @@ spec:
     #[test]
     fn context_json_is_the_go_encoding_of_the_lenient_export() {
         use super::super::patch::convert::{Concreteness, into_exported, to_json};
-        use cue::{Constraint, ExportedField, KindSet};
+        use cue::{Constraint, KindSet};
         let field = |label: &str, value: Exported, optional: bool| ExportedField {
             label: label.to_owned(),
             value,
