@@ -68,7 +68,14 @@ impl ObjectIndex {
         changed: impl Iterator<Item = (&'a AppRef, &'a AppObjects)>,
     ) {
         let n_apps = apps.len();
-        for (app, objects) in changed {
+        let changed = if self.by_app.is_empty() {
+            // A fresh index (every uncached analysis, a cache's first): built in one pass.
+            self.build(changed);
+            None
+        } else {
+            Some(changed)
+        };
+        for (app, objects) in changed.into_iter().flatten() {
             self.remove(app);
             let mut keys: BTreeMap<&ObjectKey, Vec<(usize, String)>> = BTreeMap::new();
             for (key, object_index, component) in objects {
@@ -103,6 +110,64 @@ impl ObjectIndex {
         for app in &gone {
             self.remove(app);
         }
+    }
+
+    /// Fills an empty index with `changed`: what [`Self::update`]'s per-app inserts give, from
+    /// one stable sort of every object by key and maps built from sorted runs (on the serial
+    /// path of every analysis: at 10,000 apps the inserts one by one were ~0.2 G instructions).
+    fn build<'a>(&mut self, changed: impl Iterator<Item = (&'a AppRef, &'a AppObjects)>) {
+        let mut app_refs: Vec<&AppRef> = Vec::new();
+        // `(key, app, object index, component)`, apps in the order given, objects in theirs.
+        let mut rows: Vec<(&ObjectKey, usize, usize, &String)> = Vec::new();
+        for (app, objects) in changed {
+            let app_index = app_refs.len();
+            app_refs.push(app);
+            rows.extend(
+                objects.iter().map(|(key, object_index, component)| {
+                    (key, app_index, *object_index, component)
+                }),
+            );
+        }
+        // Stable: within one key, the rows stay in app order, then object order.
+        rows.sort_by(|a, b| a.0.cmp(b.0));
+        let mut per_app: Vec<Vec<Arc<ObjectKey>>> = vec![Vec::new(); app_refs.len()];
+        let mut by_key = Vec::new();
+        let mut shared = Vec::new();
+        for same_key in rows.chunk_by(|a, b| a.0 == b.0) {
+            let Some(&(key, ..)) = same_key.first() else {
+                continue;
+            };
+            let key = Arc::new(key.clone());
+            let mut owners = Owners::new();
+            for same_app in same_key.chunk_by(|a, b| a.1 == b.1) {
+                let Some((&(_, app_index, ..), app)) = same_app
+                    .first()
+                    .and_then(|row| Some((row, app_refs.get(row.1)?)))
+                else {
+                    continue;
+                };
+                let objects = same_app
+                    .iter()
+                    .map(|(_, _, object_index, component)| (*object_index, (*component).clone()))
+                    .collect();
+                owners.insert((*app).clone(), objects);
+                if let Some(keys) = per_app.get_mut(app_index) {
+                    keys.push(key.clone());
+                }
+            }
+            if owners.len() > 1 {
+                shared.push(key.clone());
+            }
+            by_key.push((key, owners));
+        }
+        // Sorted runs: the maps are built in bulk, not by repeated descent.
+        self.by_key = by_key.into_iter().collect();
+        self.shared = shared.into_iter().collect();
+        self.by_app = app_refs
+            .into_iter()
+            .zip(per_app)
+            .map(|(app, keys)| (app.clone(), keys))
+            .collect();
     }
 
     fn remove(&mut self, app: &AppRef) {
@@ -214,5 +279,70 @@ fn component_span(loaded: &LoadedApp, component: &str) -> cue::Span {
     {
         Some(index) => positions.value_span(&format!("/spec/components/{index}/name")),
         None => positions.value_span("/metadata/name"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn app(namespace: &str, name: &str) -> AppRef {
+        AppRef {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+
+    fn key(kind: &str, name: &str) -> ObjectKey {
+        (
+            "apps".to_owned(),
+            kind.to_owned(),
+            "ns".to_owned(),
+            name.to_owned(),
+        )
+    }
+
+    /// The one-pass build of a fresh index equals the per-app inserts on top of an index that
+    /// already holds the first app: same keys per app, same owners in the same object order,
+    /// same shared keys.
+    #[test]
+    fn a_fresh_index_built_in_one_pass_equals_per_app_inserts() {
+        let apps = [
+            app("a", "one"),
+            app("a", "two"),
+            app("b", "one"),
+            app("b", "zero"),
+        ];
+        let objects: Vec<AppObjects> = vec![
+            // Two objects of one key in one app, one key shared with every other app.
+            vec![
+                (key("Deployment", "web"), 0, "web".to_owned()),
+                (key("Service", "web"), 1, "web".to_owned()),
+                (key("Deployment", "web"), 2, "extra".to_owned()),
+            ],
+            vec![
+                (key("Service", "web"), 0, "svc".to_owned()),
+                (key("ConfigMap", "c"), 1, "svc".to_owned()),
+            ],
+            Vec::new(),
+            vec![
+                (key("ConfigMap", "c"), 3, "cfg".to_owned()),
+                (key("Deployment", "web"), 0, "web".to_owned()),
+                (key("Secret", "s"), 1, "cfg".to_owned()),
+            ],
+        ];
+        let mut built = ObjectIndex::default();
+        built.update(apps.iter(), apps.iter().zip(&objects));
+        let mut inserted = ObjectIndex::default();
+        inserted.update(apps[..1].iter(), apps[..1].iter().zip(&objects[..1]));
+        inserted.update(apps.iter(), apps[1..].iter().zip(&objects[1..]));
+        assert_eq!(format!("{built:?}"), format!("{inserted:?}"));
+        assert_eq!(built.by_app.len(), 4);
+        assert_eq!(built.shared.len(), 3);
+        let owners = &built.by_key[&key("Deployment", "web")];
+        assert_eq!(
+            owners[&app("a", "one")],
+            [(0, "web".to_owned()), (2, "extra".to_owned())]
+        );
     }
 }
