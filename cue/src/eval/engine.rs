@@ -318,8 +318,9 @@ pub struct Engine<'a> {
     /// The file identity [`Engine::intern_ast`] keys by: the one file evaluated, or 0 for
     /// several files, whose labels go to a table of this evaluation only.
     ast_uid: u64,
-    /// The thread's [`AstSyms`], set aside while a several-file evaluation uses its own.
-    ast_syms_saved: Option<AstSyms>,
+    /// The thread's [`AstSyms`] and [`Constants`], set aside while a several-file evaluation
+    /// uses its own.
+    ast_syms_saved: Option<(AstSyms, Constants)>,
     /// Symbols of list indices `0`, `1`, … (interned without formatting the number each time).
     index_syms: Vec<Sym>,
     lets: HashMap<(EnvId, usize), VId, FxBuild>,
@@ -327,7 +328,8 @@ pub struct Engine<'a> {
     /// so that re-adding the same aliased conjunct is recognised as a duplicate (keeps alias
     /// cycles finite and fast).
     alias_envs: HashMap<(EnvId, usize, VId), EnvId, FxBuild>,
-    strings: HashMap<usize, Rc<str>, FxBuild>,
+    /// The values of constant string and number literals (see [`Constants`]).
+    constants: Constants,
     regexes: HashMap<String, Rc<regex::Regex>>,
     depth: u32,
     /// Where new arcs of a vertex go while a comprehension body is processed.
@@ -365,7 +367,14 @@ struct Symbols {
     sym_index: HashMap<Rc<str>, Sym, FxBuild>,
     index_syms: Vec<Sym>,
     ast_syms: AstSyms,
+    constants: Constants,
 }
+
+/// The values of a file's constant string and number literals by (file identity, address of
+/// the literal): every evaluation of a template reads the same literals, and each was parsed
+/// (numbers) or copied into a shared string again per evaluation. Keyed like [`AstSyms`];
+/// independent of the symbol table, but kept and reset with it.
+type Constants = HashMap<(u64, usize), Atom, FxBuild>;
 
 /// Symbols of label text in a file's AST by (file identity, address, length): the same
 /// template's labels are interned on every evaluation, and hashing three words is cheaper than
@@ -381,6 +390,7 @@ thread_local! {
             sym_index: HashMap::with_hasher(FxBuild),
             index_syms: Vec::new(),
             ast_syms: HashMap::with_hasher(FxBuild),
+            constants: HashMap::with_hasher(FxBuild),
         })
     };
 }
@@ -486,17 +496,21 @@ pub fn is_definition(label: &str) -> bool {
 impl Drop for Engine<'_> {
     /// Hands the symbol table back to the thread (see [`Symbols`]).
     fn drop(&mut self) {
-        let ast_syms = match self.ast_syms_saved.take() {
-            // This evaluation's own table (several files) was filled against the same symbol
-            // table; the thread's one still matches it too, as symbols are only appended.
+        let (ast_syms, constants) = match self.ast_syms_saved.take() {
+            // This evaluation's own tables (several files) are dropped; the thread's ones still
+            // match the symbol table, as symbols are only appended.
             Some(saved) => saved,
-            None => std::mem::take(&mut self.ast_syms),
+            None => (
+                std::mem::take(&mut self.ast_syms),
+                std::mem::take(&mut self.constants),
+            ),
         };
         let symbols = Symbols {
             syms: std::mem::take(&mut self.syms),
             sym_index: std::mem::take(&mut self.sym_index),
             index_syms: std::mem::take(&mut self.index_syms),
             ast_syms,
+            constants,
         };
         // During thread teardown the table is simply dropped.
         let _ = SYMBOLS.try_with(|shared| *shared.borrow_mut() = symbols);
@@ -514,6 +528,7 @@ impl<'a> Engine<'a> {
             .unwrap_or_default();
         let shared = if shared.syms.len() > MAX_SHARED_SYMBOLS
             || shared.ast_syms.len() > MAX_SHARED_SYMBOLS
+            || shared.constants.len() > MAX_SHARED_SYMBOLS
         {
             Symbols::default()
         } else {
@@ -531,12 +546,12 @@ impl<'a> Engine<'a> {
             syms: shared.syms,
             sym_index: shared.sym_index,
             ast_syms: shared.ast_syms,
+            constants: shared.constants,
             ast_uid: 0,
             ast_syms_saved: None,
             index_syms: shared.index_syms,
             lets: HashMap::with_hasher(FxBuild),
             alias_envs: HashMap::with_hasher(FxBuild),
-            strings: HashMap::with_hasher(FxBuild),
             regexes: HashMap::new(),
             depth: 0,
             insert_at: None,
@@ -660,9 +675,12 @@ impl<'a> Engine<'a> {
             self.file_uid = Some(file.compile_checks.uid);
             self.ast_uid = file.compile_checks.uid;
         } else {
-            // Labels of several files are keyed without an identity: only for this evaluation.
+            // Labels and literals of several files are keyed without an identity: only for
+            // this evaluation.
             let own = HashMap::with_capacity_and_hasher(128, FxBuild);
-            self.ast_syms_saved = Some(std::mem::replace(&mut self.ast_syms, own));
+            let saved_syms = std::mem::replace(&mut self.ast_syms, own);
+            let saved_constants = std::mem::take(&mut self.constants);
+            self.ast_syms_saved = Some((saved_syms, saved_constants));
         }
         let hint = match self.size_hint.load(Ordering::Relaxed) {
             0 => 64,
@@ -2056,7 +2074,7 @@ impl<'a> Engine<'a> {
     fn expand_disjunctions(&mut self, v: VId) {
         let disjs = std::mem::take(&mut self.vm(v).disjs);
         // Alternatives of each disjunction: (conjunct kind, env, close, grp, default flag).
-        let mut sets: Vec<Vec<(Conj<'a>, bool)>> = Vec::new();
+        let mut sets: SmallVec<[Alts<'a>; 1]> = SmallVec::new();
         for d in &disjs {
             if let ConjKind::Or(items, span) = &d.kind {
                 let alts = items
@@ -2103,7 +2121,7 @@ impl<'a> Engine<'a> {
         }
         let total: usize = sets
             .iter()
-            .map(Vec::len)
+            .map(|set| set.len())
             .try_fold(1usize, |acc, n| acc.checked_mul(n))
             .unwrap_or(usize::MAX);
         if total > MAX_DISJUNCTS {
@@ -2193,7 +2211,7 @@ impl<'a> Engine<'a> {
     /// (`*"ClusterIP" | "NodePort"`, `*1 | int`) on a vertex that is not a struct or list:
     /// alternatives are checked on shapes, without cloning vertices. Returns false (having
     /// changed nothing) when it does not apply.
-    fn atomic_disjunction(&mut self, v: VId, sets: &[Vec<(Conj<'a>, bool)>]) -> bool {
+    fn atomic_disjunction(&mut self, v: VId, sets: &[Alts<'a>]) -> bool {
         let [set] = sets else { return false };
         {
             let vx = self.v(v);
@@ -2714,8 +2732,15 @@ impl<'a> Engine<'a> {
             Expr::Null(_) => R::Atom(Atom::Null),
             Expr::Bool(b, _) => R::Atom(Atom::Bool(*b)),
             Expr::Number { text, kind, span } => {
+                let key = (self.ast_uid, expr as *const Expr as usize);
+                if let Some(atom) = self.constants.get(&key) {
+                    return R::Atom(atom.clone());
+                }
                 match parse_number(text, *kind == ast::NumberKind::Int) {
-                    Ok(atom) => R::Atom(atom),
+                    Ok(atom) => {
+                        self.constants.insert(key, atom.clone());
+                        R::Atom(atom)
+                    }
                     Err(message) => {
                         let kind = if message.starts_with("unsupported") {
                             ErrorKind::Unsupported
@@ -2729,18 +2754,18 @@ impl<'a> Engine<'a> {
             Expr::String { parts, .. }
                 if matches!(parts.as_slice(), [ast::StringPart::Lit(_)] | []) =>
             {
-                // Constant strings are shared: evaluated many times, allocated once.
-                let key = expr as *const Expr as usize;
-                if let Some(s) = self.strings.get(&key) {
-                    return R::Atom(Atom::Str(s.clone()));
+                // Constant strings are shared: evaluated many times, allocated once per thread.
+                let key = (self.ast_uid, expr as *const Expr as usize);
+                if let Some(atom) = self.constants.get(&key) {
+                    return R::Atom(atom.clone());
                 }
                 let text = match parts.as_slice() {
                     [ast::StringPart::Lit(text)] => text.as_str(),
                     _ => "",
                 };
-                let rc: Rc<str> = Rc::from(text);
-                self.strings.insert(key, rc.clone());
-                R::Atom(Atom::Str(rc))
+                let atom = Atom::Str(Rc::from(text));
+                self.constants.insert(key, atom.clone());
+                R::Atom(atom)
             }
             Expr::String { parts, span } => match self.interpolate(parts, env, *span) {
                 Ok(s) => R::Atom(Atom::Str(Rc::from(s.as_str()))),
@@ -3750,11 +3775,11 @@ fn conj_span(kind: &ConjKind<'_>) -> Span {
 /// default otherwise (M1, M2), and an unmarked term loses its defaults (M0, M3); in an unmarked
 /// one, terms keep their defaults (D0-D2). So `*1 | (*2 | 3)` defaults to 1 and
 /// `*(*1 | 2) | 3` to 1.
-fn disjunction_terms(expr: &Expr) -> (Vec<(&Expr, bool)>, bool) {
-    let mut terms = Vec::new();
+fn disjunction_terms(expr: &Expr) -> (Terms<'_>, bool) {
+    let mut terms = Terms::new();
     disjunction_chain(expr, &mut terms);
     let marked = terms.iter().any(|(_, m)| *m);
-    let mut leaves = Vec::new();
+    let mut leaves = Terms::new();
     let mut has_default = marked;
     for (term, term_marked) in terms {
         let nested = match term {
@@ -3781,9 +3806,17 @@ fn disjunction_terms(expr: &Expr) -> (Vec<(&Expr, bool)>, bool) {
     (leaves, has_default)
 }
 
+/// The alternatives of one disjunction being expanded, with their default flags: inline up to
+/// four, like [`Terms`].
+type Alts<'a> = SmallVec<[(Conj<'a>, bool); 4]>;
+
+/// Terms of a disjunction with their default marks, inline up to four (most disjunctions in
+/// KubeVela templates have two or three terms, and they are expanded on every evaluation).
+type Terms<'a> = SmallVec<[(&'a Expr, bool); 4]>;
+
 /// The terms of one syntactic disjunction `a | *b | c` (not looking into parentheses), each
 /// with whether it is marked.
-fn disjunction_chain<'a>(expr: &'a Expr, out: &mut Vec<(&'a Expr, bool)>) {
+fn disjunction_chain<'a>(expr: &'a Expr, out: &mut Terms<'a>) {
     match expr {
         Expr::Binary {
             op: BinaryOp::Disjunction,
