@@ -30,10 +30,14 @@ const MAX_KEY: usize = 1024;
 /// path (see the module doc).
 pub(super) fn parse_documents(text: &str, builder: &mut Builder) -> Option<()> {
     let bytes = text.as_bytes();
-    if bytes
-        .iter()
-        .any(|&byte| !(byte == b'\n' || (b' '..=b'~').contains(&byte)))
-    {
+    // Per chunk without an early exit, so the check compiles to vector code (it reads every
+    // byte of every file: one byte at a time it was ~6 % of the scanner's instructions).
+    let outside = |byte: u8| byte != b'\n' && !(b' '..=b'~').contains(&byte);
+    if bytes.chunks(64).any(|chunk| {
+        chunk
+            .iter()
+            .fold(false, |found, &byte| found | outside(byte))
+    }) {
         return None;
     }
     let mut scanner = Scanner {
