@@ -1819,8 +1819,10 @@ impl<'a> Engine<'a> {
             }
             return;
         }
-        let conjs: Conjs<'a> = t.conjs.iter().filter(|c| !c.derived).cloned().collect();
-        if conjs.is_empty() && t.state == State::Done {
+        // The conjuncts are copied one at a time below, by index, instead of collected first:
+        // only `v` changes while they are added, and `v` is not `target`.
+        let n_conjs = t.conjs.len();
+        if t.conjs.iter().all(|c| c.derived) && t.state == State::Done {
             // Evaluated values without conjuncts of their own: results of `or()`.
             if let Some(next) = t.forward {
                 self.process_ref(v, next, span, close, grp);
@@ -1844,7 +1846,12 @@ impl<'a> Engine<'a> {
         } else {
             grp
         };
-        for conj in conjs {
+        for index in 0..n_conjs {
+            let conj = &self.v(target).conjs[index];
+            if conj.derived {
+                continue;
+            }
+            let conj = conj.clone();
             let new_close = match (close, conj.close) {
                 (Close::Deep, _) | (_, Close::Deep) => Close::Deep,
                 (Close::Shallow, _) | (_, Close::Shallow) => Close::Shallow,
