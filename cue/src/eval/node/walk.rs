@@ -422,6 +422,80 @@ mod tests {
         }
     }
 
+    /// Every golden case of `tests/cases` (the language features the crate supports, errors
+    /// included): each top-level field taken each way equals the built value's.
+    #[test]
+    fn parts_equal_the_built_value_on_every_golden_case() {
+        fn cue_files(dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    cue_files(&path, files);
+                } else if path.extension().is_some_and(|ext| ext == "cue") {
+                    files.push(path);
+                }
+            }
+        }
+        let mut files = Vec::new();
+        cue_files(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases"),
+            &mut files,
+        );
+        files.sort();
+        assert!(files.len() > 50, "golden cases not found: {}", files.len());
+        let evaluator = Evaluator::new();
+        for path in files {
+            let source = std::fs::read_to_string(&path).unwrap();
+            let parsed = crate::parse_file(crate::FileId(0), &source);
+            if !parsed.errors.is_empty() {
+                continue;
+            }
+            let value = evaluator.evaluate_omitting_injected(&[&parsed.file], &[]);
+            let names: Vec<String> = value.fields().into_iter().map(|(name, _)| name).collect();
+            for take in [Take::Export, Take::Fields, Take::Value] {
+                let requested: Vec<(&str, Take)> =
+                    names.iter().map(|name| (name.as_str(), take)).collect();
+                let mut parts = evaluator.evaluate_parts(&[&parsed.file], &[], &requested);
+                assert_eq!(
+                    parts.errors(),
+                    value.validate().as_slice(),
+                    "{}",
+                    path.display()
+                );
+                for name in &names {
+                    let field = value.lookup(&[name]).unwrap();
+                    match take {
+                        Take::Export => assert_eq!(
+                            parts.take_export(name),
+                            Some((field.export(), field.doc())),
+                            "{name} of {}",
+                            path.display()
+                        ),
+                        Take::Fields => {
+                            let expected: Vec<(String, Exported)> = field
+                                .fields()
+                                .into_iter()
+                                .map(|(label, value)| (label, value.export()))
+                                .collect();
+                            assert_eq!(
+                                parts.take_fields(name),
+                                expected,
+                                "{name} of {}",
+                                path.display()
+                            );
+                        }
+                        Take::Value => assert_eq!(
+                            parts.value(name).map(Value::to_json),
+                            Some(field.to_json()),
+                            "{name} of {}",
+                            path.display()
+                        ),
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn injected_data_is_left_out_and_read_the_same() {
         let context = serde_json::json!({"name": "app", "labels": {"a": "b"}});
