@@ -86,6 +86,74 @@ pub(crate) fn into_json(
     }
 }
 
+/// `into_exported(into_json(value, Required)?)` without building the JSON (the base of a
+/// JSON merge patch): defaults taken; optional, hidden and definition fields and doc comments
+/// dropped; every list open.
+///
+/// # Errors
+/// As [`into_json`] in `Required` mode: every non-concrete or bottom value, in the same order.
+pub(crate) fn into_concrete(value: Exported) -> Result<Exported, Vec<ExportError>> {
+    let mut errors = Vec::new();
+    let mut path = Vec::new();
+    let concrete = concrete_owned(value, &mut path, &mut errors);
+    if errors.is_empty() {
+        Ok(concrete.unwrap_or(Exported::Scalar(serde_json::Value::Null)))
+    } else {
+        Err(errors)
+    }
+}
+
+/// [`convert_owned`] in `Required` mode, giving a concrete export instead of JSON.
+fn concrete_owned(
+    value: Exported,
+    path: &mut Vec<OwnedStep>,
+    errors: &mut Vec<ExportError>,
+) -> Option<Exported> {
+    match value {
+        Exported::Scalar(scalar) => Some(Exported::Scalar(scalar)),
+        Exported::Default { default, .. } => concrete_owned(*default, path, errors),
+        Exported::Struct(fields) => {
+            let mut concrete = Vec::with_capacity(fields.len());
+            for field in fields.into_iter().filter(is_data_field) {
+                path.push(OwnedStep::Label(field.label));
+                let value = concrete_owned(field.value, path, errors);
+                if let (Some(value), Some(OwnedStep::Label(label))) = (value, path.pop()) {
+                    concrete.push(ExportedField {
+                        label,
+                        value,
+                        doc: Vec::new(),
+                        optional: false,
+                    });
+                }
+            }
+            Some(Exported::Struct(concrete))
+        }
+        Exported::List { elems, .. } => {
+            let mut items = Vec::with_capacity(elems.len());
+            for (index, elem) in elems.into_iter().enumerate() {
+                path.push(OwnedStep::Index(index));
+                items.push(
+                    concrete_owned(elem, path, errors)
+                        .unwrap_or(Exported::Scalar(serde_json::Value::Null)),
+                );
+                path.pop();
+            }
+            Some(Exported::List {
+                elems: items,
+                open: true,
+            })
+        }
+        Exported::Incomplete(constraint) => {
+            errors.push(ExportError::incomplete(owned_steps(path), &constraint.text));
+            None
+        }
+        Exported::Bottom(causes) => {
+            errors.push(ExportError::bottom(owned_steps(path), causes));
+            None
+        }
+    }
+}
+
 /// A step of [`convert_owned`]'s path: the label is held here while its value is converted,
 /// then becomes the JSON key.
 enum OwnedStep {

@@ -1,10 +1,15 @@
 //! RFC 7396 JSON merge patch and RFC 6902 JSON patch on `serde_json` values, the
 //! `jsonMergePatch` and `jsonPatch` patch strategies (KubeVela uses `evanphx/json-patch`).
 
+use cue::{Exported, ExportedField};
 use serde_json::Value;
 
+use super::convert::into_exported;
+
 /// Applies a JSON merge patch: objects merge recursively, `null` deletes, anything else
-/// (lists included) replaces.
+/// (lists included) replaces. The renderer merges on the export
+/// ([`merge_patch_exported`]); this JSON form is the reference its tests compare with.
+#[cfg(test)]
 pub(crate) fn merge_patch(base: &mut Value, patch: &Value) {
     let Value::Object(patch_object) = patch else {
         *base = patch.clone();
@@ -20,6 +25,42 @@ pub(crate) fn merge_patch(base: &mut Value, patch: &Value) {
             } else {
                 let entry = base_object.entry(key.clone()).or_insert(Value::Null);
                 merge_patch(entry, patch_value);
+            }
+        }
+    }
+}
+
+/// [`merge_patch`] on a concrete export (as `convert::into_concrete` gives): the same result
+/// as merging its JSON and reading that back with `convert::into_exported`, without the JSON
+/// (field order kept, a deleted field shifts the rest, new fields are appended).
+pub(crate) fn merge_patch_exported(base: &mut Exported, patch: &Value) {
+    let Value::Object(patch_object) = patch else {
+        *base = into_exported(patch.clone());
+        return;
+    };
+    if !matches!(base, Exported::Struct(_)) {
+        *base = Exported::Struct(Vec::new());
+    }
+    if let Exported::Struct(fields) = base {
+        for (key, patch_value) in patch_object {
+            let position = fields.iter().position(|field| field.label == *key);
+            if patch_value.is_null() {
+                if let Some(index) = position {
+                    fields.remove(index);
+                }
+                continue;
+            }
+            let index = position.unwrap_or_else(|| {
+                fields.push(ExportedField {
+                    label: key.clone(),
+                    value: Exported::Scalar(Value::Null),
+                    doc: Vec::new(),
+                    optional: false,
+                });
+                fields.len() - 1
+            });
+            if let Some(field) = fields.get_mut(index) {
+                merge_patch_exported(&mut field.value, patch_value);
             }
         }
     }
@@ -150,6 +191,74 @@ fn remove(base: &mut Value, path: &str) -> Result<Value, String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Merging on the concrete export gives what merging the JSON and reading it back gives
+    /// (defaults, optional and hidden fields, closed lists, deletions, new and replaced
+    /// values), and the concrete export fails where the JSON export fails.
+    #[test]
+    fn merge_on_the_export_matches_merge_on_json() {
+        use super::super::convert::{Concreteness, into_concrete, into_json};
+        use cue::{Constraint, KindSet};
+        let field = |label: &str, value: Exported, optional: bool| ExportedField {
+            label: label.to_owned(),
+            value,
+            doc: vec!["// +patchKey=name".to_owned()],
+            optional,
+        };
+        let incomplete = || {
+            Exported::Incomplete(Constraint {
+                kinds: KindSet::STRING,
+                text: "string".to_owned(),
+            })
+        };
+        let base = Exported::Struct(vec![
+            field(
+                "metadata",
+                into_exported(json!({"name": "x", "labels": {"a": "1", "b": "2"}})),
+                false,
+            ),
+            field(
+                "replicas",
+                Exported::Default {
+                    default: Box::new(Exported::Scalar(json!(1))),
+                    others: vec![incomplete()],
+                },
+                false,
+            ),
+            field("opt", incomplete(), true),
+            field("_hidden", Exported::Scalar(json!(0)), false),
+            field(
+                "list",
+                Exported::List {
+                    elems: vec![Exported::Scalar(json!(1))],
+                    open: false,
+                },
+                false,
+            ),
+        ]);
+        let patches = [
+            json!({"metadata": {"labels": {"a": null, "c": "3"}}, "spec": {"x": [1, {"y": 2}]}}),
+            json!({"replicas": null, "list": [2, 3], "metadata": "flat"}),
+            json!([1, 2]),
+            json!("scalar"),
+            json!({}),
+        ];
+        for patch in patches {
+            let mut json = into_json(base.clone(), Concreteness::Required).unwrap();
+            merge_patch(&mut json, &patch);
+            let mut exported = into_concrete(base.clone()).unwrap();
+            merge_patch_exported(&mut exported, &patch);
+            assert_eq!(exported, into_exported(json), "{patch}");
+        }
+        let broken = Exported::Struct(vec![
+            field("a", incomplete(), false),
+            field("b", Exported::Bottom(Vec::new()), false),
+        ]);
+        assert_eq!(
+            into_concrete(broken.clone()).unwrap_err(),
+            into_json(broken, Concreteness::Required).unwrap_err()
+        );
+    }
 
     #[test]
     fn merge_patch_follows_rfc_7396() {

@@ -14,7 +14,7 @@ pub(crate) mod unify;
 
 use cue::Exported;
 
-use convert::{Concreteness, into_exported, into_json, to_json};
+use convert::{Concreteness, into_concrete, into_exported, into_json, to_json};
 use tags::{FieldTags, PatchStrategy};
 pub(crate) use unify::ConstraintCheck;
 
@@ -48,9 +48,13 @@ pub(crate) fn apply_patch(
 ) -> Result<Exported, PatchError> {
     match FieldTags::parse(patch_doc).strategy {
         PatchStrategy::JsonMergePatch => {
-            let (mut base_json, patch_json) = concrete_pair(base, patch)?;
-            json_patch::merge_patch(&mut base_json, &patch_json);
-            Ok(into_exported(base_json))
+            // Merged on the concrete export: the same as merging the JSON and reading it back
+            // (upstream re-parses the merged JSON), without building the workload's JSON.
+            let mut base = into_concrete(base).map_err(|e| not_concrete("the workload", e))?;
+            let patch_json =
+                to_json(patch, Concreteness::Required).map_err(|e| not_concrete("the patch", e))?;
+            json_patch::merge_patch_exported(&mut base, &patch_json);
+            Ok(base)
         }
         PatchStrategy::JsonPatch => {
             let (mut base_json, patch_json) = concrete_pair(base, patch)?;
@@ -86,21 +90,23 @@ fn concrete_pair(
     base: Exported,
     patch: &Exported,
 ) -> Result<(serde_json::Value, serde_json::Value), PatchError> {
-    let to_error = |what: &str, errors: Vec<convert::ExportError>| {
-        let first = errors.into_iter().next();
-        PatchError {
-            path: first.as_ref().map(|e| e.path.clone()).unwrap_or_default(),
-            message: format!(
-                "{what} must be concrete for a JSON patch strategy: {}",
-                first.map_or_else(String::new, |e| e.message)
-            ),
-        }
-    };
     let base_json =
-        into_json(base, Concreteness::Required).map_err(|e| to_error("the workload", e))?;
+        into_json(base, Concreteness::Required).map_err(|e| not_concrete("the workload", e))?;
     let patch_json =
-        to_json(patch, Concreteness::Required).map_err(|e| to_error("the patch", e))?;
+        to_json(patch, Concreteness::Required).map_err(|e| not_concrete("the patch", e))?;
     Ok((base_json, patch_json))
+}
+
+/// The error of a JSON strategy whose workload or patch (`what`) is not concrete.
+fn not_concrete(what: &str, errors: Vec<convert::ExportError>) -> PatchError {
+    let first = errors.into_iter().next();
+    PatchError {
+        path: first.as_ref().map(|e| e.path.clone()).unwrap_or_default(),
+        message: format!(
+            "{what} must be concrete for a JSON patch strategy: {}",
+            first.map_or_else(String::new, |e| e.message)
+        ),
+    }
 }
 
 #[cfg(test)]
