@@ -272,18 +272,27 @@ YAML
   AGENT_PID=$!
 }
 
+# The repository of N generated apps in TREE, applied under SOURCE first unless
+# SCALE_SKIP_SETUP=1 says a previous run did it.
+prepare_run() { # N TREE SOURCE
+  agent_repo "$1" "$2"
+  if [[ ${SCALE_SKIP_SETUP:-0} == 1 ]]; then
+    say "setup skipped (SCALE_SKIP_SETUP=1): the $1 apps must already be applied under $3"
+  else
+    setup_apply "$1" "$2" "$3"
+  fi
+}
+
+# True (and says so) when SCALE_SETUP_ONLY=1 asked for the setup apply alone.
+setup_only() { # N SOURCE
+  [[ ${SCALE_SETUP_ONLY:-0} == 1 ]] || return 1
+  say "SCALE_SETUP_ONLY=1: the $1 apps are applied under $2; no agent started"
+}
+
 agent_run() { # N SOURCE
   local n=$1 source=$2 tree=$WORK/agent-repo-$1 port t0 sha first gen rendered planned
-  agent_repo "$n" "$tree"
-  if [[ ${SCALE_SKIP_SETUP:-0} == 1 ]]; then
-    say "setup skipped (SCALE_SKIP_SETUP=1): the $n apps must already be applied under $source"
-  else
-    setup_apply "$n" "$tree" "$source"
-  fi
-  if [[ ${SCALE_SETUP_ONLY:-0} == 1 ]]; then
-    say "SCALE_SETUP_ONLY=1: the $n apps are applied under $source; no agent started"
-    return 0
-  fi
+  prepare_run "$n" "$tree" "$source"
+  if setup_only "$n" "$source"; then return 0; fi
   start_agent agent "$n" "$tree" "$source" ""
   port=$AGENT_PORT
   t0=$(date +%s%N)
@@ -319,16 +328,8 @@ agent_run() { # N SOURCE
 # wall (driftless_plan_duration_seconds), and the agent's resident memory then and at its peak.
 drift_run() { # N SOURCE
   local n=$1 source=$2 tree=$WORK/drift-repo-$1 port t0 first k line count deadline
-  agent_repo "$n" "$tree"
-  if [[ ${SCALE_SKIP_SETUP:-0} == 1 ]]; then
-    say "setup skipped (SCALE_SKIP_SETUP=1): the $n apps must already be applied under $source"
-  else
-    setup_apply "$n" "$tree" "$source"
-  fi
-  if [[ ${SCALE_SETUP_ONLY:-0} == 1 ]]; then
-    say "SCALE_SETUP_ONLY=1: the $n apps are applied under $source; no agent started"
-    return 0
-  fi
+  prepare_run "$n" "$tree" "$source"
+  if setup_only "$n" "$source"; then return 0; fi
   start_agent drift "$n" "$tree" "$source" "drift: { schedule: '*/20 * * * * *', mode: report }"
   port=$AGENT_PORT
   t0=$(date +%s%N)
