@@ -1164,63 +1164,11 @@ mod tests {
 
     #[test]
     fn an_apply_keeps_only_the_live_objects_it_may_write_or_adopt() {
-        let desired = desired("team", "shop", &["recorded", "stale-hash", "changed"]);
-        let refs: Vec<_> = desired
-            .objects
-            .iter()
-            .map(|object| object.object_ref.clone())
-            .collect();
-        let mut tracker = TrackerRecord::new(&desired.app);
-        for (object, hash) in [
-            (&desired.objects[0], desired.objects[0].hash.clone()),
-            (&desired.objects[1], "an older render".to_owned()),
-            (&desired.objects[2], desired.objects[2].hash.clone()),
-        ] {
-            tracker.entries.insert(
-                object.object_ref.clone(),
-                TrackedEntry {
-                    state: EntryState::Applied,
-                    hash,
-                    resource_version: Some("1".to_owned()),
-                    component: "settings".to_owned(),
-                    component_type: None,
-                    trait_type: None,
-                    gc: Default::default(),
-                    propagation: Default::default(),
-                },
-            );
-        }
-        let mut live = LiveObjects::default();
-        for (object_ref, object) in refs.iter().zip(&desired.objects) {
-            live.objects.insert(
-                object_ref.clone(),
-                Observed::Present {
-                    live: object.object.clone(),
-                    dry_run: None,
-                },
-            );
-        }
-        let app_plan = AppPlan {
-            app: desired.app.clone(),
-            revision: None,
-            changes: vec![
-                unchanged(&refs[0]),
-                unchanged(&refs[1]),
-                Change {
-                    action: Action::Update,
-                    ..unchanged(&refs[2])
-                },
-            ],
-            diagnostics: Vec::new(),
-            health: None,
-        };
-        let mut observation = AppObservation {
-            desired,
-            live,
-            tracker: Some(tracker),
-            tracker_error: None,
-        };
-        drop_settled(&mut observation, &app_plan);
+        let (mut observation, app_plan) = planned(
+            desired("team", "shop", &["recorded", "stale-hash", "changed"]),
+            &[None, Some("an older render"), None],
+            &[Action::Unchanged, Action::Unchanged, Action::Update],
+        );
         let kept: Vec<&str> = observation
             .live
             .objects
