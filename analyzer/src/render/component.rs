@@ -6,11 +6,12 @@ use std::sync::Arc;
 use cue::{Evaluator, Exported, Take};
 use serde_json::{Map, Value};
 
-use super::context::{component_context, context_json, go_json};
+use super::context::{component_context, context_json_read, go_json};
 use super::errors::{PropertiesSite, Subject, with_path};
 use super::instance::{Inputs, evaluate, missing_parameters};
 use super::labels::{LabelContext, ObjectRole, apply_contract, trait_type_label};
 use super::memo::{self, MemoKey, TraitResult};
+use super::output_reads::{Reads, output_reads};
 use super::patch::convert::{Concreteness, into_json};
 use super::patch::{ConstraintCheck, apply_patch, unify_only};
 use super::restart_hash::stamp_restart_hash;
@@ -150,7 +151,7 @@ pub(crate) fn render_component(
     {
         let trait_pointer = format!("{component_pointer}/traits/{trait_index}");
         let trait_properties_pointer = format!("{trait_pointer}/properties");
-        let Some(trait_template) = trait_definition.template.as_deref() else {
+        let Some(trait_template) = trait_definition.template.as_ref() else {
             return Err(vec![Diagnostic::error(
                 "unsupported-definition",
                 format!(
@@ -180,15 +181,15 @@ pub(crate) fn render_component(
                 if with_output && let Some(object) = base_trait_context.as_object_mut() {
                     // Deviation: upstream injects the base as CUE text; JSON cannot carry a
                     // value that is still non-concrete, so such fields are left out of
-                    // `context.output`.
-                    object.insert("output".to_owned(), context_json(&workload));
-                    if !auxiliaries.is_empty() {
-                        let mut outputs = Map::new();
-                        for auxiliary in &auxiliaries {
-                            outputs.insert(auxiliary.name.clone(), context_json(&auxiliary.value));
-                        }
-                        outputs.sort_keys();
-                        object.insert("outputs".to_owned(), Value::Object(outputs));
+                    // `context.output`. Only what the template can observe is converted.
+                    let reads = output_reads(trait_template);
+                    if let Some(reads) = &reads.output {
+                        object.insert("output".to_owned(), context_json_read(&workload, reads));
+                    }
+                    if let Some(reads) = &reads.outputs
+                        && !auxiliaries.is_empty()
+                    {
+                        object.insert("outputs".to_owned(), outputs_json(&auxiliaries, reads));
                     }
                 }
                 let trait_site = PropertiesSite {
@@ -385,4 +386,25 @@ pub(crate) fn render_component(
         },
     );
     Ok(objects)
+}
+
+/// `context.outputs`: the auxiliaries so far by name (a later one of the same name wins),
+/// keys sorted, each as much as `reads` can observe of it.
+fn outputs_json(auxiliaries: &[Auxiliary], reads: &Reads) -> Value {
+    let mut outputs = Map::new();
+    for auxiliary in auxiliaries {
+        let observed = match reads {
+            Reads::All => Some(&Reads::All),
+            Reads::Exists => None,
+            Reads::Fields(fields) => fields.get(&auxiliary.name),
+        };
+        if let Some(observed) = observed {
+            outputs.insert(
+                auxiliary.name.clone(),
+                context_json_read(&auxiliary.value, observed),
+            );
+        }
+    }
+    outputs.sort_keys();
+    Value::Object(outputs)
 }

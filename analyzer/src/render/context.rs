@@ -4,6 +4,7 @@
 use cue::{Exported, ExportedField};
 use serde_json::{Map, Value, json};
 
+use super::output_reads::Reads;
 use super::patch::convert::is_data_field;
 
 use crate::ClusterVersion;
@@ -67,6 +68,62 @@ pub(crate) fn context_json(value: &Exported) -> Value {
         Value::Null
     } else {
         json.unwrap_or(Value::Null)
+    }
+}
+
+/// [`context_json`] of only what `reads` can observe of `value` (see [`super::output_reads`]):
+/// the fields it names, an empty placeholder where only existence is tested. `null` when
+/// `value` holds an error anywhere, as for the whole value.
+pub(crate) fn context_json_read(value: &Exported, reads: &Reads) -> Value {
+    if *reads == Reads::All {
+        return context_json(value);
+    }
+    if lenient_has_bottom(value) {
+        return Value::Null;
+    }
+    pruned_go_json(value, reads).unwrap_or(Value::Null)
+}
+
+/// Whether [`lenient_go_json`] of `value` would meet an error value.
+fn lenient_has_bottom(value: &Exported) -> bool {
+    match value {
+        Exported::Bottom(_) => true,
+        Exported::Default { default, .. } => lenient_has_bottom(default),
+        Exported::Struct(fields) => fields
+            .iter()
+            .any(|field| is_data_field(field) && lenient_has_bottom(&field.value)),
+        Exported::List { elems, .. } => elems.iter().any(lenient_has_bottom),
+        Exported::Scalar(_) | Exported::Incomplete(_) => false,
+    }
+}
+
+/// [`lenient_go_json`] of the parts of `value` that `reads` names; `value` holds no error.
+fn pruned_go_json(value: &Exported, reads: &Reads) -> Option<Value> {
+    match (value, reads) {
+        (Exported::Default { default, .. }, _) => pruned_go_json(default, reads),
+        (Exported::Struct(_), Reads::Exists) => Some(Value::Object(Map::new())),
+        (Exported::List { .. }, Reads::Exists) => Some(Value::Array(Vec::new())),
+        (Exported::Struct(fields), Reads::Fields(read_fields)) => {
+            let mut data_fields: Vec<(&ExportedField, &Reads)> = fields
+                .iter()
+                .filter(|field| is_data_field(field))
+                .filter_map(|field| read_fields.get(&field.label).map(|reads| (field, reads)))
+                .collect();
+            data_fields.sort_by(|(left, _), (right, _)| left.label.cmp(&right.label));
+            let mut object = Map::with_capacity(data_fields.len());
+            for (field, reads) in data_fields {
+                if let Some(json) = pruned_go_json(&field.value, reads) {
+                    object.insert(field.label.clone(), json);
+                }
+            }
+            Some(Value::Object(object))
+        }
+        // Scalars, and a list or scalar where fields are selected (the selection fails on
+        // the whole value, with the same error): kept whole.
+        _ => {
+            let mut has_bottom = false;
+            lenient_go_json(value, &mut has_bottom)
+        }
     }
 }
 

@@ -15,6 +15,7 @@ mod errors;
 mod instance;
 mod labels;
 mod memo;
+mod output_reads;
 pub(crate) mod patch;
 mod policies;
 mod restart_hash;
