@@ -634,10 +634,20 @@ impl SourceWorker {
         }
     }
 
-    async fn plan(&self, rendered: &Selected, commit: &CommitId, orphans: &Orphans) -> LivePlan {
+    /// Plans the selected apps; for an apply (`apply`), the plan keeps what a whole apply
+    /// reads of the apps without a workflow, and those with one keep their desired objects
+    /// (see [`live::Keep`]); otherwise only the plan. Also returns the apps that run a workflow,
+    /// with their manifests (read from the same parse as the policies and status CUE).
+    async fn plan(
+        &self,
+        rendered: &Selected,
+        commit: &CommitId,
+        orphans: &Orphans,
+        apply: bool,
+    ) -> (LivePlan, BTreeMap<AppRef, analyzer::model::Application>) {
         let started = Instant::now();
         let cluster = &self.shared.cluster;
-        // Each manifest is parsed once, for both the policies and the status CUE.
+        // Each manifest is parsed once, for the policies, the status CUE and the workflows.
         let applications = live::applications_from_sources(&*rendered.output, &rendered.sources);
         let policies = live::policies_of(&applications);
         // The live planner observes one app at a time: one permit covers it.
@@ -646,7 +656,17 @@ impl SourceWorker {
         // Health also evaluates the definitions' healthPolicy/customStatus CUE.
         options.statuses =
             crate::health::status::of_applications(&applications, &self.shared.definitions);
-        drop(applications);
+        let workflows: BTreeMap<AppRef, analyzer::model::Application> = applications
+            .into_iter()
+            .filter(|(_, app)| live::uses_workflow(app))
+            .collect();
+        let keep = if apply {
+            live::Keep::ForWholeApply {
+                workflows: &workflows,
+            }
+        } else {
+            live::Keep::PlanOnly
+        };
         let live_plan = live::plan_live_apps(
             cluster,
             &*rendered.output,
@@ -654,6 +674,7 @@ impl SourceWorker {
             Some(commit.as_str()),
             options,
             orphans,
+            keep,
         )
         .await;
         self.shared
@@ -662,7 +683,7 @@ impl SourceWorker {
         self.shared
             .metrics
             .record_planned(&self.config.name, rendered.output.apps.len());
-        live_plan
+        (live_plan, workflows)
     }
 
     /// Applies each app of the plan on its own, at most `concurrency` at once agent-wide; the
@@ -729,14 +750,12 @@ impl SourceWorker {
                 output: selection.output.clone(),
                 sources: rendered.sources.clone(),
             };
-            let plan = self.plan(&selected, &commit, &selection.orphans).await;
-            let cluster = self.shared.cluster.clone();
             // Apps with a workflow are applied step by step by it (agent::workflow), the rest
-            // as a whole.
-            let workflows = live::workflow_apps(&*selected.output, &selected.sources);
+            // as a whole (the plan already dropped what that apply does not read).
+            let (plan, workflows) = self.plan(&selected, &commit, &selection.orphans, true).await;
+            let cluster = self.shared.cluster.clone();
             let whole_plan = plan.plan.clone();
-            let (mut rest, plan) = partition(plan, &workflows);
-            live::drop_settled_desired(&mut rest);
+            let (rest, plan) = partition(plan, &workflows);
             let mut reports = self.apply(&cluster, rest).await;
             let driver = live::driver_options(&self.live_options(&cluster), WORKFLOW_WAIT);
             let fleet = self.fleet_for(&commit, &workflows).await;
@@ -1029,7 +1048,9 @@ impl SourceWorker {
                 output: selection.output,
                 sources: rendered.sources.clone(),
             };
-            let live_plan = self.plan(&selected, commit, &selection.orphans).await;
+            let (live_plan, _) = self
+                .plan(&selected, commit, &selection.orphans, false)
+                .await;
             let plan = &live_plan.plan;
             let limit = self
                 .shared
@@ -1094,7 +1115,11 @@ impl SourceWorker {
         let span = tracing::info_span!("drift", source = %self.config.name, commit = %commit, revision = commit.short());
         async {
             // Every app, and every orphan: drift checks are what covers the unchanged apps.
-            let live_plan = self.plan(&rendered, &commit, &Orphans::NotRendered).await;
+            // Only a correction applies: a report keeps nothing of the observations.
+            let correct = drift.mode == DriftMode::Correct;
+            let (live_plan, workflows) = self
+                .plan(&rendered, &commit, &Orphans::NotRendered, correct)
+                .await;
             let mut drifted = Vec::new();
             for app_plan in &live_plan.plan.apps {
                 let has_drift = app_plan
@@ -1128,10 +1153,8 @@ impl SourceWorker {
                 }
                 DriftMode::Correct => {
                     // Workflow apps are corrected by their workflow, never around a suspension.
-                    let workflows = live::workflow_apps(&*rendered.output, &rendered.sources);
                     let whole_plan = live_plan.plan.clone();
-                    let (mut rest, _) = partition(live_plan, &workflows);
-                    live::drop_settled_desired(&mut rest);
+                    let (rest, _) = partition(live_plan, &workflows);
                     let reports = self.apply(&cluster, rest).await;
                     let results = app_results_from_apply(&whole_plan, &reports);
                     let still_failing: Vec<String> = results

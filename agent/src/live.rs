@@ -108,10 +108,10 @@ pub async fn plan_live(
     revision: Option<&str>,
     options: &LiveOptions,
 ) -> LivePlan {
-    let desired_apps = observe::desired_apps(cluster, &output.apps, policies, revision).await;
+    let builder = observe::DesiredBuilder::new(cluster, &output.apps, policies, revision).await;
     let mut live_plan = plan_desired(
         cluster,
-        desired_apps,
+        Desired::Shared(&output.apps, builder),
         output.diagnostics.clone(),
         options,
         &Orphans::NotRendered,
@@ -136,10 +136,11 @@ pub enum Orphans {
     Skip,
 }
 
-/// [`plan_live`] with the orphans to look for given: the agent plans only the apps of a commit
-/// that changed, so the render it passes holds only those. The observations keep only what an
-/// apply reads ([`Keep::ForApply`]). `options` is taken: its status CUE moves into the plan
-/// (one per app; not copied).
+/// [`plan_live`] with the orphans to look for given, and what to keep of the observations
+/// (`keep`): the agent plans only the apps of a commit that changed, so the render it passes
+/// holds only those. The desired objects are built from `output` one namespace group at a
+/// time when the plan goes by groups (see [`Keep`]). `options` is taken: its status CUE moves
+/// into the plan (one per app; not copied), unless the plan is only reported.
 pub async fn plan_live_apps<R: RenderedApps>(
     cluster: &Cluster,
     output: &R,
@@ -147,18 +148,22 @@ pub async fn plan_live_apps<R: RenderedApps>(
     revision: Option<&str>,
     options: LiveOptions,
     orphans: &Orphans,
+    keep: Keep<'_>,
 ) -> LivePlan {
-    let desired_apps = observe::desired_apps(cluster, output.apps(), policies, revision).await;
+    let builder = observe::DesiredBuilder::new(cluster, output.apps(), policies, revision).await;
     let mut live_plan = plan_desired(
         cluster,
-        desired_apps,
+        Desired::Shared(output.apps(), builder),
         output.diagnostics().to_vec(),
         &options,
         orphans,
-        Keep::ForApply,
+        keep,
     )
     .await;
-    live_plan.statuses = options.statuses;
+    // Only `read_health` reads them, after an apply: a plan that only reports has none.
+    if !matches!(keep, Keep::PlanOnly) {
+        live_plan.statuses = options.statuses;
+    }
     live_plan
 }
 
@@ -197,13 +202,13 @@ async fn plan_taking(
     policies: &BTreeMap<AppRef, Vec<Policy>>,
     revision: Option<&str>,
     options: &LiveOptions,
-    keep: Keep,
+    keep: Keep<'_>,
 ) -> LivePlan {
     let desired_apps =
         observe::desired_apps_taking(cluster, &mut output.apps, policies, revision).await;
-    let mut live_plan = plan_desired(
+    let mut live_plan = plan_desired::<RenderedApp>(
         cluster,
-        desired_apps,
+        Desired::Built(desired_apps),
         output.diagnostics.clone(),
         options,
         &Orphans::NotRendered,
@@ -211,31 +216,123 @@ async fn plan_taking(
     )
     .await;
     // Only `read_health` reads them, after an apply: a plan that only reports has none.
-    if keep != Keep::PlanOnly {
+    if !matches!(keep, Keep::PlanOnly) {
         live_plan.statuses = options.statuses.clone();
     }
     live_plan
 }
 
-/// What a plan keeps of what it observed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Keep {
+/// What a plan keeps of what it observed. A plan that keeps less than every observation goes
+/// one namespace of apps at a time (unless the trackers must be read in bulk with the live
+/// objects): each group's desired objects are built, observed, planned and trimmed before the
+/// next group's are built.
+#[derive(Debug, Clone, Copy)]
+pub enum Keep<'a> {
     /// Every observation as observed.
     Observations,
     /// What an apply reads: the live objects of objects planned unchanged and recorded as
     /// applied are dropped ([`drop_settled`]).
     ForApply,
+    /// [`Keep::ForApply`] for a plan applied as a whole but for the apps in `workflows` (which
+    /// their workflows apply, from their desired objects): the other apps an apply will not
+    /// write also drop their desired objects' JSON ([`drop_settled_json`]) as soon as their
+    /// namespace group is planned, so a plan of every app never holds every app's.
+    ForWholeApply {
+        workflows: &'a BTreeMap<AppRef, Application>,
+    },
     /// Only the plan: observations are dropped as soon as their apps are planned.
     PlanOnly,
 }
 
-async fn plan_desired(
+/// Where a plan's desired apps come from.
+enum Desired<'a, A> {
+    /// Built already (the CLI moves its render into them).
+    Built(Vec<planner::DesiredApp>),
+    /// Built from a render the caller keeps, one group at a time.
+    Shared(&'a [A], observe::DesiredBuilder<'a>),
+}
+
+impl<'a, A: Borrow<RenderedApp> + Sync> Desired<'a, A> {
+    /// Every app planned, for the orphans' look.
+    fn apps(&self) -> BTreeSet<AppRef> {
+        match self {
+            Desired::Built(apps) => apps.iter().map(|app| app.app.clone()).collect(),
+            Desired::Shared(apps, _) => apps
+                .iter()
+                .map(|app| rendered_app(app).app.clone())
+                .collect(),
+        }
+    }
+
+    /// The groups planned one after the other: one per namespace (the apps come sorted by
+    /// [`AppRef`]) when `by_namespace`, else one. A shared render's groups are built when
+    /// taken, not before.
+    fn into_groups(self, by_namespace: bool) -> Groups<'a, A> {
+        match self {
+            Desired::Built(apps) => Groups::Built(
+                if by_namespace {
+                    self::by_namespace(apps)
+                } else {
+                    vec![apps]
+                }
+                .into_iter(),
+            ),
+            Desired::Shared(apps, builder) => Groups::Shared {
+                rest: apps,
+                builder,
+                by_namespace,
+            },
+        }
+    }
+}
+
+/// The groups of [`Desired::into_groups`].
+enum Groups<'a, A> {
+    Built(std::vec::IntoIter<Vec<planner::DesiredApp>>),
+    Shared {
+        rest: &'a [A],
+        builder: observe::DesiredBuilder<'a>,
+        by_namespace: bool,
+    },
+}
+
+impl<A: Borrow<RenderedApp> + Sync> Groups<'_, A> {
+    fn next_group(&mut self) -> Option<Vec<planner::DesiredApp>> {
+        match self {
+            Groups::Built(groups) => groups.next(),
+            Groups::Shared {
+                rest,
+                builder,
+                by_namespace,
+            } => {
+                let first = rest.first()?;
+                let namespace = &rendered_app(first).app.namespace;
+                let len = if *by_namespace {
+                    rest.iter()
+                        .take_while(|app| rendered_app(*app).app.namespace == *namespace)
+                        .count()
+                } else {
+                    rest.len()
+                };
+                let (group, after) = rest.split_at(len);
+                *rest = after;
+                Some(builder.build(group))
+            }
+        }
+    }
+}
+
+fn rendered_app<A: Borrow<RenderedApp>>(app: &A) -> &RenderedApp {
+    app.borrow()
+}
+
+async fn plan_desired<A: Borrow<RenderedApp> + Sync>(
     cluster: &Cluster,
-    desired_apps: Vec<planner::DesiredApp>,
+    desired: Desired<'_, A>,
     mut diagnostics: Vec<analyzer::Diagnostic>,
     options: &LiveOptions,
     orphans: &Orphans,
-    keep: Keep,
+    keep: Keep<'_>,
 ) -> LivePlan {
     let started = (
         std::time::Instant::now(),
@@ -243,9 +340,10 @@ async fn plan_desired(
         process_cpu_seconds(),
     );
     let mut store = TrackerStore::new(cluster, &options.tracker_namespace);
-    let rendered: BTreeSet<AppRef> = desired_apps.iter().map(|app| app.app.clone()).collect();
+    let rendered: Option<BTreeSet<AppRef>> =
+        matches!(orphans, Orphans::NotRendered).then(|| desired.apps());
     let in_git = match orphans {
-        Orphans::NotRendered => Some(&rendered),
+        Orphans::NotRendered => rendered.as_ref(),
         Orphans::NotIn(in_git) => Some(in_git),
         Orphans::Skip => None,
     };
@@ -269,16 +367,14 @@ async fn plan_desired(
     let tracker_namespace = (!store.has_listed()).then_some(options.tracker_namespace.as_str());
     // A plan that keeps only the plan (or what an apply reads) observes one namespace of apps at
     // a time: the LISTs are per namespace anyway, so the requests stay the same while memory
-    // holds one namespace's live objects. Not when the trackers must be read in bulk too: that
-    // LIST would repeat per group.
-    let groups = match (keep, tracker_namespace) {
-        (Keep::PlanOnly | Keep::ForApply, None) => by_namespace(desired_apps),
-        _ => vec![desired_apps],
-    };
+    // holds one namespace's desired and live objects. Not when the trackers must be read in
+    // bulk too: that LIST would repeat per group.
+    let by_namespace = !matches!(keep, Keep::Observations) && tracker_namespace.is_none();
+    let mut groups = desired.into_groups(by_namespace);
     let mut observations = Vec::new();
     let mut app_plans = Vec::new();
     let mut from_cache = 0;
-    for group in groups {
+    while let Some(group) = groups.next_group() {
         let stats = observe::prefetch(cluster, &group, tracker_namespace).await;
         from_cache += stats.cached;
         let mut observed: Vec<AppObservation> = Vec::with_capacity(group.len());
@@ -289,9 +385,14 @@ async fn plan_desired(
         let planned = plan_observed(&observed, options);
         match keep {
             Keep::Observations => observations.extend(observed),
-            Keep::ForApply => {
+            Keep::ForApply | Keep::ForWholeApply { .. } => {
                 for (observation, app_plan) in observed.iter_mut().zip(&planned) {
                     drop_settled(observation, app_plan);
+                    if let Keep::ForWholeApply { workflows } = keep
+                        && !workflows.contains_key(&observation.desired.app)
+                    {
+                        drop_settled_json(observation, app_plan);
+                    }
                 }
                 observations.extend(observed);
             }
@@ -299,6 +400,7 @@ async fn plan_desired(
         }
         app_plans.extend(planned);
     }
+    drop(groups);
     let orphans = match (in_git, trackers) {
         (Some(in_git), Some(trackers)) => {
             observe::observe_orphans(cluster, trackers, in_git, options.apply.source.as_deref())
@@ -392,41 +494,30 @@ fn drop_settled(observation: &mut AppObservation, app_plan: &AppPlan) {
     }
 }
 
-/// Drops the rendered JSON of the apps an apply will not write: every change planned unchanged
+/// Drops the rendered JSON of an app an apply will not write: every change planned unchanged
 /// and every desired object settled (its live object dropped by the plan, [`drop_settled`]: its
 /// tracker entry records the desired hash). An apply of such an app reads only its objects'
 /// identities and hashes (no write, no adoption), and health after it only their identities;
 /// at a first deploy of 10,000 unchanged apps this is a copy of the whole render held through
-/// the apply (issue #9). Only for plans applied as a whole: workflows apply from the desired
-/// objects.
-pub fn drop_settled_desired(live_plan: &mut LivePlan) {
-    let plans: BTreeMap<&AppRef, &AppPlan> = live_plan
-        .plan
-        .apps
+/// the apply (issue #9). Only for apps applied as a whole ([`Keep::ForWholeApply`]): workflows
+/// apply from the desired objects.
+fn drop_settled_json(observation: &mut AppObservation, app_plan: &AppPlan) {
+    let Some(tracker) = &observation.tracker else {
+        return;
+    };
+    let all_unchanged = app_plan
+        .changes
         .iter()
-        .map(|app_plan| (&app_plan.app, app_plan))
-        .collect();
-    for observation in &mut live_plan.observations {
-        let Some(app_plan) = plans.get(&observation.desired.app) else {
-            continue;
-        };
-        let Some(tracker) = &observation.tracker else {
-            continue;
-        };
-        let all_unchanged = app_plan
-            .changes
-            .iter()
-            .all(|change| change.action == crate::plan::Action::Unchanged);
-        let all_settled = observation.desired.objects.iter().all(|object| {
-            !observation.live.objects.contains_key(&object.object_ref)
-                && tracker
-                    .applied(&object.object_ref)
-                    .is_some_and(|entry| entry.hash == object.hash)
-        });
-        if all_unchanged && all_settled {
-            for object in &mut observation.desired.objects {
-                object.object = Value::Null;
-            }
+        .all(|change| change.action == crate::plan::Action::Unchanged);
+    let all_settled = observation.desired.objects.iter().all(|object| {
+        !observation.live.objects.contains_key(&object.object_ref)
+            && tracker
+                .applied(&object.object_ref)
+                .is_some_and(|entry| entry.hash == object.hash)
+    });
+    if all_unchanged && all_settled {
+        for object in &mut observation.desired.objects {
+            object.object = Value::Null;
         }
     }
 }
@@ -1260,20 +1351,12 @@ mod tests {
             &[Some("an older render")],
             &[Action::Unchanged],
         );
-        let mut live_plan = LivePlan {
-            plan: Plan {
-                target: PlanTarget::Clusters(vec!["local".to_owned()]),
-                apps: vec![unchanged_app.1, updated_app.1, adopted_app.1],
-                diagnostics: Vec::new(),
-            },
-            observations: vec![unchanged_app.0, updated_app.0, adopted_app.0],
-            orphans: Vec::new(),
-            health: BTreeMap::new(),
-            statuses: BTreeMap::new(),
-        };
-        drop_settled_desired(&mut live_plan);
-        let emptied: Vec<(String, bool)> = live_plan
-            .observations
+        let mut observations = Vec::new();
+        for (mut observation, app_plan) in [unchanged_app, updated_app, adopted_app] {
+            drop_settled_json(&mut observation, &app_plan);
+            observations.push(observation);
+        }
+        let emptied: Vec<(String, bool)> = observations
             .iter()
             .map(|observation| {
                 let nulls = observation
@@ -1293,9 +1376,78 @@ mod tests {
             ]
         );
         // Identities and hashes stay: the apply and health after it read them.
-        let settled = &live_plan.observations[0].desired.objects;
+        let settled = &observations[0].desired.objects;
         assert_eq!(settled.len(), 2);
         assert!(settled.iter().all(|object| !object.hash.is_empty()));
+    }
+
+    #[test]
+    fn a_shared_render_is_built_one_namespace_group_at_a_time() {
+        let rendered: Vec<Arc<RenderedApp>> =
+            [("a", "one"), ("a", "two"), ("b", "one"), ("c", "x")]
+                .iter()
+                .map(|(namespace, name)| {
+                    let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                                    "metadata": {"name": name}, "data": {"k": "v"}});
+                    Arc::new(RenderedApp {
+                        app: AppRef {
+                            namespace: (*namespace).to_owned(),
+                            name: (*name).to_owned(),
+                        },
+                        file: cue::FileId(0),
+                        objects: vec![RenderedObject {
+                            component: "settings".to_owned(),
+                            trait_type: None,
+                            output_name: None,
+                            object,
+                        }],
+                        diagnostics: Vec::new(),
+                        input_hash: String::new(),
+                    })
+                })
+                .collect();
+        let policies = BTreeMap::new();
+        let scopes = BTreeMap::from([(
+            ("v1".to_owned(), "ConfigMap".to_owned()),
+            crate::plan::Scope::Namespaced,
+        )]);
+        let groups = |by_namespace: bool| {
+            let builder =
+                observe::DesiredBuilder::from_scopes(scopes.clone(), &policies, Some("abc"));
+            let mut groups = Desired::Shared(&rendered[..], builder).into_groups(by_namespace);
+            let mut names: Vec<Vec<String>> = Vec::new();
+            while let Some(group) = groups.next_group() {
+                // Built as `desired_apps` builds them: marked, in the app's namespace.
+                for app in &group {
+                    let object = &app.objects[0];
+                    assert_eq!(
+                        object.object_ref.namespace.as_deref(),
+                        Some(app.app.namespace.as_str())
+                    );
+                    assert_eq!(app.revision.as_deref(), Some("abc"));
+                    assert!(crate::ownership::carries_marks_of(&object.object, &app.app));
+                }
+                names.push(group.iter().map(|app| app.app.to_string()).collect());
+            }
+            names
+        };
+        assert_eq!(
+            groups(true),
+            vec![
+                vec!["a/one".to_owned(), "a/two".to_owned()],
+                vec!["b/one".to_owned()],
+                vec!["c/x".to_owned()],
+            ]
+        );
+        assert_eq!(
+            groups(false),
+            vec![vec![
+                "a/one".to_owned(),
+                "a/two".to_owned(),
+                "b/one".to_owned(),
+                "c/x".to_owned()
+            ]]
+        );
     }
 
     #[test]

@@ -88,22 +88,66 @@ pub async fn desired_apps<A: std::borrow::Borrow<RenderedApp> + Sync>(
     policies: &BTreeMap<AppRef, Vec<Policy>>,
     revision: Option<&str>,
 ) -> Vec<DesiredApp> {
-    let scopes = scopes(cluster, rendered).await;
-    let scope_of = |api_version: &str, kind: &str| scope_in(&scopes, api_version, kind);
-    let no_policies = Vec::new();
-    // Per app and pure (ownership marks, hashes of every object): in parallel.
-    rendered
-        .par_iter()
-        .map(|app| {
-            let app: &RenderedApp = app.borrow();
-            DesiredApp::from_rendered(
-                app,
-                policies.get(&app.app).unwrap_or(&no_policies),
-                revision.map(str::to_owned),
-                &scope_of,
-            )
-        })
-        .collect()
+    DesiredBuilder::new(cluster, rendered, policies, revision)
+        .await
+        .build(rendered)
+}
+
+/// Builds desired apps (as [`desired_apps`]) a slice of a render at a time, with the scopes
+/// discovery found for every kind of the whole render: a live plan of every app builds one
+/// namespace group's desired objects at a time and drops what it will not apply before the
+/// next (issue #9), instead of holding a marked copy of every rendered object at once.
+pub struct DesiredBuilder<'a> {
+    scopes: BTreeMap<(String, String), Scope>,
+    policies: &'a BTreeMap<AppRef, Vec<Policy>>,
+    revision: Option<&'a str>,
+}
+
+impl<'a> DesiredBuilder<'a> {
+    /// Resolves the scope of every kind `rendered` holds (one discovery look-up per kind).
+    pub async fn new<A: std::borrow::Borrow<RenderedApp>>(
+        cluster: &Cluster,
+        rendered: &[A],
+        policies: &'a BTreeMap<AppRef, Vec<Policy>>,
+        revision: Option<&'a str>,
+    ) -> DesiredBuilder<'a> {
+        DesiredBuilder::from_scopes(scopes(cluster, rendered).await, policies, revision)
+    }
+
+    /// A builder with the scopes given (by `(apiVersion, kind)`).
+    pub(crate) fn from_scopes(
+        scopes: BTreeMap<(String, String), Scope>,
+        policies: &'a BTreeMap<AppRef, Vec<Policy>>,
+        revision: Option<&'a str>,
+    ) -> DesiredBuilder<'a> {
+        DesiredBuilder {
+            scopes,
+            policies,
+            revision,
+        }
+    }
+
+    /// The desired apps of `rendered` (apps of the render given to [`DesiredBuilder::new`]).
+    pub fn build<A: std::borrow::Borrow<RenderedApp> + Sync>(
+        &self,
+        rendered: &[A],
+    ) -> Vec<DesiredApp> {
+        let scope_of = |api_version: &str, kind: &str| scope_in(&self.scopes, api_version, kind);
+        let no_policies = Vec::new();
+        // Per app and pure (ownership marks, hashes of every object): in parallel.
+        rendered
+            .par_iter()
+            .map(|app| {
+                let app: &RenderedApp = app.borrow();
+                DesiredApp::from_rendered(
+                    app,
+                    self.policies.get(&app.app).unwrap_or(&no_policies),
+                    self.revision.map(str::to_owned),
+                    &scope_of,
+                )
+            })
+            .collect()
+    }
 }
 
 /// [`desired_apps`] that moves each app's rendered objects into its desired app, leaving
