@@ -150,9 +150,12 @@ fn taken_from_node(node: Rc<Node>, doc: Rc<Vec<String>>, take: Take, name: &str)
 
 /// The doc comment lines of field vertex `v`, read after it was built (as `build_inner`).
 fn docs(engine: &Engine<'_>, v: VId) -> Vec<String> {
-    engine.vs[v as usize]
-        .docs
-        .iter()
+    let docs = &engine.vs[v as usize].docs;
+    // Most fields have none: no iterator to set up per exported field.
+    if docs.is_empty() {
+        return Vec::new();
+    }
+    docs.iter()
         .flat_map(|(_, doc)| doc.iter().cloned())
         .collect()
 }
