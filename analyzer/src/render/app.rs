@@ -1,6 +1,7 @@
 //! One Application: resolve its definitions, render every component, and never leave a
 //! partial render behind (any error empties `objects`).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use cue::{Evaluator, Exported};
@@ -136,7 +137,7 @@ fn render_app_inner(
     document: &sha2::Sha256,
     definitions: &Definitions,
     evaluator: &Evaluator,
-    effective: Result<(Vec<EffectiveComponent>, Vec<Diagnostic>), Vec<Diagnostic>>,
+    effective: Result<(Vec<EffectiveComponent<'_>>, Vec<Diagnostic>), Vec<Diagnostic>>,
     cluster_version: &ClusterVersion,
 ) -> (RenderedApp, Vec<Arc<Definition>>) {
     let mut diagnostics = loaded.diagnostics.clone();
@@ -290,24 +291,33 @@ fn render_app_inner(
     )
 }
 
-/// The context's `components`: the Application's own entries as written, or, for components an
-/// override changed or added, their model re-encoded.
-fn components_json(loaded: &LoadedApp, effective: &[EffectiveComponent]) -> serde_json::Value {
+/// The context's `components`: the Application's own entries as written (borrowed from the
+/// document), or, for components an override changed or added, their model re-encoded.
+fn components_json<'a>(
+    loaded: &'a LoadedApp,
+    effective: &[EffectiveComponent<'_>],
+) -> Cow<'a, serde_json::Value> {
     let original = loaded.app.spec.components.as_slice();
     let unchanged = effective.len() == original.len()
         && effective
             .iter()
             .zip(original)
-            .all(|(e, o)| e.component == *o);
+            .all(|(e, o)| match &e.component {
+                // Still the app's own component: equal without comparing.
+                Cow::Borrowed(component) => std::ptr::eq(*component, o) || **component == *o,
+                Cow::Owned(component) => component == o,
+            });
     if unchanged {
         return loaded
             .document
             .value
             .pointer("/spec/components")
-            .cloned()
-            .unwrap_or_else(|| serde_json::Value::Array(Vec::new()));
+            .map_or_else(
+                || Cow::Owned(serde_json::Value::Array(Vec::new())),
+                Cow::Borrowed,
+            );
     }
-    serde_json::Value::Array(
+    Cow::Owned(serde_json::Value::Array(
         effective
             .iter()
             .map(|effective| {
@@ -342,7 +352,7 @@ fn components_json(loaded: &LoadedApp, effective: &[EffectiveComponent]) -> serd
                 serde_json::Value::Object(entry)
             })
             .collect(),
-    )
+    ))
 }
 
 /// The input hash's state after the app's own inputs: its resolved namespace, its file's

@@ -40,6 +40,11 @@ const REMOVED_ANNOTATIONS: &[&str] = &[
     "kubectl.kubernetes.io/last-applied-configuration",
 ];
 
+const NAME: &str = "app.oam.dev/name";
+const NAMESPACE: &str = "app.oam.dev/namespace";
+const COMPONENT: &str = "app.oam.dev/component";
+const APP_REVISION: &str = "app.oam.dev/appRevision";
+
 /// Adds labels, annotations, name and namespace to one rendered object.
 pub(crate) fn apply_contract(object: &mut Value, ctx: &LabelContext<'_>, role: &ObjectRole<'_>) {
     let Some(root) = object.as_object_mut() else {
@@ -47,55 +52,51 @@ pub(crate) fn apply_contract(object: &mut Value, ctx: &LabelContext<'_>, role: &
     };
     let metadata = object_entry(root, "metadata");
     // Stage A: render labels, overriding what the template set.
-    let mut stage_a = vec![
-        ("app.oam.dev/name", ctx.app_name.to_owned()),
-        ("app.oam.dev/component", ctx.component.to_owned()),
-        ("app.oam.dev/appRevision", ctx.app_revision.to_owned()),
-    ];
+    let labels = object_entry(metadata, "labels");
+    let mut set = |key: &str, value: &str| {
+        labels.insert(key.to_owned(), Value::String(value.to_owned()));
+    };
+    set(NAME, ctx.app_name);
+    set(COMPONENT, ctx.component);
+    set(APP_REVISION, ctx.app_revision);
     match role {
-        ObjectRole::Workload => {
-            stage_a.push(("workload.oam.dev/type", ctx.component_type.to_owned()));
-        }
+        ObjectRole::Workload => set("workload.oam.dev/type", ctx.component_type),
         ObjectRole::Auxiliary {
             trait_type,
             resource,
             ..
         } => {
-            stage_a.push(("trait.oam.dev/type", (*trait_type).to_owned()));
-            stage_a.push(("trait.oam.dev/resource", (*resource).to_owned()));
+            set("trait.oam.dev/type", trait_type);
+            set("trait.oam.dev/resource", resource);
         }
     }
-    {
-        let labels = object_entry(metadata, "labels");
-        for (key, value) in stage_a {
-            labels.insert(key.to_owned(), Value::String(value));
-        }
-    }
-    // Stage B: the OAM contract.
+    // Stage B: the OAM contract. Its common labels are the app's labels with the name,
+    // namespace, revision and component forced, then the keys filtered out; set in that order
+    // (a key already there keeps its place). Name, revision and component were just set to
+    // those same values, so setting them again changes nothing and is skipped.
     let filtered_labels = listed_keys(ctx.app_annotations, "filter.oam.dev/label-keys");
-    let mut common: IndexMap<String, String> = ctx.app_labels.clone();
-    for (key, value) in [
-        ("app.oam.dev/name", ctx.app_name),
-        ("app.oam.dev/namespace", ctx.app_namespace),
-        ("app.oam.dev/appRevision", ctx.app_revision),
-        ("app.oam.dev/component", ctx.component),
-    ] {
-        common.insert(key.to_owned(), value.to_owned());
-    }
-    common.retain(|key, _| !filtered_labels.contains(&key.as_str()));
     let resource_type = match role {
         ObjectRole::Workload => "WORKLOAD",
         ObjectRole::Auxiliary { .. } => "TRAIT",
     };
-    {
-        let labels = object_entry(metadata, "labels");
-        labels.insert(
-            "app.oam.dev/resourceType".to_owned(),
-            Value::String(resource_type.to_owned()),
-        );
-        for (key, value) in &common {
-            labels.insert(key.clone(), Value::String(value.clone()));
+    set("app.oam.dev/resourceType", resource_type);
+    for (key, value) in ctx.app_labels {
+        if [NAME, COMPONENT, APP_REVISION].contains(&key.as_str())
+            || filtered_labels.contains(&key.as_str())
+        {
+            continue;
         }
+        set(
+            key,
+            if key == NAMESPACE {
+                ctx.app_namespace
+            } else {
+                value
+            },
+        );
+    }
+    if !ctx.app_labels.contains_key(NAMESPACE) && !filtered_labels.contains(&NAMESPACE) {
+        set(NAMESPACE, ctx.app_namespace);
     }
     {
         let filtered_annotations =
@@ -309,6 +310,67 @@ mod tests {
                 "namespace": "team-a"
             }})
         );
+    }
+
+    /// The labels in order, as KubeVela sets them: stage A's, then the common labels (the
+    /// app's labels with name, namespace, revision and component forced, then filtered),
+    /// computed here the plain way, on app labels that hold forced keys in several places,
+    /// with and without filters.
+    #[test]
+    fn labels_are_set_in_kubevela_order() {
+        let app_labels = IndexMap::from([
+            ("app.oam.dev/namespace".to_owned(), "mine".to_owned()),
+            ("team".to_owned(), "a".to_owned()),
+            ("app.oam.dev/name".to_owned(), "other".to_owned()),
+            ("secret".to_owned(), "x".to_owned()),
+            ("app.oam.dev/resourceType".to_owned(), "odd".to_owned()),
+        ]);
+        for filter in [
+            "",
+            "secret",
+            "app.oam.dev/namespace",
+            "app.oam.dev/name, team",
+        ] {
+            let annotations =
+                IndexMap::from([("filter.oam.dev/label-keys".to_owned(), filter.to_owned())]);
+            let context = ctx(&app_labels, &annotations);
+            let mut object =
+                json!({"metadata": {"labels": {"z": "1", "app.oam.dev/component": "t"}}});
+            apply_contract(&mut object, &context, &ObjectRole::Workload);
+            let actual: Vec<(&String, &Value)> = object["metadata"]["labels"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .collect();
+
+            let mut expected = Map::new();
+            for (key, value) in [
+                ("z", "1"),
+                ("app.oam.dev/component", "web"),
+                ("app.oam.dev/name", "demo"),
+                ("app.oam.dev/appRevision", ""),
+                ("workload.oam.dev/type", "webservice"),
+            ] {
+                expected.insert(key.to_owned(), json!(value));
+            }
+            let filtered = listed_keys(&annotations, "filter.oam.dev/label-keys");
+            let mut common = app_labels.clone();
+            for (key, value) in [
+                ("app.oam.dev/name", "demo"),
+                ("app.oam.dev/namespace", "team-a"),
+                ("app.oam.dev/appRevision", ""),
+                ("app.oam.dev/component", "web"),
+            ] {
+                common.insert(key.to_owned(), value.to_owned());
+            }
+            common.retain(|key, _| !filtered.contains(&key.as_str()));
+            expected.insert("app.oam.dev/resourceType".to_owned(), json!("WORKLOAD"));
+            for (key, value) in common {
+                expected.insert(key, json!(value));
+            }
+            let expected: Vec<(&String, &Value)> = expected.iter().collect();
+            assert_eq!(actual, expected, "filter {filter:?}");
+        }
     }
 
     #[test]

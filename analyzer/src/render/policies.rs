@@ -21,6 +21,8 @@
 //! `remote-placement` warning; with no single local placement the app is blocked with
 //! `unsupported-policy`.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use crate::Diagnostic;
@@ -28,10 +30,13 @@ use crate::load::Standalone;
 use crate::load::application::LoadedApp;
 use crate::model::{Component, Policy, Trait, WorkflowStep};
 
-/// A component as rendered, after overrides, with where it is declared.
+/// A component as rendered, after overrides, with where it is declared. The app's own
+/// components are borrowed until an override or replication changes them: most apps have
+/// none, and copying (then comparing and dropping) every component's properties per render
+/// is wasted.
 #[derive(Debug, Clone)]
-pub(crate) struct EffectiveComponent {
-    pub(crate) component: Component,
+pub(crate) struct EffectiveComponent<'a> {
+    pub(crate) component: Cow<'a, Component>,
     /// JSON pointer of its declaration (in `spec.components`, or in the override policy that
     /// added it).
     pub(crate) pointer: String,
@@ -40,16 +45,16 @@ pub(crate) struct EffectiveComponent {
 /// The components of one placement (a topology of a deploy step, or a deploy step without
 /// topology), after its override policies.
 #[derive(Debug, Clone)]
-pub(crate) struct PlacementComponents {
+pub(crate) struct PlacementComponents<'a> {
     /// The topology policy's name; `None` for a deploy step without topology, or an app with
     /// no deploy step.
     pub(crate) topology: Option<String>,
-    pub(crate) components: Vec<EffectiveComponent>,
+    pub(crate) components: Vec<EffectiveComponent<'a>>,
 }
 
 /// An app's placements before any override is applied.
 struct PlacementPlan<'a> {
-    components: Vec<EffectiveComponent>,
+    components: Vec<EffectiveComponent<'a>>,
     all_policies: Vec<&'a Policy>,
     /// One per placement: one per topology of each deploy step, or one per deploy step without
     /// topology; top-level deploy steps first in `vela dry-run`'s order, then the deploy
@@ -75,10 +80,10 @@ struct Variant {
 ///
 /// # Errors
 /// A deploy step naming a policy that does not exist, or topologies with different overrides.
-pub(crate) fn effective_components(
-    loaded: &LoadedApp,
-    standalone: &Standalone,
-) -> Result<(Vec<EffectiveComponent>, Vec<Diagnostic>), Vec<Diagnostic>> {
+pub(crate) fn effective_components<'a>(
+    loaded: &'a LoadedApp,
+    standalone: &'a Standalone,
+) -> Result<(Vec<EffectiveComponent<'a>>, Vec<Diagnostic>), Vec<Diagnostic>> {
     let PlacementPlan {
         components,
         all_policies,
@@ -106,10 +111,10 @@ pub(crate) fn effective_components(
 ///
 /// # Errors
 /// A deploy step naming a policy that does not exist, or an invalid override policy.
-pub(crate) fn placement_components(
-    loaded: &LoadedApp,
-    standalone: &Standalone,
-) -> Result<Vec<PlacementComponents>, Vec<Diagnostic>> {
+pub(crate) fn placement_components<'a>(
+    loaded: &'a LoadedApp,
+    standalone: &'a Standalone,
+) -> Result<Vec<PlacementComponents<'a>>, Vec<Diagnostic>> {
     let PlacementPlan {
         components,
         all_policies,
@@ -153,12 +158,12 @@ pub(crate) fn placement_components(
 ///
 /// Deviation: KubeVela silently deploys nothing replicated for a policy with no keys;
 /// Driftless refuses it, since an empty key list is almost certainly a mistake.
-fn apply_replications(
+fn apply_replications<'a>(
     loaded: &LoadedApp,
     all_policies: &[&Policy],
-    mut components: Vec<EffectiveComponent>,
+    mut components: Vec<EffectiveComponent<'a>>,
     replications: &[usize],
-) -> Result<Vec<EffectiveComponent>, Vec<Diagnostic>> {
+) -> Result<Vec<EffectiveComponent<'a>>, Vec<Diagnostic>> {
     let positions = &loaded.document.positions;
     for index in replications {
         let policy = all_policies[*index];
@@ -209,7 +214,7 @@ fn apply_replications(
                     keys.iter()
                         .map(|key| {
                             let mut replica = effective.clone();
-                            replica.component.replica_key = Some(key.clone());
+                            replica.component.to_mut().replica_key = Some(key.clone());
                             replica
                         })
                         .collect()
@@ -223,12 +228,12 @@ fn apply_replications(
 }
 
 /// Applies the override policies `overrides` (indexes into `all_policies`) in order.
-fn apply_overrides(
+fn apply_overrides<'a>(
     loaded: &LoadedApp,
     all_policies: &[&Policy],
-    mut components: Vec<EffectiveComponent>,
+    mut components: Vec<EffectiveComponent<'a>>,
     overrides: &[usize],
-) -> Result<Vec<EffectiveComponent>, Vec<Diagnostic>> {
+) -> Result<Vec<EffectiveComponent<'a>>, Vec<Diagnostic>> {
     let positions = &loaded.document.positions;
     for policy in overrides {
         let pointer = format!("/spec/policies/{policy}/properties");
@@ -260,7 +265,7 @@ fn placement_plan<'a>(
         .iter()
         .enumerate()
         .map(|(index, component)| EffectiveComponent {
-            component: component.clone(),
+            component: Cow::Borrowed(component),
             pointer: format!("/spec/components/{index}"),
         })
         .collect();
@@ -576,11 +581,11 @@ pub(crate) fn replica_collisions(
 }
 
 /// One override policy (`pkg/policy/envbinding/patch.go` `PatchComponents`).
-fn apply_override(
-    mut components: Vec<EffectiveComponent>,
+fn apply_override<'a>(
+    mut components: Vec<EffectiveComponent<'a>>,
     properties: &Value,
     pointer: &str,
-) -> Result<Vec<EffectiveComponent>, String> {
+) -> Result<Vec<EffectiveComponent<'a>>, String> {
     let patches = properties
         .get("components")
         .and_then(Value::as_array)
@@ -598,7 +603,7 @@ fn apply_override(
         };
         let mut matched = false;
         for effective in &mut components {
-            let component = &mut effective.component;
+            let component = &effective.component;
             let is_match = match &pattern {
                 Some(pattern) => pattern.is_match(&component.name),
                 None => patch
@@ -615,11 +620,11 @@ fn apply_override(
                     // A different type replaces the component (upstream quirk: the name becomes
                     // the pattern).
                     *effective = EffectiveComponent {
-                        component: patch.as_component(),
+                        component: Cow::Owned(patch.as_component()),
                         pointer: patch_pointer.clone(),
                     };
                 }
-                _ => merge_component(component, &patch),
+                _ => merge_component(effective.component.to_mut(), &patch),
             }
         }
         if !matched
@@ -627,7 +632,7 @@ fn apply_override(
             && name.chars().any(|c| c.is_ascii_lowercase())
         {
             components.push(EffectiveComponent {
-                component: patch.as_component(),
+                component: Cow::Owned(patch.as_component()),
                 pointer: patch_pointer,
             });
         }
@@ -776,13 +781,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn effective(components: Value) -> Vec<EffectiveComponent> {
+    fn effective(components: Value) -> Vec<EffectiveComponent<'static>> {
         serde_json::from_value::<Vec<Component>>(components)
             .unwrap()
             .into_iter()
             .enumerate()
             .map(|(index, component)| EffectiveComponent {
-                component,
+                component: Cow::Owned(component),
                 pointer: format!("/spec/components/{index}"),
             })
             .collect()
