@@ -2872,18 +2872,7 @@ impl<'a> Engine<'a> {
                     Ok(atom) => atom,
                     Err(e) => return R::Err(e),
                 };
-                match index {
-                    Atom::Str(s) => {
-                        let sym = self.intern(&s);
-                        self.select(base_r, sym, *span)
-                    }
-                    Atom::Int(i) => self.index_list(base_r, i, *span),
-                    other => R::Err(Error::new(
-                        ErrorKind::Conflict,
-                        format!("invalid index {}", other.cue_text()),
-                        *span,
-                    )),
-                }
+                self.index(base_r, index, *span)
             }
             Expr::Slice { base, lo, hi, span } => {
                 self.slice(base, lo.as_deref(), hi.as_deref(), env, *span)
@@ -2896,6 +2885,22 @@ impl<'a> Engine<'a> {
             } => self.temp_vertex(expr, env),
             Expr::Binary { op, lhs, rhs, span } => self.binary(*op, lhs, rhs, env, *span),
             Expr::Struct(_) | Expr::List(_) => self.temp_vertex(expr, env),
+        }
+    }
+
+    /// `base[index]` for an evaluated base and a concrete index.
+    fn index(&mut self, base: R, index: Atom, span: Span) -> R {
+        match index {
+            Atom::Str(s) => {
+                let sym = self.intern(&s);
+                self.select(base, sym, span)
+            }
+            Atom::Int(i) => self.index_list(base, i, span),
+            other => R::Err(Error::new(
+                ErrorKind::Conflict,
+                format!("invalid index {}", other.cue_text()),
+                span,
+            )),
         }
     }
 
@@ -3522,9 +3527,9 @@ impl<'a> Engine<'a> {
             Expr::Index { base, index, span } => match index.as_ref() {
                 Expr::String { parts, .. } => match parts.as_slice() {
                     [ast::StringPart::Lit(label)] => (base, label.as_str(), *span),
-                    _ => return Some(self.eval_expr(expr, env)),
+                    _ => return self.probe_index(base, index, env, *span),
                 },
-                _ => return Some(self.eval_expr(expr, env)),
+                _ => return self.probe_index(base, index, env, *span),
             },
             _ => return Some(self.eval_expr(expr, env)),
         };
@@ -3544,6 +3549,40 @@ impl<'a> Engine<'a> {
             R::Pkg(_) => Some(self.eval_expr(expr, env)),
             _ => None,
         }
+    }
+
+    /// [`Engine::probe`] of `base[index]` with a computed index (`_delKeys[k] == _|_`): what
+    /// evaluating it gives, except that a missing field is `None` instead of an error built
+    /// (path, message) only to be dropped. Every error is `None` too, as [`Engine::exists`]
+    /// treats them alike.
+    fn probe_index(
+        &mut self,
+        base: &'a Expr,
+        index: &'a Expr,
+        env: EnvId,
+        span: Span,
+    ) -> Option<R> {
+        let base_r = self.eval_expr(base, env);
+        if let R::Err(_) = base_r {
+            return None;
+        }
+        let index_r = self.eval_expr(index, env);
+        let index = self.concrete(index_r, index.span()).ok()?;
+        let Atom::Str(label) = index else {
+            return Some(self.index(base_r, index, span));
+        };
+        // `select` without its errors.
+        let x = self.vertex_of(base_r, span).ok()?;
+        let x = self.concrete_vertex(x, span).ok()?;
+        if !self.v(x).errors.is_empty() {
+            return None;
+        }
+        let sym = self.intern(&label);
+        let arc = self.find_arc(x, sym)?;
+        if self.v(arc).field == FieldKind::Optional {
+            return None;
+        }
+        Some(R::V(arc))
     }
 
     fn binary(&mut self, op: BinaryOp, lhs: &'a Expr, rhs: &'a Expr, env: EnvId, span: Span) -> R {
