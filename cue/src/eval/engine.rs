@@ -1318,6 +1318,14 @@ impl<'a> Engine<'a> {
         // (a field the vertex already has just leaves the room unused).
         let fields = decls.iter().filter(|d| matches!(d, Decl::Field(_))).count();
         self.vm(v).arcs.reserve(fields);
+        // The same for the labels its group collects (every struct of a definition has one),
+        // when this is the group's first body.
+        if g != 0
+            && let Some(group) = self.vm(v).groups.get_mut(g as usize - 1)
+            && group.labels.is_empty()
+        {
+            group.labels.reserve(fields);
+        }
         let mut positions = Vec::new();
         for decl in decls {
             match decl {
@@ -2278,7 +2286,9 @@ impl<'a> Engine<'a> {
                 return false;
             }
         }
-        let mut results = Vec::with_capacity(set.len());
+        // Disjunctions have a few alternatives: these three stay on the stack (one to three heap
+        // vectors per disjunction otherwise, ~60 K disjunctions per 1,000 apps).
+        let mut results: SmallVec<[(R, Span, bool); 4]> = SmallVec::new();
         for (conj, flag) in set {
             let ConjKind::Expr(expr) = conj.kind else {
                 return false;
@@ -2304,11 +2314,11 @@ impl<'a> Engine<'a> {
             }
         }
         let base = self.v(v).shape.clone();
-        let mut survivors: Vec<(Shape, bool)> = Vec::new();
+        let mut survivors: SmallVec<[(Shape, bool); 4]> = SmallVec::new();
         // A failed alternative's message is needed only if none survives (then each failure
         // is reported): an atom that differs from the value's atom is noted as `Err` and
         // explained below, instead of formatting a conflict that is usually dropped.
-        let mut failures: Vec<Result<Conflict, (Atom, Span)>> = Vec::new();
+        let mut failures: SmallVec<[Result<Conflict, (Atom, Span)>; 4]> = SmallVec::new();
         for (r, span, flag) in results {
             if let (R::Atom(atom), Some((old, _))) = (&r, &base.atom)
                 && old != atom
