@@ -958,7 +958,15 @@ impl<'a> Engine<'a> {
             while self.v(v).cursor < self.v(v).conjs.len() {
                 let index = self.v(v).cursor;
                 self.vm(v).cursor += 1;
-                let conj = self.v(v).conjs[index].clone();
+                let conj = &self.v(v).conjs[index];
+                // Most conjuncts are expressions: processed without cloning the conjunct (a
+                // call matching every kind).
+                if let ConjKind::Expr(expr) = conj.kind {
+                    let (env, close, grp) = (conj.env, conj.close, conj.grp);
+                    self.process_expr(v, expr, env, close, grp);
+                    continue;
+                }
+                let conj = conj.clone();
                 self.process_conj(v, conj);
             }
             if !self.v(v).disjs().is_empty() {
@@ -2007,8 +2015,8 @@ impl<'a> Engine<'a> {
     }
 
     /// Runs comprehension clauses, returning one environment per produced body.
-    fn run_clauses(&mut self, clauses: &'a [Clause], env: EnvId) -> Result<Vec<EnvId>, Error> {
-        let mut out = Vec::new();
+    fn run_clauses(&mut self, clauses: &'a [Clause], env: EnvId) -> Result<ClauseEnvs, Error> {
+        let mut out = ClauseEnvs::new();
         self.run_clauses_into(clauses, env, &mut out)?;
         Ok(out)
     }
@@ -2017,7 +2025,7 @@ impl<'a> Engine<'a> {
         &mut self,
         clauses: &'a [Clause],
         env: EnvId,
-        out: &mut Vec<EnvId>,
+        out: &mut ClauseEnvs,
     ) -> Result<(), Error> {
         let Some((first, rest)) = clauses.split_first() else {
             out.push(env);
@@ -2397,9 +2405,6 @@ impl<'a> Engine<'a> {
 
     /// A fresh vertex holding `v`'s conjuncts processed so far (not its disjunctions).
     fn clone_state(&mut self, v: VId) -> VId {
-        let parent = self.v(v).parent;
-        let label = self.v(v).label;
-        let z = self.new_vertex(parent, label);
         // The copy starts without the pending disjunctions: set them aside instead of cloning
         // them only to clear the clone.
         let disjs = self.vm(v).take_disjs();
@@ -2420,18 +2425,19 @@ impl<'a> Engine<'a> {
         copy.cursor = copy.conjs.len();
         copy.depth = self.v(v).depth;
         // Children are copied unevaluated so the alternative can add to them.
-        let arcs = std::mem::take(&mut copy.arcs);
+        // The cloned arc and element vectors are reused, each entry replaced by its copy.
+        let mut arcs = std::mem::take(&mut copy.arcs);
         let list = copy.list.take();
-        self.vs[z as usize] = copy;
-        for (sym, arc) in arcs {
-            let new_arc = self.clone_unevaluated(arc, z);
-            self.vm(z).arcs.push((sym, new_arc));
+        // Pushed, not written over a placeholder vertex (built and dropped for nothing).
+        let z = self.vs.len() as VId;
+        self.vs.push(copy);
+        for entry in &mut arcs {
+            entry.1 = self.clone_unevaluated(entry.1, z);
         }
+        self.vm(z).arcs = arcs;
         if let Some(mut list) = list {
-            let elems = std::mem::take(&mut list.elems);
-            for elem in elems {
-                let new_elem = self.clone_unevaluated(elem, z);
-                list.elems.push(new_elem);
+            for elem in &mut list.elems {
+                *elem = self.clone_unevaluated(*elem, z);
             }
             self.vm(z).list = Some(list);
         }
@@ -3921,6 +3927,10 @@ fn disjunction_terms(expr: &Expr) -> (Terms<'_>, bool) {
 /// The alternatives of one disjunction being expanded, with their default flags: inline up to
 /// four, like [`Terms`].
 type Alts<'a> = SmallVec<[(Conj<'a>, bool); 4]>;
+
+/// The environments a comprehension's clauses produce, one per body: an `if` gives at most
+/// one, and most `for`s over a template's data only a few.
+type ClauseEnvs = SmallVec<[EnvId; 4]>;
 
 /// Terms of a disjunction with their default marks, inline up to four (most disjunctions in
 /// KubeVela templates have two or three terms, and they are expanded on every evaluation).
