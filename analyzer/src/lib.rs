@@ -159,8 +159,13 @@ pub fn render_snapshot(
         .collect();
     let mut diagnostics = loaded.diagnostics;
     diagnostics.extend(definitions.diagnostics().iter().cloned());
-    // Broken repo definitions that no app uses are still reported, once.
-    for definition in loaded.definitions.iter() {
+    // Broken repo definitions that no app uses are still reported, once (only a definition
+    // with errors is looked for among the apps' used ones).
+    for definition in loaded
+        .definitions
+        .iter()
+        .filter(|definition| !definition.errors.is_empty())
+    {
         let used = rendered
             .iter()
             .any(|(_, used)| used.iter().any(|u| std::sync::Arc::ptr_eq(u, definition)));
@@ -168,7 +173,12 @@ pub fn render_snapshot(
             diagnostics.extend(definition.errors.iter().cloned());
         }
     }
-    let apps = rendered.into_iter().map(|(app, _)| app).collect();
+    // The loaded apps (documents, positions, models) and the used-definition lists die here:
+    // on every core rather than serially (~0.1 s of CPU at 10,000 apps).
+    let (apps, ()) = rayon::join(
+        || rendered.into_par_iter().map(|(app, _)| app).collect(),
+        || loaded.apps.into_par_iter().for_each(drop),
+    );
     (RenderOutput { apps, diagnostics }, loaded.sources)
 }
 
