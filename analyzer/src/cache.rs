@@ -47,6 +47,7 @@ pub(crate) use files::FileCache;
 
 use crate::check::{AppObjects, ObjectIndex, SchemaMemo};
 use crate::load::application::LoadedApp;
+use crate::load::yaml::YamlDocument;
 use crate::load::{Loaded, ParsedDocument, ParsedFile};
 use crate::model::{Application, Definition, DefinitionKind, WorkflowStep};
 use crate::{
@@ -321,15 +322,17 @@ impl AnalysisCache {
 
     /// Keeps the state of the analysis just stored, for [`analyze_changes`], when it can be
     /// patched: no loading problem or broken definition (`patchable`) and every app cached.
+    /// Every cached app is kept without its YAML value from here on ([`AnalysisCache::slim`]).
     pub(crate) fn keep_last(
         &mut self,
-        loaded: Loaded,
+        mut loaded: Loaded,
         builtins: &Definitions,
         patchable: bool,
         output: &Chunked<Arc<RenderedApp>>,
         diagnostics: &[Diagnostic],
         crossed: Vec<usize>,
     ) {
+        self.slim(&mut loaded.apps, &loaded.sources);
         self.last = (patchable && self.entries.len() == loaded.apps.len()).then(|| LastAnalysis {
             loaded,
             builtins: builtins_digest(builtins),
@@ -343,8 +346,50 @@ impl AnalysisCache {
         self.last.take()
     }
 
-    pub(crate) fn put_last(&mut self, last: LastAnalysis) {
+    /// Keeps a patched analysis for the next patch, its new apps slimmed as in
+    /// [`AnalysisCache::keep_last`].
+    pub(crate) fn put_last(&mut self, mut last: LastAnalysis) {
+        self.slim(&mut last.loaded.apps, &last.loaded.sources);
         self.last = Some(last);
+    }
+
+    /// Drops the YAML value (`document.value`) of every cached app that still has it, in the
+    /// entries, in `apps` (the loaded state the cache keeps) and in the per-file parses: once
+    /// an app is rendered and checked nothing reads it again but a new render of the same
+    /// parse (a definition it uses changed), and that re-parses the file's text, which the
+    /// source map holds anyway ([`full_app`]). At 10,000 apps these values are a
+    /// `serde_json::Value` tree of every manifest held for the agent's lifetime (issue #9).
+    /// The positions and the decoded `Application` stay: cross-app rules and settings read
+    /// them for apps that did not change. Each app is slimmed once: a reused app costs a
+    /// look at its value.
+    fn slim(&mut self, apps: &mut [Arc<LoadedApp>], sources: &SourceMap) {
+        // By the address of the full app: each is replaced by the same slim `Arc` everywhere,
+        // so a reused parse is its entry's app by pointer, as before. Looked up, never
+        // iterated into output.
+        let mut slimmed: HashMap<*const LoadedApp, Arc<LoadedApp>> = HashMap::new();
+        for entry in &mut self.entries {
+            if is_slim(&entry.app) {
+                continue;
+            }
+            let slim = Arc::new(slim_copy(&entry.app));
+            slimmed.insert(Arc::as_ptr(&entry.app), slim.clone());
+            entry.app = slim;
+        }
+        if slimmed.is_empty() {
+            return;
+        }
+        let mut files: Vec<FileId> = Vec::new();
+        for app in apps.iter_mut() {
+            if let Some(slim) = slimmed.get(&Arc::as_ptr(app)) {
+                files.push(app.file);
+                *app = slim.clone();
+            }
+        }
+        files.sort_unstable_by_key(|file| file.0);
+        files.dedup();
+        for file in files {
+            self.files.slim_apps(sources.path(file), &slimmed);
+        }
     }
 
     /// The cached result of app `index` of the last analysis (before cross-app rules).
@@ -672,6 +717,58 @@ impl AnalysisCache {
         stats.files_reused = self.files.reused();
         self.last_run = stats;
     }
+}
+
+/// True when `app` was kept without its YAML value ([`AnalysisCache::slim`]): an
+/// Application document is a mapping, never null.
+fn is_slim(app: &LoadedApp) -> bool {
+    app.document.value.is_null()
+}
+
+/// `app` without its YAML value.
+fn slim_copy(app: &LoadedApp) -> LoadedApp {
+    LoadedApp {
+        app: app.app.clone(),
+        app_ref: app.app_ref.clone(),
+        file: app.file,
+        document: YamlDocument {
+            value: serde_json::Value::Null,
+            positions: app.document.positions.clone(),
+        },
+        file_digest: app.file_digest,
+        diagnostics: app.diagnostics.clone(),
+    }
+}
+
+/// `app` as loaded, with its YAML value: a slimmed app ([`AnalysisCache::slim`]) is parsed
+/// again from its file's text in `loaded`'s source map, which is the text it was parsed from
+/// (a parse is reused only for the same path, text and file id, under the same namespace
+/// rules). For a render of a cached parse whose cached result cannot be reused.
+pub(crate) fn full_app<'a>(
+    app: &'a Arc<LoadedApp>,
+    loaded: &Loaded,
+    namespaces: &crate::load::application::NamespaceRules<'_>,
+) -> std::borrow::Cow<'a, Arc<LoadedApp>> {
+    use std::borrow::Cow;
+    if !is_slim(app) {
+        return Cow::Borrowed(app);
+    }
+    let parsed = crate::load::parse_yaml_file(
+        app.file,
+        loaded.sources.path(app.file),
+        loaded.sources.text(app.file),
+        namespaces,
+    );
+    let ParsedFile::Yaml(documents) = parsed else {
+        return Cow::Borrowed(app);
+    };
+    documents
+        .into_iter()
+        .find_map(|document| match document {
+            ParsedDocument::App(Ok(found)) if found.app_ref == app.app_ref => Some(found),
+            _ => None,
+        })
+        .map_or(Cow::Borrowed(app), Cow::Owned)
 }
 
 /// Brings a reused entry up to this snapshot: a re-pointed result (a new `Arc`) with its

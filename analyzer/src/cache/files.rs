@@ -19,8 +19,9 @@ use std::sync::Arc;
 use cue::FileId;
 
 use crate::BlobId;
-use crate::load::ParsedFile;
+use crate::load::application::LoadedApp;
 use crate::load::application::NamespaceRules;
+use crate::load::{ParsedDocument, ParsedFile};
 use crate::snapshot::SharedSource;
 
 /// Parse results of the last snapshot's files, by path.
@@ -153,6 +154,34 @@ impl FileCache {
                 self.files.insert(path.to_owned(), cached);
             }
         }
+    }
+
+    /// Replaces, in the parse of `path`, every app found in `slimmed` (by address) by its
+    /// slim copy (`AnalysisCache::slim`); the other documents stay as they are.
+    pub(crate) fn slim_apps(
+        &mut self,
+        path: &str,
+        slimmed: &HashMap<*const LoadedApp, Arc<LoadedApp>>,
+    ) {
+        let Some(cached) = self.files.get_mut(path) else {
+            return;
+        };
+        let ParsedFile::Yaml(documents) = cached.parsed.as_ref() else {
+            return;
+        };
+        let documents = documents
+            .iter()
+            .map(|document| match document {
+                ParsedDocument::App(Ok(app)) => {
+                    ParsedDocument::App(Ok(slimmed.get(&Arc::as_ptr(app)).unwrap_or(app).clone()))
+                }
+                ParsedDocument::App(Err(diagnostic)) => {
+                    ParsedDocument::App(Err(diagnostic.clone()))
+                }
+                ParsedDocument::Other(document) => ParsedDocument::Other(document.clone()),
+            })
+            .collect();
+        cached.parsed = Arc::new(ParsedFile::Yaml(documents));
     }
 
     /// The number of files held.

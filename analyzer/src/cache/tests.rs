@@ -3,6 +3,7 @@
 //! change.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::{
     AnalysisCache, AnalysisOptions, CacheStats, ClusterVersion, Definitions, FileChange, Snapshot,
@@ -664,5 +665,76 @@ fn patched_analysis_equals_uncached_or_declines() {
     assert_eq!(
         patch_step(&repo, &["apps/c.yaml"], &definitions, &options, &mut cache),
         Some(stats(4, 1, 0, 4))
+    );
+}
+
+#[test]
+fn cached_apps_are_kept_without_their_yaml_value_in_one_copy() {
+    let definitions = Definitions::builtin();
+    let options = AnalysisOptions::default();
+    let mut repo = Repo {
+        files: BTreeMap::new(),
+    };
+    repo.set("apps/a.yaml", app("a", "webservice", "nginx:1.27", ""));
+    repo.set("apps/b.yaml", app("b", "webservice", "nginx:1.27", PDB));
+    let mut cache = AnalysisCache::new();
+    // Each step also checks the output equals the uncached analysis's.
+    let check = |cache: &AnalysisCache| {
+        assert_eq!(cache.entries.len(), 2);
+        for entry in &cache.entries {
+            assert!(
+                super::is_slim(&entry.app),
+                "{} keeps its YAML value",
+                entry.app.app_ref
+            );
+            // The positions stay (cross-app rules and settings read them).
+            assert_ne!(entry.app.document.positions, Default::default());
+            // The same slim copy in the per-file parse and the loaded state the cache keeps.
+            let path = format!("apps/{}.yaml", entry.app.app_ref.name);
+            let Some((_, _, parsed)) = cache.files.get(&path) else {
+                panic!("{path} not cached");
+            };
+            let super::ParsedFile::Yaml(documents) = parsed.as_ref() else {
+                panic!("{path} is not YAML");
+            };
+            assert!(matches!(&documents[..],
+                [super::ParsedDocument::App(Ok(app))] if Arc::ptr_eq(app, &entry.app)));
+            let last = cache.last.as_ref().map(|last| &last.loaded.apps);
+            assert!(last.is_some_and(|apps| apps.iter().any(|app| Arc::ptr_eq(app, &entry.app))));
+        }
+    };
+    assert_eq!(
+        step(&repo, &definitions, &options, &mut cache),
+        stats(0, 2, 0, 0)
+    );
+    check(&cache);
+    // Reused from the slim parse.
+    assert_eq!(
+        step(&repo, &definitions, &options, &mut cache),
+        stats(2, 0, 0, 2)
+    );
+    check(&cache);
+    // Rendered again from the slim parse (another option): parsed again for the render, the
+    // output still the uncached one's.
+    let mut other = options.clone();
+    other.render.cluster_version = ClusterVersion::release(1, 18);
+    assert_eq!(
+        step(&repo, &definitions, &other, &mut cache),
+        stats(0, 2, 0, 2)
+    );
+    check(&cache);
+    // A patched analysis slims the app it parsed anew.
+    let changed = app("b", "webservice", "nginx:1.28", PDB);
+    let changes = [FileChange {
+        path: "apps/b.yaml".to_owned(),
+        contents: Some(changed.clone()),
+        blob_id: None,
+    }];
+    assert!(analyze_changes(&changes, &definitions, &other, &mut cache).is_some());
+    repo.set("apps/b.yaml", changed);
+    check(&cache);
+    assert_eq!(
+        step(&repo, &definitions, &other, &mut cache),
+        stats(2, 0, 0, 2)
     );
 }
