@@ -49,11 +49,13 @@ case $MODE in
   *) echo "agent-heap.sh: unknown mode $MODE" >&2; exit 2 ;;
 esac
 WRAP=$!
-# The driftless process itself (under heaptrack, a child of its script).
+# The driftless process itself (under heaptrack, a child of its script): the process named as
+# BIN (a comm name is cut to 15 characters).
+COMM=$(basename "$BIN" | cut -c1-15)
 PID=""
 for _ in $(seq 600); do
   for p in $(pgrep -f "agent --config $OUT/agent.yaml" || true); do
-    [[ $(cat "/proc/$p/comm" 2>/dev/null) == driftless ]] && PID=$p
+    [[ $(cat "/proc/$p/comm" 2>/dev/null) == "$COMM" ]] && PID=$p
   done
   [[ -n $PID ]] && break
   sleep 0.1
