@@ -258,19 +258,31 @@ pub(crate) fn render_component(
             ]
         };
         if let Some((patch_value, patch_doc)) = patch {
-            workload = apply_patch(workload, &patch_value, &patch_doc, check).map_err(|error| {
+            workload = apply_patch(workload, patch_value, &patch_doc, check).map_err(|error| {
                 conflict(format!(
                     "{trait_description}: invalid patch trait {type_label} into workload: {error}"
                 ))
             })?;
         }
-        for (name, patch_value) in patch_outputs {
-            for auxiliary in auxiliaries
+        for (name, mut patch_value) in patch_outputs {
+            let matching = auxiliaries
+                .iter()
+                .filter(|auxiliary| auxiliary.name == name)
+                .count();
+            for (seen, auxiliary) in auxiliaries
                 .iter_mut()
                 .filter(|auxiliary| auxiliary.name == name)
+                .enumerate()
             {
+                // Unifying consumes the patch: the last output of that name takes it, any
+                // earlier one a copy.
+                let patch = if seen + 1 == matching {
+                    std::mem::replace(&mut patch_value, Exported::Bottom(Vec::new()))
+                } else {
+                    patch_value.clone()
+                };
                 let value = std::mem::replace(&mut auxiliary.value, Exported::Bottom(Vec::new()));
-                auxiliary.value = unify_only(value, &patch_value, check).map_err(|error| {
+                auxiliary.value = unify_only(value, patch, check).map_err(|error| {
                         conflict(format!(
                             "{trait_description}: invalid patch trait {type_label} into output {name}: {error}"
                         ))

@@ -42,7 +42,7 @@ impl std::fmt::Display for PatchError {
 /// JSON-patch operation.
 pub(crate) fn apply_patch(
     base: Exported,
-    patch: &Exported,
+    patch: Exported,
     patch_doc: &[String],
     check: ConstraintCheck<'_>,
 ) -> Result<Exported, PatchError> {
@@ -51,13 +51,13 @@ pub(crate) fn apply_patch(
             // Merged on the concrete export: the same as merging the JSON and reading it back
             // (upstream re-parses the merged JSON), without building the workload's JSON.
             let mut base = into_concrete(base).map_err(|e| not_concrete("the workload", e))?;
-            let patch_json =
-                to_json(patch, Concreteness::Required).map_err(|e| not_concrete("the patch", e))?;
+            let patch_json = to_json(&patch, Concreteness::Required)
+                .map_err(|e| not_concrete("the patch", e))?;
             json_patch::merge_patch_exported(&mut base, &patch_json);
             Ok(base)
         }
         PatchStrategy::JsonPatch => {
-            let (mut base_json, patch_json) = concrete_pair(base, patch)?;
+            let (mut base_json, patch_json) = concrete_pair(base, &patch)?;
             let operations = patch_json.get("operations").cloned().unwrap_or_default();
             json_patch::json_patch(&mut base_json, &operations).map_err(|message| PatchError {
                 path: Vec::new(),
@@ -78,7 +78,7 @@ pub(crate) fn apply_patch(
 /// The first conflict.
 pub(crate) fn unify_only(
     base: Exported,
-    patch: &Exported,
+    patch: Exported,
     check: ConstraintCheck<'_>,
 ) -> Result<Exported, PatchError> {
     unify::unify_patch(base, patch, check)

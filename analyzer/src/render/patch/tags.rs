@@ -29,6 +29,13 @@ pub(crate) struct FieldTags {
 impl FieldTags {
     /// Reads the tags from a field's doc comment lines (`//` already stripped or not).
     pub(crate) fn parse(doc: &[String]) -> FieldTags {
+        // Most patch fields have no doc comment: no line iterator to set up for them.
+        if doc.is_empty() {
+            return FieldTags {
+                patch_key: None,
+                strategy: PatchStrategy::Unify,
+            };
+        }
         let mut patch_key = None;
         let mut strategy = None;
         for line in doc.iter().flat_map(|entry| entry.lines()) {

@@ -78,7 +78,7 @@ fn check(constraint: &Constraint, value: &Exported) -> Result<(), String> {
 
 fn patch_with_doc(base: Value, patch: Value, doc: &[&str]) -> Result<Value, PatchError> {
     let doc: Vec<String> = doc.iter().map(|line| (*line).to_owned()).collect();
-    let result = apply_patch(ex(&base), &ex(&patch), &doc, &check)?;
+    let result = apply_patch(ex(&base), ex(&patch), &doc, &check)?;
     Ok(to_json(&result, Concreteness::Lenient).unwrap())
 }
 
@@ -361,12 +361,12 @@ fn after_a_json_merge_patch_later_patches_conflict_on_scalars() {
     let doc: Vec<String> = vec!["+patchStrategy=jsonMergePatch".to_owned()];
     let merged = apply_patch(
         ex(&json!({"spec": {"replicas": "§*1|int"}})),
-        &ex(&json!({"metadata": {"labels": {"a": "b"}}})),
+        ex(&json!({"metadata": {"labels": {"a": "b"}}})),
         &doc,
         &check,
     )
     .unwrap();
-    let result = apply_patch(merged, &ex(&json!({"spec": {"replicas": 3}})), &[], &check);
+    let result = apply_patch(merged, ex(&json!({"spec": {"replicas": 3}})), &[], &check);
     assert_eq!(
         result.unwrap_err().to_string(),
         "spec.replicas: conflicting values 1 and 3"

@@ -31,7 +31,7 @@ pub(crate) type ConstraintCheck<'a> = &'a dyn Fn(&Constraint, &Exported) -> Resu
 /// The first conflict, with its path.
 pub(crate) fn unify_patch(
     base: Exported,
-    patch: &Exported,
+    patch: Exported,
     check: ConstraintCheck<'_>,
 ) -> Result<Exported, PatchError> {
     let mut walker = Walker {
@@ -68,10 +68,11 @@ impl Walker<'_> {
         }
     }
 
+    /// Both sides are consumed: what the patch adds is moved into the result, not copied.
     fn unify(
         &mut self,
         base: Exported,
-        patch: &Exported,
+        patch: Exported,
         strategy: PatchStrategy,
         patch_key: Option<&str>,
         context: ListContext,
@@ -98,13 +99,16 @@ impl Walker<'_> {
                 // KubeVela opens every list that is a field value before unifying.
                 let base_open = open || context == ListContext::FieldValue;
                 if strategy == PatchStrategy::Replace {
-                    return Ok(patch.clone());
+                    return Ok(Exported::List {
+                        elems: patch_elems,
+                        open: patch_open,
+                    });
                 }
                 self.unify_lists(
                     elems,
                     base_open,
                     patch_elems,
-                    *patch_open,
+                    patch_open,
                     strategy,
                     patch_key,
                 )
@@ -113,11 +117,11 @@ impl Walker<'_> {
                 self.unify_disjunctions(base, patch, patch_key)
             }
             (Exported::Incomplete(constraint), patch) => {
-                self.fill_constraint(&constraint, patch.clone(), patch_key)
+                self.fill_constraint(&constraint, patch, patch_key)
             }
             (base, Exported::Incomplete(constraint)) => {
                 let base_for_error = describe(&base);
-                self.fill_constraint(constraint, base, patch_key)
+                self.fill_constraint(&constraint, base, patch_key)
                     .map_err(|error| {
                         self.conflict(format!(
                             "conflicting values {base_for_error} and {}{}",
@@ -130,17 +134,16 @@ impl Walker<'_> {
                     })
             }
             (Exported::Scalar(base_scalar), Exported::Scalar(patch_scalar)) => {
-                if scalars_equal(&base_scalar, patch_scalar) {
+                if scalars_equal(&base_scalar, &patch_scalar) {
                     Ok(Exported::Scalar(base_scalar))
                 } else {
-                    let (base_value, patch_value) = (
-                        Exported::Scalar(base_scalar),
-                        Exported::Scalar(patch_scalar.clone()),
-                    );
-                    Err(self.mismatch(&base_value, &patch_value))
+                    Err(self.mismatch(
+                        &Exported::Scalar(base_scalar),
+                        &Exported::Scalar(patch_scalar),
+                    ))
                 }
             }
-            (base, patch) => Err(self.mismatch(&base, patch)),
+            (base, patch) => Err(self.mismatch(&base, &patch)),
         }
     }
 
@@ -161,7 +164,7 @@ impl Walker<'_> {
     fn unify_structs(
         &mut self,
         mut base_fields: Vec<ExportedField>,
-        patch_fields: &[ExportedField],
+        patch_fields: Vec<ExportedField>,
         inherited_key: Option<&str>,
     ) -> Result<Exported, PatchError> {
         for patch_field in patch_fields {
@@ -172,18 +175,18 @@ impl Walker<'_> {
                 .iter_mut()
                 .find(|field| field.label == patch_field.label)
             {
-                None => base_fields.push(patch_field.clone()),
+                None => base_fields.push(patch_field),
                 Some(base_field) => {
                     let base_value =
                         std::mem::replace(&mut base_field.value, Exported::Bottom(Vec::new()));
                     let is_list = matches!(patch_field.value, Exported::List { .. });
                     base_field.value = if tags.strategy == PatchStrategy::RetainKeys && !is_list {
                         // retainKeys on a non-list: the patch value replaces the base value.
-                        patch_field.value.clone()
+                        patch_field.value
                     } else {
                         self.unify(
                             base_value,
-                            &patch_field.value,
+                            patch_field.value,
                             tags.strategy,
                             key,
                             ListContext::FieldValue,
@@ -202,31 +205,32 @@ impl Walker<'_> {
         &mut self,
         base_elems: Vec<Exported>,
         base_open: bool,
-        patch_elems: &[Exported],
+        patch_elems: Vec<Exported>,
         patch_open: bool,
         strategy: PatchStrategy,
         patch_key: Option<&str>,
     ) -> Result<Exported, PatchError> {
-        // The patch list is only read, its elements copied where they are appended: a keyed
-        // rewrite re-orders references to them, with an empty struct where none lines up.
-        let empty = Exported::Struct(Vec::new());
-        let (base_elems, patch_elems, patch_open): (Vec<Exported>, Vec<&Exported>, bool) =
+        // A keyed rewrite re-orders the patch elements (each at most once), with an empty
+        // struct where none lines up; they are moved, not copied.
+        let (base_elems, patch_elems, patch_open): (Vec<Exported>, Vec<Exported>, bool) =
             match patch_key {
-                Some(key) => match keyed_rewrite(base_elems, patch_elems, key, strategy) {
+                Some(key) => match keyed_rewrite(base_elems, &patch_elems, key, strategy) {
                     Ok(rewrite) => {
+                        let mut slots: Vec<Option<Exported>> =
+                            patch_elems.into_iter().map(Some).collect();
                         let patch = rewrite
                             .patch
                             .iter()
                             .map(|slot| {
-                                slot.and_then(|index| patch_elems.get(index))
-                                    .unwrap_or(&empty)
+                                slot.and_then(|index| slots.get_mut(index).and_then(Option::take))
+                                    .unwrap_or_else(|| Exported::Struct(Vec::new()))
                             })
                             .collect();
                         (rewrite.base, patch, true)
                     }
-                    Err(base_elems) => (base_elems, patch_elems.iter().collect(), patch_open),
+                    Err(base_elems) => (base_elems, patch_elems, patch_open),
                 },
-                None => (base_elems, patch_elems.iter().collect(), patch_open),
+                None => (base_elems, patch_elems, patch_open),
             };
         let (base_len, patch_len) = (base_elems.len(), patch_elems.len());
         if (patch_len < base_len && !patch_open) || (patch_len > base_len && !base_open) {
@@ -235,7 +239,7 @@ impl Walker<'_> {
             )));
         }
         let mut elems = Vec::with_capacity(base_len.max(patch_len));
-        let mut patch_iter = patch_elems.iter();
+        let mut patch_iter = patch_elems.into_iter();
         for (index, base_elem) in base_elems.into_iter().enumerate() {
             match patch_iter.next() {
                 Some(patch_elem) => {
@@ -252,7 +256,7 @@ impl Walker<'_> {
                 None => elems.push(base_elem),
             }
         }
-        elems.extend(patch_iter.map(|elem| (*elem).clone()));
+        elems.extend(patch_iter);
         Ok(Exported::List {
             elems,
             open: base_open && patch_open,
@@ -265,18 +269,18 @@ impl Walker<'_> {
     fn unify_disjunctions(
         &mut self,
         base: Exported,
-        patch: &Exported,
+        patch: Exported,
         patch_key: Option<&str>,
     ) -> Result<Exported, PatchError> {
         let base_alternatives = alternatives(&base);
-        let patch_alternatives = alternatives(patch);
+        let patch_alternatives = alternatives(&patch);
         let mut results: Vec<(Exported, bool)> = Vec::new();
         let mut first_error = None;
         for (base_alternative, base_default) in &base_alternatives {
             for (patch_alternative, patch_default) in &patch_alternatives {
                 match self.unify(
                     base_alternative.clone(),
-                    patch_alternative,
+                    patch_alternative.clone(),
                     PatchStrategy::Unify,
                     patch_key,
                     ListContext::FieldValue,
@@ -296,7 +300,7 @@ impl Walker<'_> {
             }
         }
         if results.is_empty() {
-            return Err(first_error.unwrap_or_else(|| self.mismatch(&base, patch)));
+            return Err(first_error.unwrap_or_else(|| self.mismatch(&base, &patch)));
         }
         if results.len() == 1 {
             return Ok(results.remove(0).0);
