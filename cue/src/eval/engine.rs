@@ -194,7 +194,9 @@ pub struct Vertex<'a> {
     pub list: Option<ListState<'a>>,
     /// Disjunctions, pending items and patterns, which few vertices have.
     rare: Option<Box<Rare<'a>>>,
-    groups: Vec<Group>,
+    /// Closedness groups: most vertices have none, and a struct of a definition one (kept
+    /// inline: a heap vector per such vertex otherwise).
+    groups: SmallVec<[Group; 1]>,
     deep_group: u32,
     pub errors: Vec<Error>,
     /// Incomplete errors of comprehensions (their source or condition not yet known): the
@@ -206,7 +208,9 @@ pub struct Vertex<'a> {
     origin: Option<VId>,
     /// Remaining alternatives of an unresolved disjunction, with their default marks.
     pub alts: Option<Vec<(VId, bool)>>,
-    pub docs: Vec<(usize, &'a [String])>,
+    /// Doc comments of the field declarations, usually one (`// +usage=` on every
+    /// parameter field of a template): kept inline.
+    pub docs: SmallVec<[(usize, &'a [String]); 1]>,
     pub depth: u32,
     /// Source position (file, offset) of the earliest field declaration defining this arc;
     /// `u64::MAX` for data (JSON, builtin results). Fields are ordered by it.
@@ -223,9 +227,10 @@ pub struct Vertex<'a> {
 /// pattern constraints).
 #[derive(Debug, Clone, Default)]
 struct Rare<'a> {
-    /// Disjunctions not yet expanded.
-    disjs: Vec<Conj<'a>>,
-    pending: Vec<Pending<'a>>,
+    /// Disjunctions not yet expanded (a vertex usually has one: inline, no second allocation
+    /// after the box's).
+    disjs: SmallVec<[Conj<'a>; 1]>,
+    pending: SmallVec<[Pending<'a>; 2]>,
     patterns: Vec<Pattern<'a>>,
 }
 
@@ -252,14 +257,14 @@ impl<'a> Vertex<'a> {
         self.rare.get_or_insert_with(Box::default)
     }
 
-    fn take_disjs(&mut self) -> Vec<Conj<'a>> {
+    fn take_disjs(&mut self) -> SmallVec<[Conj<'a>; 1]> {
         self.rare
             .as_mut()
             .map(|r| std::mem::take(&mut r.disjs))
             .unwrap_or_default()
     }
 
-    fn take_pending(&mut self) -> Vec<Pending<'a>> {
+    fn take_pending(&mut self) -> SmallVec<[Pending<'a>; 2]> {
         self.rare
             .as_mut()
             .map(|r| std::mem::take(&mut r.pending))
@@ -280,14 +285,14 @@ impl<'a> Vertex<'a> {
             arcs: Vec::new(),
             list: None,
             rare: None,
-            groups: Vec::new(),
+            groups: SmallVec::new(),
             deep_group: 0,
             errors: Vec::new(),
             incomplete: Vec::new(),
             forward: None,
             origin: None,
             alts: None,
-            docs: Vec::new(),
+            docs: SmallVec::new(),
             depth,
             pos: u64::MAX,
             decl_span: None,
@@ -296,7 +301,8 @@ impl<'a> Vertex<'a> {
     }
 }
 
-#[derive(Debug, Clone)]
+/// `Copy`: every identifier's resolution reads the environments it walks by value.
+#[derive(Debug, Clone, Copy)]
 enum EnvKind<'a> {
     Struct {
         vertex: VId,
@@ -320,7 +326,7 @@ enum EnvKind<'a> {
     },
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 struct Env<'a> {
     parent: Option<EnvId>,
     kind: EnvKind<'a>,
@@ -983,7 +989,7 @@ impl<'a> Engine<'a> {
             // In source order, as a later comprehension may test what an earlier one adds
             // (`if x.a != _|_ {...}` after `if c {x: a: 1}`). The fields an item inserts move
             // the insertion point of every later item at or after its own.
-            let mut inserted: Vec<(usize, usize)> = Vec::new();
+            let mut inserted: SmallVec<[(usize, usize); 4]> = SmallVec::new();
             for item in pending {
                 let pos = item.pos();
                 let shift: usize = inserted
@@ -1334,7 +1340,7 @@ impl<'a> Engine<'a> {
         {
             group.labels.reserve(fields);
         }
-        let mut positions = Vec::new();
+        let mut positions: SmallVec<[usize; 4]> = SmallVec::new();
         for decl in decls {
             match decl {
                 Decl::Comprehension(_) => positions.push(self.v(v).arcs.len()),
@@ -1576,6 +1582,8 @@ impl<'a> Engine<'a> {
         match json {
             serde_json::Value::Object(map) => {
                 self.mark_struct(v, span);
+                // Room for every key at once, as `process_decls` does for a struct literal.
+                self.vm(v).arcs.reserve(map.len());
                 for (key, value) in map {
                     if let Some(error) = quoted_label_error(key, span) {
                         let error = self.relocate(v, error);
@@ -1612,6 +1620,10 @@ impl<'a> Engine<'a> {
             return;
         }
         let list = self.vm(v).list.get_or_insert_with(ListState::default);
+        // The elements follow: room for them at once.
+        if list.elems.is_empty() {
+            list.elems.reserve(n);
+        }
         if closed {
             match list.closed_len {
                 Some((len, _)) if len != n => {
@@ -2082,7 +2094,7 @@ impl<'a> Engine<'a> {
                         .collect()
                 } else if self.v(src).is_struct || self.v(src).struct_hint {
                     let arcs = self.ordered_arcs(src);
-                    let mut items = Vec::new();
+                    let mut items = Vec::with_capacity(arcs.len());
                     for (sym, arc) in arcs {
                         // The key shares the symbol's text (no string copied per item).
                         let label = self.sym_text(sym);
@@ -2705,7 +2717,7 @@ impl<'a> Engine<'a> {
         // directly above it names.
         let mut below: Option<VId> = None;
         while let Some(e) = cur {
-            let Env { parent, kind } = self.envs[e as usize].clone();
+            let Env { parent, kind } = self.envs[e as usize];
             match kind {
                 EnvKind::Struct { vertex, decls } => {
                     below = Some(vertex);
