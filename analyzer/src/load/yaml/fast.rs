@@ -84,13 +84,13 @@ fn event_path(file: FileId, text: &str) -> Option<Vec<YamlDocument>> {
                 if anchor != 0 || tag.is_some() {
                     return None;
                 }
-                builder.start(Collection::Seq(Vec::new()), range)?;
+                builder.start(NodeKind::Seq, range)?;
             }
             Event::MappingStart(_, anchor, tag) => {
                 if anchor != 0 || tag.is_some() {
                     return None;
                 }
-                builder.start(Collection::Map(serde_json::Map::new(), None), range)?;
+                builder.start(NodeKind::Map, range)?;
             }
             Event::SequenceEnd | Event::MappingEnd => builder.end()?,
             // Comments are not data. The feature is on here because kube turns it on in every
@@ -106,13 +106,15 @@ fn event_path(file: FileId, text: &str) -> Option<Vec<YamlDocument>> {
 /// A mapping key waiting for its value: its text and span.
 type PendingKey = (String, (u32, u32));
 
-/// A collection being filled, with the index of its node in `Positions::nodes`.
+/// A collection being filled. Its members so far wait in the builder's shared lists (from the
+/// index it holds on), and the collection is made at its end with exactly their number: no
+/// growth of each map's entries and hash table, or of each list, as members arrive (and no
+/// spare capacity kept in every loaded document).
 enum Collection {
-    Seq(Vec<serde_json::Value>),
-    Map(
-        serde_json::Map<String, serde_json::Value>,
-        Option<PendingKey>,
-    ),
+    /// Items so far: `Builder::items[start..]`.
+    Seq(usize),
+    /// Entries so far: `Builder::entries[start..]`; and a key waiting for its value.
+    Map(usize, Option<PendingKey>),
 }
 
 struct Frame {
@@ -125,6 +127,10 @@ struct Builder {
     documents: Vec<YamlDocument>,
     positions: Positions,
     stack: Vec<Frame>,
+    /// The items of the open sequences, innermost last.
+    items: Vec<serde_json::Value>,
+    /// The entries of the open mappings, innermost last.
+    entries: Vec<(String, serde_json::Value)>,
     /// The finished root node of the current document.
     root: Option<serde_json::Value>,
     n_nodes: usize,
@@ -137,6 +143,8 @@ impl Builder {
             documents: Vec::new(),
             positions: new_positions(file),
             stack: Vec::new(),
+            items: Vec::new(),
+            entries: Vec::new(),
             root: None,
             n_nodes: 0,
         }
@@ -171,7 +179,7 @@ impl Builder {
 
     /// A collection starts: it must be a value (a collection as a mapping key needs
     /// serde-saphyr).
-    fn start(&mut self, collection: Collection, range: (u32, u32)) -> Option<()> {
+    fn start(&mut self, kind: NodeKind, range: (u32, u32)) -> Option<()> {
         if matches!(
             self.stack.last(),
             Some(Frame {
@@ -182,9 +190,10 @@ impl Builder {
         {
             return None;
         }
-        let kind = match collection {
-            Collection::Seq(_) => NodeKind::Seq,
-            Collection::Map(..) => NodeKind::Map,
+        let collection = match kind {
+            NodeKind::Seq => Collection::Seq(self.items.len()),
+            NodeKind::Map => Collection::Map(self.entries.len(), None),
+            NodeKind::Scalar => return None,
         };
         let node = self.push_node(range, kind)?;
         self.stack.push(Frame { collection, node });
@@ -195,10 +204,24 @@ impl Builder {
     fn end(&mut self) -> Option<()> {
         let frame = self.stack.pop()?;
         let value = match frame.collection {
-            Collection::Seq(items) => serde_json::Value::Array(items),
+            // Collected from the drain: allocated with exactly the items' number.
+            Collection::Seq(start) => {
+                serde_json::Value::Array(self.items.drain(start.min(self.items.len())..).collect())
+            }
             // A key without its value: the parser always pairs them, but be safe.
             Collection::Map(_, Some(_)) => return None,
-            Collection::Map(object, None) => serde_json::Value::Object(object),
+            Collection::Map(start, None) => {
+                let entries = self.entries.drain(start.min(self.entries.len())..);
+                let mut object = serde_json::Map::with_capacity(entries.len());
+                for (key, value) in entries {
+                    // A repeated key is serde-saphyr's duplicate-key error (or, for keys that
+                    // only read the same as JSON text, its own rule): let it decide.
+                    if object.insert(key, value).is_some() {
+                        return None;
+                    }
+                }
+                serde_json::Value::Object(object)
+            }
         };
         self.finish_node(frame.node, value)
     }
@@ -240,19 +263,15 @@ impl Builder {
         match self.stack.last_mut() {
             None => self.root = Some(value),
             Some(Frame {
-                collection: Collection::Seq(items),
+                collection: Collection::Seq(_),
                 ..
-            }) => items.push(value),
+            }) => self.items.push(value),
             Some(Frame {
-                collection: Collection::Map(object, pending),
+                collection: Collection::Map(_, pending),
                 ..
             }) => {
                 let (key, _) = pending.take()?;
-                // A repeated key is serde-saphyr's duplicate-key error (or, for keys that only
-                // read the same as JSON text, its own rule): let it decide.
-                if object.insert(key, value).is_some() {
-                    return None;
-                }
+                self.entries.push((key, value));
             }
         }
         Some(())
@@ -725,6 +744,10 @@ mod tests {
             "base: &b {x: 1}\nderived:\n  <<: *b\n  y: 2\n",
             "a: !!str 1\n",
             "a: 1\na: 2\n",
+            // Repeated keys inside nested and flow mappings, found when the mapping ends.
+            "a:\n  b: 1\n  c: [1, 2]\n  b: {x: 1}\nd: 2\n",
+            "a: {b: 1, b: 2}\n",
+            "- x\n- {k: 1, j: [2], k: 3}\n",
             "80: x\n\"80\": y\n",
             "? [a, b]\n: c\n",
             "? a\n: b\n",

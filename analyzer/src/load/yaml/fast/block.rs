@@ -19,7 +19,7 @@
 //! key's indentation, at its first item's text). `fast.rs`'s tests compare this path with the
 //! event path on every file that both take.
 
-use super::{Builder, Collection, MAX_DOCUMENTS};
+use super::{Builder, Collection, MAX_DOCUMENTS, NodeKind};
 use granit_parser::ScalarStyle;
 use std::borrow::Cow;
 
@@ -293,8 +293,7 @@ impl<'t> Scanner<'t, '_> {
     /// A block mapping whose first key starts at `at`, its keys at column `indent`. Leaves
     /// the scanner on the first content line after it.
     fn mapping(&mut self, at: usize, indent: usize) -> Option<()> {
-        self.builder
-            .start(Collection::Map(serde_json::Map::new(), None), span(at, at))?;
+        self.builder.start(NodeKind::Map, span(at, at))?;
         let mut key_at = at;
         loop {
             let after_key = self.key(key_at)?;
@@ -395,8 +394,7 @@ impl<'t> Scanner<'t, '_> {
         } else {
             at
         };
-        self.builder
-            .start(Collection::Seq(Vec::new()), span(start, start))?;
+        self.builder.start(NodeKind::Seq, span(start, start))?;
         let mut dash = at;
         loop {
             let line = self.line?;
@@ -480,9 +478,9 @@ impl<'t> Scanner<'t, '_> {
     fn flow(&mut self, at: usize, end: usize) -> Option<usize> {
         let open = self.byte(at)?;
         let (close, collection) = if open == b'[' {
-            (b']', Collection::Seq(Vec::new()))
+            (b']', NodeKind::Seq)
         } else {
-            (b'}', Collection::Map(serde_json::Map::new(), None))
+            (b'}', NodeKind::Map)
         };
         self.builder.start(collection, span(at, at + 1))?;
         let mut index = self.skip_spaces(at + 1, end);
