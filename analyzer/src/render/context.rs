@@ -222,11 +222,9 @@ pub(crate) fn component_context(
     entry("name", Value::from(component.name.as_str()));
     entry("namespace", Value::from(loaded.app_ref.namespace.as_str()));
     entry("appName", Value::from(loaded.app_ref.name.as_str()));
-    entry("appRevision", Value::from(app_revision(loaded)));
-    entry(
-        "appRevisionNum",
-        Value::from(app_revision_number(app_revision(loaded))),
-    );
+    let revision = app_revision(loaded);
+    entry("appRevision", Value::from(revision));
+    entry("appRevisionNum", Value::from(app_revision_number(revision)));
     entry("revision", Value::from(""));
     if reads.components {
         entry("components", components.clone());

@@ -9,13 +9,17 @@
 //! whose export needs the built alternatives (a disjunction without a default) or the
 //! tree (a root that is not a struct, injected data) fall back to building nodes.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::exported::{Constraint, Exported, ExportedField};
 use crate::parts::{Parts, Take, Taken};
 use crate::{Error, ErrorKind, ast};
 
-use super::super::engine::{self, Engine, FieldKind, VId, is_definition, is_hidden};
+use super::super::engine::{
+    self, Engine, FieldKind, FxBuild, SchemaKey, VId, is_definition, is_hidden,
+};
 use super::super::val::kind_text;
 use super::super::{Evaluator, Injection, Value};
 use super::{
@@ -97,6 +101,8 @@ fn root_parts(engine: &mut Engine<'_>, requested: &[(&str, Take)]) -> Parts {
             if optional {
                 let node = build_optional(engine, arc, 1, 1);
                 validate(&node, &mut errors);
+            } else if is_definition(&label) {
+                validate_definition(engine, arc, &mut errors);
             } else {
                 walk(engine, arc, 1, 0, Mode::Validate, &mut errors);
             }
@@ -128,6 +134,47 @@ fn root_parts(engine: &mut Engine<'_>, requested: &[(&str, Take)]) -> Parts {
         }
     }
     Parts { errors, taken }
+}
+
+thread_local! {
+    /// Top-level definitions that depend on their template alone (`engine/pure.rs`), by
+    /// [`SchemaKey`]: `true` when one evaluation found no error in them (every evaluation of
+    /// the template then finds none), `false` when they had errors or cannot be reused.
+    static CLEAN_DEFINITIONS: RefCell<HashMap<SchemaKey, bool, FxBuild>> =
+        const { RefCell::new(HashMap::with_hasher(FxBuild)) };
+}
+
+/// Entries kept per thread before the map starts over (a long-running process sees new
+/// template files; their stale entries are never hit again).
+const CLEAN_DEFINITIONS_LIMIT: usize = 1 << 12;
+
+/// Checks top-level definition `v` (`#Probe`, `#Change`: schemas a template's `parameter`
+/// refers to) for errors, as [`walk`] in [`Mode::Validate`] does. A definition that cannot
+/// see the evaluation's data and was once found free of errors is free of errors in every
+/// evaluation of its template: it is then neither walked nor evaluated again.
+fn validate_definition(engine: &mut Engine<'_>, v: VId, errors: &mut Vec<Error>) {
+    let key = engine.schema_key(v, 1, 0);
+    let known = key
+        .as_ref()
+        .and_then(|key| CLEAN_DEFINITIONS.with(|clean| clean.borrow().get(key).copied()));
+    if known == Some(true) {
+        return;
+    }
+    // Eligibility is decided before the walk, on the conjuncts as declared.
+    let eligible = key.is_some() && known.is_none() && engine.is_data_independent(v);
+    // Its own errors, apart: one that equals an error found elsewhere still counts here.
+    let mut found = Vec::new();
+    walk(engine, v, 1, 0, Mode::Validate, &mut found);
+    push_errors(&found, errors);
+    if let (Some(key), None) = (key, known) {
+        CLEAN_DEFINITIONS.with(|clean| {
+            let mut clean = clean.borrow_mut();
+            if clean.len() >= CLEAN_DEFINITIONS_LIMIT {
+                clean.clear();
+            }
+            clean.insert(key, eligible && found.is_empty());
+        });
+    }
 }
 
 /// A requested field taken from its built node, as the `Value` API would give it.
@@ -497,6 +544,41 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A definition that depends on its template alone is checked once per thread when clean;
+    /// one with errors, or one that reads the data, is checked in every evaluation.
+    #[test]
+    fn clean_definitions_are_checked_once_and_the_others_every_time() {
+        let source = "#Pure: {a: *1 | int, b: a + 1, c: [...string]}\n#Bad: {a: 1 & 2}\n\
+                      #Dep: {x: parameter.x & int}\nparameter: _\noutput: {y: 1}\n";
+        let good = serde_json::json!({"x": 1});
+        let bad = serde_json::json!({"x": "s"});
+        for parameter in [&good, &bad, &good, &bad] {
+            let injections = [Injection {
+                field: "parameter",
+                value: parameter,
+                span: crate::Span::default(),
+            }];
+            check_same(source, &injections);
+        }
+        let parsed = crate::parse_file(crate::FileId(0), source);
+        let evaluator = Evaluator::new();
+        let errors = |parameter: &serde_json::Value| {
+            let injections = [Injection {
+                field: "parameter",
+                value: parameter,
+                span: crate::Span::default(),
+            }];
+            evaluator
+                .evaluate_parts(&[&parsed.file], &injections, &[("output", Take::Export)])
+                .errors()
+                .len()
+        };
+        // `#Bad` always; `#Dep` only with the bad parameter, also after a clean evaluation.
+        assert_eq!(errors(&good), 1);
+        assert_eq!(errors(&bad), 2);
+        assert_eq!(errors(&good), 1);
     }
 
     #[test]
