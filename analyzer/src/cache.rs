@@ -359,8 +359,8 @@ impl AnalysisCache {
     /// parse (a definition it uses changed), and that re-parses the file's text, which the
     /// source map holds anyway ([`full_app`]). At 10,000 apps these values are a
     /// `serde_json::Value` tree of every manifest held for the agent's lifetime (issue #9).
-    /// The positions and the decoded `Application` stay: cross-app rules and settings read
-    /// them for apps that did not change. Each app is slimmed once: a reused app costs a
+    /// The positions and the decoded `Application` but for its properties stay: cross-app
+    /// rules and settings read them for apps that did not change. Each app is slimmed once: a reused app costs a
     /// look at its value.
     fn slim(&mut self, apps: &mut [Arc<LoadedApp>], sources: &SourceMap) {
         // By the address of the full app: each is replaced by the same slim `Arc` everywhere,
@@ -719,16 +719,25 @@ impl AnalysisCache {
     }
 }
 
-/// True when `app` was kept without its YAML value ([`AnalysisCache::slim`]): an
-/// Application document is a mapping, never null.
+/// True when `app` was kept without its YAML value and properties ([`AnalysisCache::slim`]):
+/// an Application document is a mapping, never null.
 fn is_slim(app: &LoadedApp) -> bool {
     app.document.value.is_null()
 }
 
-/// `app` without its YAML value.
+/// `app` without its YAML value, nor its components' and traits' properties (the bulk of the
+/// decoded model; only a render reads them). Names, types, annotations and the rest of the
+/// model stay: the cache's dependencies, cross-app rules and settings read them.
 fn slim_copy(app: &LoadedApp) -> LoadedApp {
+    let mut model = app.app.clone();
+    for component in &mut model.spec.components {
+        component.properties = None;
+        for component_trait in &mut component.traits {
+            component_trait.properties = None;
+        }
+    }
     LoadedApp {
-        app: app.app.clone(),
+        app: model,
         app_ref: app.app_ref.clone(),
         file: app.file,
         document: YamlDocument {

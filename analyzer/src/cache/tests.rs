@@ -687,8 +687,16 @@ fn cached_apps_are_kept_without_their_yaml_value_in_one_copy() {
                 "{} keeps its YAML value",
                 entry.app.app_ref
             );
-            // The positions stay (cross-app rules and settings read them).
+            // The positions and the model's names and types stay (cross-app rules and settings
+            // read them); its properties go with the YAML value.
             assert_ne!(entry.app.document.positions, Default::default());
+            let component = &entry.app.app.spec.components[0];
+            assert_eq!(
+                (component.name.as_str(), component.component_type.as_str()),
+                (entry.app.app_ref.name.as_str(), "webservice")
+            );
+            assert!(component.properties.is_none());
+            assert!(component.traits.iter().all(|t| t.properties.is_none()));
             // The same slim copy in the per-file parse and the loaded state the cache keeps.
             let path = format!("apps/{}.yaml", entry.app.app_ref.name);
             let Some((_, _, parsed)) = cache.files.get(&path) else {
