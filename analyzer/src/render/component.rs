@@ -167,29 +167,47 @@ pub(crate) fn render_component(
             component_trait.trait_type, component.name
         );
         let trait_parameter = component_trait.properties.as_ref().map(go_json);
-        let memo_key = MemoKey::new(trait_definition, trait_parameter.as_ref());
+        // `context.output(s)` is the workload (and auxiliaries) converted to JSON and then
+        // built into the evaluation: left out for a template that cannot observe it (e.g.
+        // `scaler`), which renders the same without it, and else reduced to what the template
+        // can observe. Deviation: upstream injects the base as CUE text; JSON cannot carry a
+        // value that is still non-concrete, so such fields are left out of `context.output`.
+        let with_output = trait_definition.template_reads.output;
+        let reads = with_output.then(|| output_reads(trait_template));
+        let output_json = reads
+            .as_ref()
+            .and_then(|reads| reads.output.as_ref())
+            .map(|reads| context_json_read(&workload, reads));
+        let outputs_json = reads
+            .as_ref()
+            .and_then(|reads| reads.outputs.as_ref())
+            .filter(|_| !auxiliaries.is_empty())
+            .map(|reads| outputs_json(&auxiliaries, reads));
+        // A template that reads no context field but these renders the same for the same
+        // properties and the same observed parts (`labels`: whether the workload has a pod
+        // template): remembered under them.
+        let memo_key = match &reads {
+            Some(reads) if !reads.other_context => MemoKey::with_outputs(
+                trait_definition,
+                trait_parameter.as_ref(),
+                output_json.as_ref(),
+                outputs_json.as_ref(),
+            ),
+            _ => MemoKey::new(trait_definition, trait_parameter.as_ref()),
+        };
         let remembered = memo_key.as_ref().and_then(memo::lookup);
         let trait_result = match remembered {
             Some(result) => result,
             None => {
-                // `context.output(s)` is the whole workload converted to JSON and then built
-                // into the evaluation: left out for a template that cannot observe it (e.g.
-                // `scaler`), which renders the same without it. When needed it goes into the
-                // shared trait context for this one evaluation and comes out right after,
-                // instead of into a copy of the whole context (`components` included).
-                let with_output = trait_definition.template_reads.output;
-                if with_output && let Some(object) = base_trait_context.as_object_mut() {
-                    // Deviation: upstream injects the base as CUE text; JSON cannot carry a
-                    // value that is still non-concrete, so such fields are left out of
-                    // `context.output`. Only what the template can observe is converted.
-                    let reads = output_reads(trait_template);
-                    if let Some(reads) = &reads.output {
-                        object.insert("output".to_owned(), context_json_read(&workload, reads));
+                // When needed the observed parts go into the shared trait context for this one
+                // evaluation and come out right after, instead of into a copy of the whole
+                // context (`components` included).
+                if let Some(object) = base_trait_context.as_object_mut() {
+                    if let Some(json) = output_json {
+                        object.insert("output".to_owned(), json);
                     }
-                    if let Some(reads) = &reads.outputs
-                        && !auxiliaries.is_empty()
-                    {
-                        object.insert("outputs".to_owned(), outputs_json(&auxiliaries, reads));
+                    if let Some(json) = outputs_json {
+                        object.insert("outputs".to_owned(), json);
                     }
                 }
                 let trait_site = PropertiesSite {

@@ -14,7 +14,7 @@ use crate::model::{Component, TemplateReads};
 /// Every field a template's `context` can have: the component context's, the traits'
 /// `componentType`, `output` and `outputs`. A template that reads none of them renders the
 /// same for every app (a test checks that [`component_context`] builds no other field).
-const CONTEXT_FIELDS: &[&str] = &[
+pub(crate) const CONTEXT_FIELDS: &[&str] = &[
     "name",
     "namespace",
     "appName",

@@ -7,6 +7,9 @@
 //! can read `context` is decided from its syntax when it is loaded
 //! ([`crate::model::TemplateReads`], from [`cue::ast::File::may_read_fields`], which also
 //! counts a declaration of `context` or a use of it as a whole as reading everything).
+//! A template that reads no `context` field but `output` and `outputs` (`labels`, which only
+//! tests whether the workload has a pod template) is remembered the same way, keyed also by
+//! the parts of those it can observe (`output_reads.rs`), as injected.
 //! What is kept is only what the renderer reads of a successful evaluation (`outputs`,
 //! `patch`, `patchOutputs`, exported): a failed one is evaluated again for each app, since
 //! its diagnostics point into that app's file.
@@ -95,6 +98,37 @@ impl MemoKey {
             name: definition.name.clone(),
             digest: definition.source_digest,
             parameter: parameter.map(Value::to_string),
+        })
+    }
+}
+
+impl MemoKey {
+    /// The key of evaluating `definition`, whose template reads no `context` field but
+    /// `output` and `outputs`, with `parameter` and the observed parts of those two (as
+    /// injected: Go-encoded, keys sorted), or `None` when the memo is off.
+    pub(crate) fn with_outputs(
+        definition: &Definition,
+        parameter: Option<&Value>,
+        output: Option<&Value>,
+        outputs: Option<&Value>,
+    ) -> Option<MemoKey> {
+        if !enabled() {
+            return None;
+        }
+        // One text for all three: each part is JSON and tagged, so no two inputs share it.
+        let mut text = String::new();
+        for (tag, part) in [("p", parameter), ("o", output), ("s", outputs)] {
+            if let Some(part) = part {
+                text.push_str(tag);
+                text.push_str(&part.to_string());
+                text.push('\n');
+            }
+        }
+        Some(MemoKey {
+            kind: definition.kind.cr_kind(),
+            name: definition.name.clone(),
+            digest: definition.source_digest,
+            parameter: Some(text),
         })
     }
 }
@@ -255,8 +289,9 @@ spec:
         assert_eq!(no_hits, 0);
         // scaler: 2 distinct valid properties among apps 0-3 (the broken ones in apps 4 and 5
         // are not kept, and their component stops there); sidecar and storage: one
-        // evaluation for apps 0-3; labels reads the context, never remembered.
-        assert_eq!(memo_hits, 2 + 3 + 3, "{with}");
+        // evaluation for apps 0-3; labels reads only whether the workload has a pod template,
+        // the same for apps 0-3: remembered under that too.
+        assert_eq!(memo_hits, 2 + 3 + 3 + 3, "{with}");
         assert_eq!(with, without);
         // Both broken apps are reported, each in its own file.
         assert_eq!(with.matches("invalid-properties").count(), 2, "{with}");

@@ -67,6 +67,10 @@ impl Reads {
 pub(crate) struct OutputReads {
     pub(crate) output: Option<Reads>,
     pub(crate) outputs: Option<Reads>,
+    /// Whether the template may read any other field of `context` (decided as
+    /// [`cue::ast::File::may_read_fields`] does): when not, its evaluation depends only on its
+    /// properties and the parts of `context.output(s)` above.
+    pub(crate) other_context: bool,
 }
 
 impl OutputReads {
@@ -74,6 +78,7 @@ impl OutputReads {
     const EVERYTHING: OutputReads = OutputReads {
         output: Some(Reads::All),
         outputs: Some(Reads::All),
+        other_context: true,
     };
 
     /// The parts of `context.output(s)` that `template` can observe.
@@ -83,13 +88,21 @@ impl OutputReads {
             reads: OutputReads {
                 output: None,
                 outputs: None,
+                other_context: true,
             },
         };
         walk.decls(&template.decls, true);
         if walk.whole {
-            OutputReads::EVERYTHING
-        } else {
-            walk.reads
+            return OutputReads::EVERYTHING;
+        }
+        let other_fields: Vec<&str> = super::context::CONTEXT_FIELDS
+            .iter()
+            .copied()
+            .filter(|field| !matches!(*field, "output" | "outputs"))
+            .collect();
+        OutputReads {
+            other_context: template.may_read_fields(CONTEXT, &other_fields),
+            ..walk.reads
         }
     }
 }
@@ -353,6 +366,8 @@ mod tests {
             OutputReads {
                 output: Some(fields(&[("spec", fields(&[("template", Reads::Exists)]))])),
                 outputs: None,
+                // `context.name`.
+                other_context: true,
             }
         );
         let env = reads_of(
@@ -375,6 +390,7 @@ mod tests {
                     ("metadata", fields(&[("name", Reads::All)])),
                 ])),
                 outputs: Some(fields(&[("service", fields(&[("spec", Reads::All)]))])),
+                other_context: false,
             }
         );
         // A reference to the whole field, and an existence test of a path read in full.
@@ -385,6 +401,7 @@ mod tests {
             OutputReads {
                 output: Some(Reads::All),
                 outputs: Some(fields(&[("a", Reads::All)])),
+                other_context: false,
             }
         );
     }
@@ -413,6 +430,7 @@ mod tests {
             OutputReads {
                 output: None,
                 outputs: None,
+                other_context: true,
             }
         );
     }
