@@ -1314,13 +1314,17 @@ impl<'a> Engine<'a> {
         grp: u32,
     ) {
         let env = self.new_env(Some(env), EnvKind::Struct { vertex: v, decls });
-        let has_fields = decls.is_empty()
-            || decls
-                .iter()
-                .any(|d| matches!(d, Decl::Field(_) | Decl::Ellipsis(..)));
-        let has_embeds = decls
-            .iter()
-            .any(|d| matches!(d, Decl::Embed(_) | Decl::Comprehension(_)));
+        // What the body holds, in one pass over its declarations.
+        let (mut fields, mut ellipsis, mut has_embeds) = (0usize, false, false);
+        for decl in decls {
+            match decl {
+                Decl::Field(_) => fields += 1,
+                Decl::Ellipsis(..) => ellipsis = true,
+                Decl::Embed(_) | Decl::Comprehension(_) => has_embeds = true,
+                Decl::Let(_) | Decl::Attribute(_) => {}
+            }
+        }
+        let has_fields = decls.is_empty() || fields > 0 || ellipsis;
         if has_fields {
             self.mark_struct(v, span);
         } else {
@@ -1330,7 +1334,6 @@ impl<'a> Engine<'a> {
         let child = Self::child_close(close);
         // One allocation for the arcs of a struct literal instead of growing it field by field
         // (a field the vertex already has just leaves the room unused).
-        let fields = decls.iter().filter(|d| matches!(d, Decl::Field(_))).count();
         self.vm(v).arcs.reserve(fields);
         // The same for the labels its group collects (every struct of a definition has one),
         // when this is the group's first body.
@@ -1363,6 +1366,9 @@ impl<'a> Engine<'a> {
                 }
                 Decl::Let(_) | Decl::Attribute(_) | Decl::Embed(_) => {}
             }
+        }
+        if !has_embeds {
+            return;
         }
         let mut positions = positions.into_iter();
         for decl in decls {
