@@ -703,7 +703,10 @@ impl SourceWorker {
             for single in per_app {
                 let options = &options;
                 tasks.push(Box::pin(async move {
-                    live::apply_live(cluster, &single, options).await
+                    // Boxed when it starts (after its permit), not up front: an unpolled
+                    // future takes its whole state machine's size (~9 KB), so every app's
+                    // apply held at once was ~90 MB at 10,000 apps (issue #9).
+                    Box::pin(live::apply_live(cluster, &single, options)).await
                 }));
             }
             let reports = run_bounded(tasks, &self.shared.work_permits).await;
