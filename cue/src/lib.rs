@@ -37,4 +37,5 @@ pub use eval::{Evaluator, Injection, Value};
 pub use exported::{Constraint, Exported, ExportedField, KindSet};
 pub use parser::{Parsed, parse_file};
 pub use parts::{Parts, Take};
+pub use reads::InjectedReads;
 pub use span::{FileId, LineCol, LineIndex, Span};

@@ -13,32 +13,79 @@ impl File {
     ///
     /// `false` only when every reference to `name` selects another field (`context.name`), no
     /// field anywhere is labelled `name` (a declaration unifies with the injection and may
-    /// constrain it, e.g. close it), and nothing at the top level can add fields there (a
-    /// dynamic or pattern label, an embedded value other than a struct literal). `name` used as
-    /// a whole (`for k, v in context`, `json.Marshal(context)`, `let c = context`) or indexed
-    /// (`context["output"]`) counts as observing every field.
+    /// constrain it), and nothing at the top level can add fields there (a dynamic or pattern
+    /// label, an embedded value other than a struct literal). `name` used as a whole (`for k, v
+    /// in context`, `json.Marshal(context)`, `let c = context`) or indexed (`context["output"]`)
+    /// counts as observing every field.
     pub fn may_read_fields(&self, name: &str, fields: &[&str]) -> bool {
-        let mut walk = Walk {
+        let mut reads = MayRead {
             name,
             fields,
             reads: false,
         };
-        walk.decls(&self.decls, true);
-        walk.reads
+        self.walk_injected_reads(name, &mut reads);
+        reads.reads
+    }
+
+    /// Walks every place this file may observe the value injected as its top-level field
+    /// `name`, conservatively: `reads` is told of each expression first (and may take it as a
+    /// reference of its own kind), and of everything that may observe the value whole — `name`
+    /// used as a whole, a field labelled `name` anywhere, and at the top level a dynamic or
+    /// pattern label or an embedded value other than a struct literal.
+    pub fn walk_injected_reads(&self, name: &str, reads: &mut impl InjectedReads) {
+        Walk { name, reads }.decls(&self.decls, true);
     }
 }
 
-struct Walk<'n> {
+/// What [`File::walk_injected_reads`] reports to the caller deciding what a file reads.
+pub trait InjectedReads {
+    /// An expression, before the walk looks inside it: `true` when the caller took it as a
+    /// reference of its own (the walk does not descend into it then).
+    fn reference(&mut self, expr: &Expr) -> bool;
+    /// Something may observe the whole injected value.
+    fn everything(&mut self);
+    /// Whether the answer is settled, so the walk can stop.
+    fn settled(&self) -> bool;
+}
+
+/// [`File::may_read_fields`]'s answer: a selector of one of `fields` reads, others do not.
+struct MayRead<'n> {
     name: &'n str,
     fields: &'n [&'n str],
     reads: bool,
 }
 
-impl Walk<'_> {
+impl InjectedReads for MayRead<'_> {
+    fn reference(&mut self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Selector { base, label, .. } if matches!(base.as_ref(), Expr::Ident(ident) if ident.name == self.name) =>
+            {
+                self.reads |= self.fields.contains(&label.as_str());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn everything(&mut self) {
+        self.reads = true;
+    }
+
+    fn settled(&self) -> bool {
+        self.reads
+    }
+}
+
+struct Walk<'n, 'r, R> {
+    name: &'n str,
+    reads: &'r mut R,
+}
+
+impl<R: InjectedReads> Walk<'_, '_, R> {
     /// `top`: the declarations are those of the file's top-level struct (where `name` lives).
     fn decls(&mut self, decls: &[Decl], top: bool) {
         for decl in decls {
-            if self.reads {
+            if self.reads.settled() {
                 return;
             }
             match decl {
@@ -51,7 +98,7 @@ impl Walk<'_> {
                 Decl::Embed(expr) => {
                     // An embedded reference at the top level (`#Base`, `patch`) brings its
                     // fields, possibly a `name` field, into the top-level struct.
-                    self.reads |= top;
+                    self.everything_if(top);
                     self.expr(expr);
                 }
                 Decl::Comprehension(comprehension) => self.comprehension(comprehension, top),
@@ -61,13 +108,19 @@ impl Walk<'_> {
         }
     }
 
+    fn everything_if(&mut self, condition: bool) {
+        if condition {
+            self.reads.everything();
+        }
+    }
+
     fn label(&mut self, label: &Label, top: bool) {
         match label {
-            Label::Ident(ident) => self.reads |= ident.name == self.name,
-            Label::String(text, _) => self.reads |= text == self.name,
+            Label::Ident(ident) => self.everything_if(ident.name == self.name),
+            Label::String(text, _) => self.everything_if(text == self.name),
             Label::Dynamic(expr, _) | Label::Pattern(expr, _) => {
                 // At the top level it may name (or constrain) `name`; deeper it cannot.
-                self.reads |= top;
+                self.everything_if(top);
                 self.expr(expr);
             }
             Label::Alias(_, inner) => self.label(inner, top),
@@ -94,17 +147,12 @@ impl Walk<'_> {
     }
 
     fn expr(&mut self, expr: &Expr) {
-        if self.reads {
+        if self.reads.settled() || self.reads.reference(expr) {
             return;
         }
         match expr {
-            Expr::Ident(ident) => self.reads |= ident.name == self.name,
-            Expr::Selector { base, label, .. } => match base.as_ref() {
-                Expr::Ident(ident) if ident.name == self.name => {
-                    self.reads |= self.fields.contains(&label.as_str());
-                }
-                _ => self.expr(base),
-            },
+            Expr::Ident(ident) => self.everything_if(ident.name == self.name),
+            Expr::Selector { base, .. } => self.expr(base),
             Expr::Null(_)
             | Expr::Bool(..)
             | Expr::Number { .. }

@@ -20,7 +20,8 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use cue::ast::{BinaryOp, Clause, Comprehension, Decl, Expr, File, Label, ListElem, StringPart};
+use cue::InjectedReads;
+use cue::ast::{BinaryOp, Expr, File};
 
 /// What a template can observe of one injected value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +92,7 @@ impl OutputReads {
                 other_context: true,
             },
         };
-        walk.decls(&template.decls, true);
+        template.walk_injected_reads(CONTEXT, &mut walk);
         if walk.whole {
             return OutputReads::EVERYTHING;
         }
@@ -181,6 +182,7 @@ fn chain(expr: &Expr) -> Option<(Tracked, Vec<&str>)> {
     Some((field, labels))
 }
 
+/// What [`cue::ast::File::walk_injected_reads`] finds of `context.output(s)`.
 struct Walk {
     /// Set once anything may observe all of `context`: nothing is left out then.
     whole: bool,
@@ -199,131 +201,41 @@ impl Walk {
             None => reads,
         });
     }
+}
 
-    /// `top`: the declarations of the file's top-level struct (where `context` lives).
-    fn decls(&mut self, decls: &[Decl], top: bool) {
-        for decl in decls {
-            if self.whole {
-                return;
-            }
-            match decl {
-                Decl::Field(field) => {
-                    self.label(&field.label, top);
-                    self.expr(&field.value);
-                }
-                Decl::Let(clause) => self.expr(&clause.value),
-                Decl::Embed(Expr::Struct(lit)) => self.decls(&lit.decls, top),
-                Decl::Embed(expr) => {
-                    // At the top level an embedded reference may bring a `context` field.
-                    self.whole |= top;
-                    self.expr(expr);
-                }
-                Decl::Comprehension(comprehension) => self.comprehension(comprehension, top),
-                Decl::Ellipsis(Some(expr), _) => self.expr(expr),
-                Decl::Ellipsis(None, _) | Decl::Attribute(_) => {}
-            }
-        }
-    }
-
-    fn label(&mut self, label: &Label, top: bool) {
-        match label {
-            Label::Ident(ident) => self.whole |= ident.name == CONTEXT,
-            Label::String(text, _) => self.whole |= text == CONTEXT,
-            Label::Dynamic(expr, _) | Label::Pattern(expr, _) => {
-                self.whole |= top;
-                self.expr(expr);
-            }
-            Label::Alias(_, inner) => self.label(inner, top),
-        }
-    }
-
-    fn comprehension(&mut self, comprehension: &Comprehension, top: bool) {
-        for clause in &comprehension.clauses {
-            match clause {
-                Clause::For { source, .. } => self.expr(source),
-                Clause::If { condition, .. } => self.expr(condition),
-                Clause::Let(clause) => self.expr(&clause.value),
-            }
-        }
-        self.decls(&comprehension.body.decls, top);
-    }
-
-    fn parts(&mut self, parts: &[StringPart]) {
-        for part in parts {
-            if let StringPart::Interp(expr) = part {
-                self.expr(expr);
-            }
-        }
-    }
-
-    fn expr(&mut self, expr: &Expr) {
-        if self.whole {
-            return;
-        }
+impl InjectedReads for Walk {
+    fn reference(&mut self, expr: &Expr) -> bool {
         if let Some((field, path)) = chain(expr) {
             self.add(field, &path, Reads::All);
-            return;
+            return true;
         }
         match expr {
-            Expr::Ident(ident) => self.whole |= ident.name == CONTEXT,
-            Expr::Selector { base, .. } => match base.as_ref() {
-                // Another field of `context` (`context.name`): not tracked.
-                Expr::Ident(ident) if ident.name == CONTEXT => {}
-                _ => self.expr(base),
-            },
-            Expr::Null(_)
-            | Expr::Bool(..)
-            | Expr::Number { .. }
-            | Expr::Top(_)
-            | Expr::Bottom(_) => {}
-            Expr::String { parts, .. } | Expr::Bytes { parts, .. } => self.parts(parts),
-            Expr::Struct(lit) => self.decls(&lit.decls, false),
-            Expr::List(lit) => {
-                for elem in &lit.elems {
-                    match elem {
-                        ListElem::Expr(expr) => self.expr(expr),
-                        ListElem::Comprehension(comprehension) => {
-                            self.comprehension(comprehension, false);
-                        }
-                    }
-                }
-                if let Some(Some(ty)) = &lit.ellipsis {
-                    self.expr(ty);
-                }
+            // Another field of `context` (`context.name`): not tracked.
+            Expr::Selector { base, .. } => {
+                matches!(base.as_ref(), Expr::Ident(ident) if ident.name == CONTEXT)
             }
-            Expr::Index { base, index, .. } => {
-                self.expr(base);
-                self.expr(index);
-            }
-            Expr::Slice { base, lo, hi, .. } => {
-                self.expr(base);
-                for bound in [lo, hi].into_iter().flatten() {
-                    self.expr(bound);
-                }
-            }
-            Expr::Call { func, args, .. } => {
-                self.expr(func);
-                for arg in args {
-                    self.expr(arg);
-                }
-            }
-            Expr::Unary { operand, .. } => self.expr(operand),
             Expr::Binary {
                 op: BinaryOp::Eq | BinaryOp::Ne,
                 lhs,
                 rhs,
                 ..
-            } if existence_test(lhs, rhs).is_some() => {
-                if let Some((field, path)) = existence_test(lhs, rhs) {
+            } => match existence_test(lhs, rhs) {
+                Some((field, path)) => {
                     self.add(field, &path, Reads::Exists);
+                    true
                 }
-            }
-            Expr::Binary { lhs, rhs, .. } => {
-                self.expr(lhs);
-                self.expr(rhs);
-            }
-            Expr::Paren(inner, _) => self.expr(inner),
+                None => false,
+            },
+            _ => false,
         }
+    }
+
+    fn everything(&mut self) {
+        self.whole = true;
+    }
+
+    fn settled(&self) -> bool {
+        self.whole
     }
 }
 
