@@ -246,7 +246,7 @@ spec:
         }
     }
 
-    /// The whole output as text: objects, diagnostics and their spans, input hashes.
+    /// The whole output as text ([`crate::render::output_text`]) and the memo's hits.
     fn render_text(memo: bool) -> (String, u64) {
         // One rayon thread, so the memo switch (per thread) covers every app.
         let pool = rayon::ThreadPoolBuilder::new()
@@ -261,21 +261,7 @@ spec:
                 &Definitions::builtin(),
                 &RenderOptions::default(),
             );
-            let text = output
-                .apps
-                .iter()
-                .map(|app| {
-                    let objects: Vec<&serde_json::Value> =
-                        app.objects.iter().map(|object| &object.object).collect();
-                    format!(
-                        "{}\n{}\n{:?}\n{}\n",
-                        app.app.name,
-                        serde_json::to_string(&objects).unwrap(),
-                        app.diagnostics,
-                        app.input_hash
-                    )
-                })
-                .collect::<String>();
+            let text = crate::render::output_text(&output);
             let hits = hits() - before;
             set_enabled(true);
             (text, hits)

@@ -22,3 +22,24 @@ mod restart_hash;
 
 pub(crate) use app::{render_app, render_app_placements};
 pub(crate) use context::template_reads;
+
+/// A whole render output as text (per app: name, objects, diagnostics with their spans, input
+/// hash), for tests that compare two ways of rendering the same snapshot.
+#[cfg(test)]
+pub(crate) fn output_text(output: &crate::RenderOutput) -> String {
+    output
+        .apps
+        .iter()
+        .map(|app| {
+            let objects: Vec<&serde_json::Value> =
+                app.objects.iter().map(|object| &object.object).collect();
+            format!(
+                "{}\n{}\n{:?}\n{}\n",
+                app.app.name,
+                serde_json::to_string(&objects).unwrap(),
+                app.diagnostics,
+                app.input_hash
+            )
+        })
+        .collect()
+}

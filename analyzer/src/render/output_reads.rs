@@ -458,7 +458,7 @@ spec:
         }
     }
 
-    /// The whole output as text: objects, diagnostics and their spans.
+    /// The whole output as text ([`crate::render::output_text`]).
     fn render_text(prune: bool) -> String {
         // One rayon thread, so the switch (per thread) covers every app.
         let pool = rayon::ThreadPoolBuilder::new()
@@ -473,20 +473,7 @@ spec:
                 &crate::RenderOptions::default(),
             );
             set_pruning(true);
-            output
-                .apps
-                .iter()
-                .map(|app| {
-                    let objects: Vec<&serde_json::Value> =
-                        app.objects.iter().map(|object| &object.object).collect();
-                    format!(
-                        "{}\n{}\n{:?}\n",
-                        app.app.name,
-                        serde_json::to_string_pretty(&objects).unwrap(),
-                        app.diagnostics
-                    )
-                })
-                .collect()
+            crate::render::output_text(&output)
         })
     }
 
@@ -501,7 +488,7 @@ spec:
             "app-0-0", "app-0-1", "app-0-2", "app-1-0", "app-1-2", "app-2-0",
         ] {
             assert!(
-                pruned.contains(&format!("\"app.oam.dev/name\": \"{app}\"")),
+                pruned.contains(&format!("\"app.oam.dev/name\":\"{app}\"")),
                 "{app} did not render:\n{pruned}"
             );
         }
