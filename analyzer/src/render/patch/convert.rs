@@ -87,69 +87,89 @@ pub(crate) fn into_json(
 }
 
 /// `into_exported(into_json(value, Required)?)` without building the JSON (the base of a
-/// JSON merge patch): defaults taken; optional, hidden and definition fields and doc comments
-/// dropped; every list open.
+/// JSON merge patch, and the patch): defaults taken; optional, hidden and definition fields
+/// and doc comments dropped; every list open.
 ///
 /// # Errors
 /// As [`into_json`] in `Required` mode: every non-concrete or bottom value, in the same order.
-pub(crate) fn into_concrete(value: Exported) -> Result<Exported, Vec<ExportError>> {
+pub(crate) fn into_concrete(mut value: Exported) -> Result<Exported, Vec<ExportError>> {
     let mut errors = Vec::new();
-    let mut path = Vec::new();
-    let concrete = concrete_owned(value, &mut path, &mut errors);
+    make_concrete(&mut value, None, &mut errors);
     if errors.is_empty() {
-        Ok(concrete.unwrap_or(Exported::Scalar(serde_json::Value::Null)))
+        Ok(value)
     } else {
         Err(errors)
     }
 }
 
-/// [`convert_owned`] in `Required` mode, giving a concrete export instead of JSON.
-fn concrete_owned(
-    value: Exported,
-    path: &mut Vec<OwnedStep>,
+/// One step of the path to the value [`make_concrete`] is at, on the stack: the path is
+/// only turned into strings when an error is reported.
+struct PathNode<'p> {
+    step: Step<'p>,
+    parent: Option<&'p PathNode<'p>>,
+}
+
+fn node_path(node: Option<&PathNode<'_>>) -> Vec<String> {
+    let mut steps = Vec::new();
+    let mut current = node;
+    while let Some(node) = current {
+        steps.push(node.step);
+        current = node.parent;
+    }
+    steps.reverse();
+    owned_path(&steps)
+}
+
+/// [`convert_owned`] in `Required` mode, making `value` concrete where it is instead of
+/// building JSON (or a new export): structs keep their vectors, dropped fields are removed.
+/// `false` when `value` is not concrete (the error is in `errors`): its struct leaves it out,
+/// its list holds `null` there.
+fn make_concrete(
+    value: &mut Exported,
+    path: Option<&PathNode<'_>>,
     errors: &mut Vec<ExportError>,
-) -> Option<Exported> {
+) -> bool {
     match value {
-        Exported::Scalar(scalar) => Some(Exported::Scalar(scalar)),
-        Exported::Default { default, .. } => concrete_owned(*default, path, errors),
+        Exported::Scalar(_) => true,
+        Exported::Default { default, .. } => {
+            let default = std::mem::replace(default.as_mut(), Exported::Struct(Vec::new()));
+            *value = default;
+            make_concrete(value, path, errors)
+        }
         Exported::Struct(fields) => {
-            let mut concrete = Vec::with_capacity(fields.len());
-            for field in fields.into_iter().filter(is_data_field) {
-                path.push(OwnedStep::Label(field.label));
-                let value = concrete_owned(field.value, path, errors);
-                if let (Some(value), Some(OwnedStep::Label(label))) = (value, path.pop()) {
-                    concrete.push(ExportedField {
-                        label,
-                        value,
-                        doc: Vec::new(),
-                        optional: false,
-                    });
+            fields.retain_mut(|field| {
+                if !is_data_field(field) {
+                    return false;
+                }
+                field.doc = Vec::new();
+                let node = PathNode {
+                    step: Step::Label(&field.label),
+                    parent: path,
+                };
+                make_concrete(&mut field.value, Some(&node), errors)
+            });
+            true
+        }
+        Exported::List { elems, open } => {
+            *open = true;
+            for (index, elem) in elems.iter_mut().enumerate() {
+                let node = PathNode {
+                    step: Step::Index(index),
+                    parent: path,
+                };
+                if !make_concrete(elem, Some(&node), errors) {
+                    *elem = Exported::Scalar(serde_json::Value::Null);
                 }
             }
-            Some(Exported::Struct(concrete))
-        }
-        Exported::List { elems, .. } => {
-            let mut items = Vec::with_capacity(elems.len());
-            for (index, elem) in elems.into_iter().enumerate() {
-                path.push(OwnedStep::Index(index));
-                items.push(
-                    concrete_owned(elem, path, errors)
-                        .unwrap_or(Exported::Scalar(serde_json::Value::Null)),
-                );
-                path.pop();
-            }
-            Some(Exported::List {
-                elems: items,
-                open: true,
-            })
+            true
         }
         Exported::Incomplete(constraint) => {
-            errors.push(ExportError::incomplete(owned_steps(path), &constraint.text));
-            None
+            errors.push(ExportError::incomplete(node_path(path), &constraint.text));
+            false
         }
         Exported::Bottom(causes) => {
-            errors.push(ExportError::bottom(owned_steps(path), causes));
-            None
+            errors.push(ExportError::bottom(node_path(path), std::mem::take(causes)));
+            false
         }
     }
 }

@@ -4,6 +4,7 @@
 use cue::{Exported, ExportedField};
 use serde_json::Value;
 
+#[cfg(test)]
 use super::convert::into_exported;
 
 /// Applies a JSON merge patch: objects merge recursively, `null` deletes, anything else
@@ -30,21 +31,23 @@ pub(crate) fn merge_patch(base: &mut Value, patch: &Value) {
     }
 }
 
-/// [`merge_patch`] on a concrete export (as `convert::into_concrete` gives): the same result
-/// as merging its JSON and reading that back with `convert::into_exported`, without the JSON
-/// (field order kept, a deleted field shifts the rest, new fields are appended).
-pub(crate) fn merge_patch_exported(base: &mut Exported, patch: &Value) {
-    let Value::Object(patch_object) = patch else {
-        *base = into_exported(patch.clone());
+/// [`merge_patch`] of a concrete export onto a concrete export (both as
+/// `convert::into_concrete` gives them): the same result as merging their JSON and reading that
+/// back with `convert::into_exported`, without the JSON (field order kept, a deleted field
+/// shifts the rest, new fields are appended in the patch's order). The patch is consumed: its
+/// values are moved into the base.
+pub(crate) fn merge_patch_exported(base: &mut Exported, patch: Exported) {
+    let Exported::Struct(patch_fields) = patch else {
+        *base = patch;
         return;
     };
     if !matches!(base, Exported::Struct(_)) {
         *base = Exported::Struct(Vec::new());
     }
     if let Exported::Struct(fields) = base {
-        for (key, patch_value) in patch_object {
-            let position = fields.iter().position(|field| field.label == *key);
-            if patch_value.is_null() {
+        for ExportedField { label, value, .. } in patch_fields {
+            let position = fields.iter().position(|field| field.label == label);
+            if matches!(value, Exported::Scalar(Value::Null)) {
                 if let Some(index) = position {
                     fields.remove(index);
                 }
@@ -52,7 +55,7 @@ pub(crate) fn merge_patch_exported(base: &mut Exported, patch: &Value) {
             }
             let index = position.unwrap_or_else(|| {
                 fields.push(ExportedField {
-                    label: key.clone(),
+                    label,
                     value: Exported::Scalar(Value::Null),
                     doc: Vec::new(),
                     optional: false,
@@ -60,7 +63,7 @@ pub(crate) fn merge_patch_exported(base: &mut Exported, patch: &Value) {
                 fields.len() - 1
             });
             if let Some(field) = fields.get_mut(index) {
-                merge_patch_exported(&mut field.value, patch_value);
+                merge_patch_exported(&mut field.value, value);
             }
         }
     }
@@ -247,9 +250,50 @@ mod tests {
             let mut json = into_json(base.clone(), Concreteness::Required).unwrap();
             merge_patch(&mut json, &patch);
             let mut exported = into_concrete(base.clone()).unwrap();
-            merge_patch_exported(&mut exported, &patch);
+            merge_patch_exported(&mut exported, into_exported(patch.clone()));
             assert_eq!(exported, into_exported(json), "{patch}");
         }
+        // A patch as a template gives it (defaults, optional and hidden fields, closed lists,
+        // doc comments): made concrete, it is the export of its JSON, and merges the same.
+        let patch = Exported::Struct(vec![
+            field(
+                "metadata",
+                Exported::Struct(vec![field(
+                    "labels",
+                    Exported::Struct(vec![
+                        field("a", Exported::Scalar(json!(null)), false),
+                        field(
+                            "c",
+                            Exported::Default {
+                                default: Box::new(Exported::Scalar(json!("3"))),
+                                others: vec![incomplete()],
+                            },
+                            false,
+                        ),
+                        field("d?", incomplete(), true),
+                    ]),
+                    false,
+                )]),
+                false,
+            ),
+            field("_hidden", Exported::Scalar(json!(1)), false),
+            field(
+                "list",
+                Exported::List {
+                    elems: vec![Exported::Scalar(json!(2))],
+                    open: false,
+                },
+                false,
+            ),
+        ]);
+        let patch_json = into_json(patch.clone(), Concreteness::Required).unwrap();
+        let concrete_patch = into_concrete(patch).unwrap();
+        assert_eq!(concrete_patch, into_exported(patch_json.clone()));
+        let mut json = into_json(base.clone(), Concreteness::Required).unwrap();
+        merge_patch(&mut json, &patch_json);
+        let mut exported = into_concrete(base.clone()).unwrap();
+        merge_patch_exported(&mut exported, concrete_patch);
+        assert_eq!(exported, into_exported(json));
         let broken = Exported::Struct(vec![
             field("a", incomplete(), false),
             field("b", Exported::Bottom(Vec::new()), false),

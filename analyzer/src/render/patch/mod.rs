@@ -48,12 +48,11 @@ pub(crate) fn apply_patch(
 ) -> Result<Exported, PatchError> {
     match FieldTags::parse(patch_doc).strategy {
         PatchStrategy::JsonMergePatch => {
-            // Merged on the concrete export: the same as merging the JSON and reading it back
-            // (upstream re-parses the merged JSON), without building the workload's JSON.
+            // Merged on the concrete exports: the same as merging the JSON and reading it back
+            // (upstream re-parses the merged JSON), without building either JSON.
             let mut base = into_concrete(base).map_err(|e| not_concrete("the workload", e))?;
-            let patch_json = to_json(&patch, Concreteness::Required)
-                .map_err(|e| not_concrete("the patch", e))?;
-            json_patch::merge_patch_exported(&mut base, &patch_json);
+            let patch = into_concrete(patch).map_err(|e| not_concrete("the patch", e))?;
+            json_patch::merge_patch_exported(&mut base, patch);
             Ok(base)
         }
         PatchStrategy::JsonPatch => {
