@@ -547,3 +547,62 @@ fn resolution_of_a_new_file_at_a_dropped_files_addresses_is_its_own() {
         );
     }
 }
+
+/// Identifier resolution remembers, per file and thread, which scope answered each name (see
+/// `Hops` in engine.rs). Evaluating one file again and again with other data, and with an
+/// injected field present or missing, must give what a fresh walk of the scopes gives: inner
+/// declarations shadowing outer ones, `let`, comprehension bindings, value aliases and
+/// definitions re-evaluated per reference, and an injected root field looked up per evaluation.
+/// (Expected values from `cue export` v0.14.1 with the data written into the file.)
+#[test]
+fn remembered_resolutions_follow_each_evaluations_data() {
+    let source = "parameter: {items: [string]: int, n: int}\nx: 10\nout: {\n\ta: x\n\tlet y = x + 1\n\tb: y\n\tc: [for k, v in parameter.items {\"\\(k)=\\(v)\"}]\n\td: (#Base & {n: parameter.n}).m\n\te: S={k: 1, l: S.k + x}\n\tx: 20\n}\n#Base: {n: int, m: n + 1}\nnamed: context.name\n";
+    let parsed = cue::parse_file(cue::FileId(0), source);
+    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+    let span = cue::Span::default();
+    let context = serde_json::json!({"name": "web"});
+    for round in 0..6 {
+        let (parameter, expected) = if round % 2 == 0 {
+            (
+                serde_json::json!({"items": {"p": 1, "q": 2}, "n": 3}),
+                serde_json::json!({"a": 20, "b": 21, "c": ["p=1", "q=2"], "d": 4, "e": {"k": 1, "l": 21}, "x": 20}),
+            )
+        } else {
+            (
+                serde_json::json!({"items": {"r": 5}, "n": 7}),
+                serde_json::json!({"a": 20, "b": 21, "c": ["r=5"], "d": 8, "e": {"k": 1, "l": 21}, "x": 20}),
+            )
+        };
+        let mut injections = vec![cue::Injection {
+            field: "parameter",
+            value: &parameter,
+            span,
+        }];
+        // `context` is injected in every third round only.
+        if round % 3 == 0 {
+            injections.push(cue::Injection {
+                field: "context",
+                value: &context,
+                span,
+            });
+        }
+        let value = cue::Evaluator::new().evaluate(&[&parsed.file], &injections);
+        assert_eq!(
+            value.lookup(&["out"]).unwrap().to_json().unwrap(),
+            expected,
+            "round {round}"
+        );
+        let named = value.lookup(&["named"]).unwrap().to_json();
+        if round % 3 == 0 {
+            assert_eq!(named.unwrap(), serde_json::json!("web"), "round {round}");
+        } else {
+            let errors = named.unwrap_err();
+            assert_eq!(errors[0].kind, ErrorKind::Reference, "round {round}");
+            assert!(
+                errors[0].message.contains("\"context\""),
+                "{}",
+                errors[0].message
+            );
+        }
+    }
+}

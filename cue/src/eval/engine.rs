@@ -402,6 +402,8 @@ pub struct Engine<'a> {
     /// [`Engine::declaration_of`] remembers its answers; `None` for several files.
     file_uid: Option<u64>,
     decl_index: DeclIndex,
+    /// The thread's [`Hops`], taken over like [`Symbols`].
+    hops: Hops,
     /// Where this evaluation's arena size is remembered (see [`Engine::record_size`]).
     size_hint: &'a AtomicUsize,
 }
@@ -419,6 +421,7 @@ struct Symbols {
     index_syms: Vec<Sym>,
     ast_syms: AstSyms,
     constants: Constants,
+    hops: Hops,
 }
 
 /// The values of a file's constant string and number literals by (file identity, address of
@@ -434,6 +437,43 @@ type Constants = HashMap<(u64, usize), Atom, FxBuild>;
 /// another file, so an entry of a dropped file is never hit again, even if its memory is reused.
 type AstSyms = HashMap<(u64, usize, usize), Sym, FxBuild>;
 
+/// How each identifier of a file resolved, by (file identity, address of the identifier):
+/// which environment answered, counted from the one the identifier is evaluated in, and what
+/// it found there. Scoping is lexical: an identifier is always evaluated in an environment
+/// chain of the same shape (one environment per enclosing struct body, comprehension binding
+/// and alias, see [`Engine::new_env`]'s callers), so the same environment answers in every
+/// evaluation of the file, and the walk that looked at each scope on the way (a hashed
+/// declaration lookup per struct, the label interned) is done once per thread. Only what is
+/// static is kept: a field's symbol (so it travels with the symbol table in [`Symbols`]), a
+/// `let`'s declaration; the root's injected fields are looked up in every evaluation.
+type Hops = HashMap<(u64, usize), Hop, FxBuild>;
+
+/// One [`Hops`] entry.
+#[derive(Debug, Clone, Copy)]
+struct Hop {
+    /// Environments to go up from the identifier's own.
+    up: u32,
+    /// The answering environment's declarations or bound name (address), checked on use.
+    scope: usize,
+    found: Found,
+}
+
+/// What the environment of a [`Hop`] answers.
+#[derive(Debug, Clone, Copy)]
+enum Found {
+    /// A field of the struct: its label.
+    Field(Sym),
+    /// The `let` declaration at this index of the struct's declarations.
+    Let(u32),
+    /// A comprehension binding or label alias.
+    Bind,
+    /// A value alias (see [`EnvKind::SelfAlias`]).
+    SelfAlias,
+    /// The root struct, which does not declare the name: an injected field of that label
+    /// if the root has one, else the walk goes on from the next environment out.
+    Root(Sym),
+}
+
 thread_local! {
     static SYMBOLS: std::cell::RefCell<Symbols> = const {
         std::cell::RefCell::new(Symbols {
@@ -442,6 +482,7 @@ thread_local! {
             index_syms: Vec::new(),
             ast_syms: HashMap::with_hasher(FxBuild),
             constants: HashMap::with_hasher(FxBuild),
+            hops: HashMap::with_hasher(FxBuild),
         })
     };
 }
@@ -562,6 +603,7 @@ impl Drop for Engine<'_> {
             index_syms: std::mem::take(&mut self.index_syms),
             ast_syms,
             constants,
+            hops: std::mem::take(&mut self.hops),
         };
         // During thread teardown the table is simply dropped.
         let _ = SYMBOLS.try_with(|shared| *shared.borrow_mut() = symbols);
@@ -580,6 +622,7 @@ impl<'a> Engine<'a> {
         let shared = if shared.syms.len() > MAX_SHARED_SYMBOLS
             || shared.ast_syms.len() > MAX_SHARED_SYMBOLS
             || shared.constants.len() > MAX_SHARED_SYMBOLS
+            || shared.hops.len() > MAX_SHARED_SYMBOLS
         {
             Symbols::default()
         } else {
@@ -613,6 +656,7 @@ impl<'a> Engine<'a> {
             schema_root_decls: None,
             file_uid: None,
             decl_index,
+            hops: shared.hops,
             size_hint: &VERTEX_CAPACITY_HINT,
         };
         let root_label = engine.intern("");
@@ -2719,73 +2763,208 @@ impl<'a> Engine<'a> {
         found
     }
 
-    fn resolve_ident(&mut self, name: &'a str, env: EnvId, span: Span) -> Resolved {
-        let mut cur = Some(env);
-        // The vertex of the innermost struct environment walked so far: what a `SelfAlias`
-        // directly above it names.
+    /// What `ident`, evaluated in `env`, refers to. For a single file, the environment that
+    /// answered and its static answer are remembered per identifier (see [`Hops`]), so the
+    /// next evaluation goes straight there.
+    fn resolve_ident(&mut self, ident: &'a ast::Ident, env: EnvId) -> Resolved {
+        let name = ident.name.as_str();
+        let Some(uid) = self.file_uid else {
+            return self.walk_scopes(name, Some(env), None).0;
+        };
+        let key = (uid, ident as *const ast::Ident as usize);
+        if let Some(hop) = self.hops.get(&key).copied()
+            && let Some(resolved) = self.follow(hop, name, env)
+        {
+            #[cfg(debug_assertions)]
+            {
+                // Tests check the lexical-scoping assumption against the full walk.
+                let walked = self.walk_scopes(name, Some(env), None).0;
+                debug_assert!(
+                    same_resolution(&resolved, &walked),
+                    "remembered resolution of {name} differs from the walk"
+                );
+            }
+            return resolved;
+        }
+        let (resolved, hop) = self.walk_scopes(name, Some(env), None);
+        if let Some(hop) = hop {
+            self.hops.insert(key, hop);
+        }
+        resolved
+    }
+
+    /// Resolves `name` from environment `env` with a remembered [`Hop`]; `None` when the
+    /// environment found there is not the one remembered (then the caller walks).
+    fn follow(&mut self, hop: Hop, name: &'a str, env: EnvId) -> Option<Resolved> {
+        let mut e = env;
         let mut below: Option<VId> = None;
+        for _ in 0..hop.up {
+            let Env { parent, kind } = self.envs[e as usize];
+            if let EnvKind::Struct { vertex, .. } = kind {
+                below = Some(vertex);
+            }
+            e = parent?;
+        }
+        let Env { parent, kind } = self.envs[e as usize];
+        match (kind, hop.found) {
+            (EnvKind::Struct { vertex, decls }, Found::Field(sym))
+                if decls.as_ptr() as usize == hop.scope =>
+            {
+                let arc = self
+                    .find_arc(vertex, sym)
+                    .unwrap_or_else(|| self.arc(vertex, sym));
+                Some(Resolved::Field(arc))
+            }
+            (EnvKind::Struct { vertex, decls }, Found::Let(index))
+                if decls.as_ptr() as usize == hop.scope =>
+            {
+                match decls.get(index as usize) {
+                    Some(Decl::Let(lc)) => Some(self.let_vertex(lc, name, e, vertex)),
+                    _ => None,
+                }
+            }
+            (
+                EnvKind::Bind {
+                    name: bound,
+                    vertex,
+                },
+                Found::Bind,
+            ) if bound.as_ptr() as usize == hop.scope => Some(Resolved::Vertex(vertex)),
+            (
+                EnvKind::SelfAlias {
+                    name: bound,
+                    vertex,
+                },
+                Found::SelfAlias,
+            ) if bound.as_ptr() as usize == hop.scope => {
+                Some(Resolved::Vertex(below.unwrap_or(vertex)))
+            }
+            (EnvKind::Struct { vertex, decls }, Found::Root(sym))
+                if vertex == ROOT && decls.as_ptr() as usize == hop.scope =>
+            {
+                if let Some(arc) = self.find_arc(ROOT, sym) {
+                    return Some(Resolved::Field(arc));
+                }
+                Some(self.walk_scopes(name, parent, Some(vertex)).0)
+            }
+            _ => None,
+        }
+    }
+
+    /// The vertex of `let` clause `lc` of the struct environment `e` (of `vertex`), made on
+    /// first use.
+    fn let_vertex(
+        &mut self,
+        lc: &'a ast::LetClause,
+        name: &'a str,
+        e: EnvId,
+        vertex: VId,
+    ) -> Resolved {
+        let key = (e, lc as *const ast::LetClause as usize);
+        if let Some(v) = self.lets.get(&key) {
+            return Resolved::Vertex(*v);
+        }
+        let let_label = self.intern_ast(name);
+        let lv = self.new_vertex(Some(vertex), let_label);
+        self.vm(lv).field = FieldKind::Regular;
+        self.add_conj(lv, ConjKind::Expr(&lc.value), e, Close::Open, 0, false);
+        self.lets.insert(key, lv);
+        Resolved::Vertex(lv)
+    }
+
+    /// Resolves `name` by walking the environments out from `start` (`below`: the vertex of
+    /// the innermost struct environment already walked), looking at each scope. Also returns
+    /// the [`Hop`] that leads to the same answer in a later evaluation, when it is static.
+    fn walk_scopes(
+        &mut self,
+        name: &'a str,
+        start: Option<EnvId>,
+        mut below: Option<VId>,
+    ) -> (Resolved, Option<Hop>) {
+        let mut cur = start;
+        let mut up = 0u32;
+        // The root struct that did not declare the name, where a later evaluation looks for
+        // an injected field first.
+        let mut root_hop: Option<Hop> = None;
         while let Some(e) = cur {
             let Env { parent, kind } = self.envs[e as usize];
             match kind {
                 EnvKind::Struct { vertex, decls } => {
+                    // The vertex of the innermost struct environment walked so far: what a
+                    // `SelfAlias` directly above it names.
                     below = Some(vertex);
-                    match self.declaration_of(decls, name).map(|index| &decls[index]) {
-                        Some(Decl::Field(field)) => {
-                            let label = match &field.label {
-                                Label::Alias(_, inner) => inner.as_ref(),
-                                other => other,
-                            };
-                            // Static labels are interned by address (no string built per
-                            // reference).
-                            let label_sym: Sym = match label {
-                                Label::Ident(id) => self.intern_ast(&id.name),
-                                Label::String(s, _) => self.intern_ast(s),
-                                Label::Dynamic(expr, _) => {
-                                    // `X=(expr): value`: the field the label evaluates to.
-                                    let r = self.eval_expr(expr, e);
-                                    match self.concrete(r, expr.span()) {
-                                        Ok(Atom::Str(s)) => self.intern(&s),
-                                        Ok(other) => {
-                                            return Resolved::Error(Error::new(
-                                                ErrorKind::Conflict,
-                                                format!(
-                                                    "invalid label {}: label must be a string",
-                                                    other.cue_text()
-                                                ),
-                                                expr.span(),
-                                            ));
+                    let scope = decls.as_ptr() as usize;
+                    if let Some(index) = self.declaration_of(decls, name) {
+                        match &decls[index] {
+                            Decl::Field(field) => {
+                                let label = match &field.label {
+                                    Label::Alias(_, inner) => inner.as_ref(),
+                                    other => other,
+                                };
+                                // Static labels are interned by address (no string built per
+                                // reference).
+                                let (sym, static_label) = match label {
+                                    Label::Ident(id) => (self.intern_ast(&id.name), true),
+                                    Label::String(s, _) => (self.intern_ast(s), true),
+                                    Label::Dynamic(expr, _) => {
+                                        // `X=(expr): value`: the field the label evaluates to.
+                                        let r = self.eval_expr(expr, e);
+                                        match self.concrete(r, expr.span()) {
+                                            Ok(Atom::Str(s)) => (self.intern(&s), false),
+                                            Ok(other) => {
+                                                let error = Error::new(
+                                                    ErrorKind::Conflict,
+                                                    format!(
+                                                        "invalid label {}: label must be a string",
+                                                        other.cue_text()
+                                                    ),
+                                                    expr.span(),
+                                                );
+                                                return (Resolved::Error(error), None);
+                                            }
+                                            Err(error) => return (Resolved::Error(error), None),
                                         }
-                                        Err(error) => return Resolved::Error(error),
                                     }
-                                }
-                                _ => {
-                                    return Resolved::Unsupported("nested label alias".to_owned());
-                                }
-                            };
-                            let sym = label_sym;
-                            let arc = self
-                                .find_arc(vertex, sym)
-                                .unwrap_or_else(|| self.arc(vertex, sym));
-                            return Resolved::Field(arc);
-                        }
-                        Some(Decl::Let(lc)) => {
-                            let key = (e, lc as *const ast::LetClause as usize);
-                            if let Some(v) = self.lets.get(&key) {
-                                return Resolved::Vertex(*v);
+                                    _ => {
+                                        let what = "nested label alias".to_owned();
+                                        return (Resolved::Unsupported(what), None);
+                                    }
+                                };
+                                let arc = self
+                                    .find_arc(vertex, sym)
+                                    .unwrap_or_else(|| self.arc(vertex, sym));
+                                let hop = (static_label && root_hop.is_none()).then_some(Hop {
+                                    up,
+                                    scope,
+                                    found: Found::Field(sym),
+                                });
+                                return (Resolved::Field(arc), hop.or(root_hop));
                             }
-                            let let_label = self.intern_ast(name);
-                            let lv = self.new_vertex(Some(vertex), let_label);
-                            self.vm(lv).field = FieldKind::Regular;
-                            self.add_conj(lv, ConjKind::Expr(&lc.value), e, Close::Open, 0, false);
-                            self.lets.insert(key, lv);
-                            return Resolved::Vertex(lv);
+                            Decl::Let(lc) => {
+                                let hop = match u32::try_from(index) {
+                                    Ok(index) if root_hop.is_none() => Some(Hop {
+                                        up,
+                                        scope,
+                                        found: Found::Let(index),
+                                    }),
+                                    _ => root_hop,
+                                };
+                                return (self.let_vertex(lc, name, e, vertex), hop);
+                            }
+                            _ => {}
                         }
-                        _ => {}
                     }
                     if vertex == ROOT {
                         let sym = self.intern_ast(name);
+                        if root_hop.is_none() {
+                            root_hop = Some(Hop {
+                                up,
+                                scope,
+                                found: Found::Root(sym),
+                            });
+                        }
                         if let Some(arc) = self.find_arc(ROOT, sym) {
-                            return Resolved::Field(arc);
+                            return (Resolved::Field(arc), root_hop);
                         }
                     }
                 }
@@ -2794,7 +2973,12 @@ impl<'a> Engine<'a> {
                     vertex,
                 } => {
                     if bound == name {
-                        return Resolved::Vertex(vertex);
+                        let hop = root_hop.or(Some(Hop {
+                            up,
+                            scope: bound.as_ptr() as usize,
+                            found: Found::Bind,
+                        }));
+                        return (Resolved::Vertex(vertex), hop);
                     }
                 }
                 EnvKind::SelfAlias {
@@ -2802,22 +2986,28 @@ impl<'a> Engine<'a> {
                     vertex,
                 } => {
                     if bound == name {
-                        return Resolved::Vertex(below.unwrap_or(vertex));
+                        let hop = root_hop.or(Some(Hop {
+                            up,
+                            scope: bound.as_ptr() as usize,
+                            found: Found::SelfAlias,
+                        }));
+                        return (Resolved::Vertex(below.unwrap_or(vertex)), hop);
                     }
                 }
                 EnvKind::File { imports } => {
                     if let Some(import) = self.import_of(imports, name).map(|i| &imports[i]) {
-                        return match super::builtins::package(&import.path) {
+                        let resolved = match super::builtins::package(&import.path) {
                             Some(pkg) => Resolved::Pkg(pkg),
                             None => Resolved::Unsupported(format!("import \"{}\"", import.path)),
                         };
+                        return (resolved, root_hop);
                     }
                 }
             }
             cur = parent;
+            up += 1;
         }
-        let _ = span;
-        Resolved::Unsupported(String::new())
+        (Resolved::Unsupported(String::new()), root_hop)
     }
 
     pub fn eval_expr(&mut self, expr: &'a Expr, env: EnvId) -> R {
@@ -2969,7 +3159,7 @@ impl<'a> Engine<'a> {
     }
 
     fn eval_ident(&mut self, ident: &'a ast::Ident, env: EnvId) -> R {
-        let resolved = self.resolve_ident(&ident.name, env, ident.span);
+        let resolved = self.resolve_ident(ident, env);
         self.ident_value(ident, resolved)
     }
 
@@ -3570,7 +3760,7 @@ impl<'a> Engine<'a> {
             // An optional field without a regular declaration does not exist (yet).
             // Resolved once: the value is that of the same resolution.
             Expr::Ident(ident) => {
-                return match self.resolve_ident(&ident.name, env, ident.span) {
+                return match self.resolve_ident(ident, env) {
                     Resolved::Field(v) if self.v(v).field == FieldKind::Optional => None,
                     resolved => Some(self.ident_value(ident, resolved)),
                 };
@@ -3894,6 +4084,21 @@ fn predeclared_range(name: &str) -> Option<(KindSet, Option<Atom>, Option<Atom>)
         )),
         "float64" => Some((KindSet::NUMBER, None, None)),
         _ => None,
+    }
+}
+
+/// Whether two resolutions of one identifier are the same (the check of [`Hops`] in debug
+/// builds).
+#[cfg(debug_assertions)]
+fn same_resolution(a: &Resolved, b: &Resolved) -> bool {
+    match (a, b) {
+        (Resolved::Vertex(a), Resolved::Vertex(b)) | (Resolved::Field(a), Resolved::Field(b)) => {
+            a == b
+        }
+        (Resolved::Error(a), Resolved::Error(b)) => a.message == b.message,
+        (Resolved::Pkg(a), Resolved::Pkg(b)) => a == b,
+        (Resolved::Unsupported(a), Resolved::Unsupported(b)) => a == b,
+        _ => false,
     }
 }
 
