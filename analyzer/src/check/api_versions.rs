@@ -338,9 +338,7 @@ pub(crate) const RETIRED_APIS: &[RetiredApi] = &[
 ];
 
 /// The entry for an object's `apiVersion` and `kind`, if it is retired.
-pub(crate) fn lookup(object: &serde_json::Value) -> Option<&'static RetiredApi> {
-    let api_version = object.get("apiVersion")?.as_str()?;
-    let kind = object.get("kind")?.as_str()?;
+pub(crate) fn lookup(api_version: &str, kind: &str) -> Option<&'static RetiredApi> {
     RETIRED_APIS
         .iter()
         .find(|api| api.api_version == api_version && api.kind == kind)

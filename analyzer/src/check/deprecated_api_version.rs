@@ -8,12 +8,18 @@
 //! ```
 
 use super::AppContext;
-use super::api_versions::{TARGET_VERSION, is_removed, lookup};
+use super::api_versions::{RetiredApi, TARGET_VERSION, is_removed};
 use crate::{Diagnostic, RenderedObject};
 
-pub(crate) fn check(ctx: &AppContext<'_>, object: &RenderedObject, out: &mut Vec<Diagnostic>) {
-    let Some(api) = lookup(&object.object)
-        .filter(|api| !is_removed(api) && (1, api.deprecated_in) <= TARGET_VERSION)
+/// `retired` is the object's entry in the table of retired API versions, if any.
+pub(crate) fn check(
+    ctx: &AppContext<'_>,
+    object: &RenderedObject,
+    retired: Option<&RetiredApi>,
+    out: &mut Vec<Diagnostic>,
+) {
+    let Some(api) =
+        retired.filter(|api| !is_removed(api) && (1, api.deprecated_in) <= TARGET_VERSION)
     else {
         return;
     };

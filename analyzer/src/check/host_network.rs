@@ -19,7 +19,7 @@ use crate::{Diagnostic, RenderedObject};
 pub(crate) fn check(
     ctx: &AppContext<'_>,
     object: &RenderedObject,
-    pod: &PodTemplate,
+    pod: &PodTemplate<'_>,
     out: &mut Vec<Diagnostic>,
 ) {
     if pod.spec.host_network == Some(true) {

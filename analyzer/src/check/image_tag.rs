@@ -18,11 +18,11 @@ use crate::{Diagnostic, RenderedObject};
 pub(crate) fn check(
     ctx: &AppContext<'_>,
     object: &RenderedObject,
-    pod: &PodTemplate,
+    pod: &PodTemplate<'_>,
     out: &mut Vec<Diagnostic>,
 ) {
     for container in &pod.spec.containers {
-        let Some(image) = container.image.as_deref() else {
+        let Some(image) = container.image else {
             continue;
         };
         let problem = match image_tag(image) {

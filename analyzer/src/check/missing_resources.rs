@@ -18,7 +18,7 @@ use crate::{Diagnostic, RenderedObject};
 pub(crate) fn check(
     ctx: &AppContext<'_>,
     object: &RenderedObject,
-    pod: &PodTemplate,
+    pod: &PodTemplate<'_>,
     out: &mut Vec<Diagnostic>,
 ) {
     for container in &pod.spec.containers {
@@ -26,8 +26,8 @@ pub(crate) fn check(
         let has = |map: Option<&serde_json::Map<String, serde_json::Value>>| {
             map.is_some_and(|map| !map.is_empty())
         };
-        let requests = has(resources.and_then(|r| r.requests.as_ref()));
-        let limits = has(resources.and_then(|r| r.limits.as_ref()));
+        let requests = has(resources.and_then(|r| r.requests));
+        let limits = has(resources.and_then(|r| r.limits));
         let missing = match (requests, limits) {
             (true, true) => continue,
             (false, true) => "resource requests",

@@ -461,10 +461,16 @@ fn check_app(ctx: &AppContext<'_>) -> Vec<Diagnostic> {
     unknown_cluster::check(ctx, &mut out);
     unknown_property::check(ctx, &mut out);
     for object in ctx.objects {
-        removed_api_version::check(ctx, object, &mut out);
-        deprecated_api_version::check(ctx, object, &mut out);
-        schema_violation::check(ctx, object, &mut out);
-        if let Some(pod) = pod_spec::PodTemplate::of(&object.object) {
+        // The rules below all start from the object's `apiVersion` and `kind`: read once.
+        let Some((api_version, kind)) = object_type(&object.object) else {
+            // Without both, no rule below applies: no retired API, no schema, no pod.
+            continue;
+        };
+        let retired = api_versions::lookup(api_version, kind);
+        removed_api_version::check(ctx, object, retired, &mut out);
+        deprecated_api_version::check(ctx, object, retired, &mut out);
+        schema_violation::check(ctx, object, api_version, kind, &mut out);
+        if let Some(pod) = pod_spec::PodTemplate::of(&object.object, api_version, kind) {
             image_tag::check(ctx, object, &pod, &mut out);
             missing_resources::check(ctx, object, &pod, &mut out);
             privileged_container::check(ctx, object, &pod, &mut out);
@@ -479,6 +485,13 @@ fn check_app(ctx: &AppContext<'_>) -> Vec<Diagnostic> {
         }
     }
     out
+}
+
+/// An object's `apiVersion` and `kind`, when both are text.
+fn object_type(object: &serde_json::Value) -> Option<(&str, &str)> {
+    let api_version = object.get("apiVersion")?.as_str()?;
+    let kind = object.get("kind")?.as_str()?;
+    Some((api_version, kind))
 }
 
 /// Severity overrides and path suppressions, resolved once.

@@ -1,63 +1,55 @@
-//! The pod template of a rendered workload, as a small typed view: the best-practice rules
-//! read containers, `hostNetwork` and volumes from it.
+//! The pod template of a rendered workload, as a small typed view borrowed from the object:
+//! the best-practice rules read containers, `hostNetwork` and volumes from it.
 //!
 //! Which kinds carry a pod template (and where) follows the Kubernetes API: `Pod` (`spec`),
 //! `Deployment`, `StatefulSet`, `DaemonSet`, `ReplicaSet`, `Job` (`spec.template.spec`) and
 //! `CronJob` (`spec.jobTemplate.spec.template.spec`). Custom resources are not looked into.
+//!
+//! The view reads the object as serde would deserialize it into plain structs with every
+//! field `#[serde(default)]` (the rules were written against those, and their findings must
+//! not change): a struct is an object (unknown keys ignored) or a list of its fields in
+//! order; a missing field is its default, a `null` one is absent for an `Option` and
+//! malformed otherwise. Anything malformed anywhere makes the whole pod template read as
+//! absent: a wrong shape is the schema's business, not a best practice's. It copies nothing
+//! (it was a deserialized copy of the pod spec: ~11 K instructions per workload).
 
-use serde::Deserialize;
+use serde_json::{Map, Value};
 
-/// The parts of a `PodSpec` the rules read. Unknown or malformed parts read as absent: a
-/// wrong shape is the schema's business, not a best practice's.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct PodSpec {
-    #[serde(default)]
-    pub(crate) containers: Vec<Container>,
-    #[serde(default)]
+/// The parts of a `PodSpec` the rules read.
+#[derive(Debug, Default)]
+pub(crate) struct PodSpec<'a> {
+    pub(crate) containers: Vec<Container<'a>>,
     pub(crate) host_network: Option<bool>,
-    #[serde(default)]
-    pub(crate) volumes: Vec<Volume>,
+    pub(crate) volumes: Vec<Volume<'a>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Container {
-    #[serde(default)]
-    pub(crate) name: String,
-    #[serde(default)]
-    pub(crate) image: Option<String>,
-    #[serde(default)]
-    pub(crate) resources: Option<Resources>,
-    #[serde(default)]
+#[derive(Debug, Default)]
+pub(crate) struct Container<'a> {
+    /// Empty when the container has no `name`.
+    pub(crate) name: &'a str,
+    pub(crate) image: Option<&'a str>,
+    pub(crate) resources: Option<Resources<'a>>,
     pub(crate) security_context: Option<SecurityContext>,
-    #[serde(default)]
-    pub(crate) liveness_probe: Option<serde_json::Value>,
-    #[serde(default)]
-    pub(crate) readiness_probe: Option<serde_json::Value>,
+    pub(crate) liveness_probe: Option<&'a Value>,
+    pub(crate) readiness_probe: Option<&'a Value>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct Resources {
-    #[serde(default)]
-    pub(crate) requests: Option<serde_json::Map<String, serde_json::Value>>,
-    #[serde(default)]
-    pub(crate) limits: Option<serde_json::Map<String, serde_json::Value>>,
+#[derive(Debug, Default)]
+pub(crate) struct Resources<'a> {
+    pub(crate) requests: Option<&'a Map<String, Value>>,
+    pub(crate) limits: Option<&'a Map<String, Value>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default)]
 pub(crate) struct SecurityContext {
-    #[serde(default)]
     pub(crate) privileged: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Volume {
-    #[serde(default)]
-    pub(crate) name: String,
-    #[serde(default)]
-    pub(crate) host_path: Option<serde_json::Value>,
+#[derive(Debug, Default)]
+pub(crate) struct Volume<'a> {
+    /// Empty when the volume has no `name`.
+    pub(crate) name: &'a str,
+    pub(crate) host_path: Option<&'a Value>,
 }
 
 /// The kind of workload a pod template belongs to, for rules that treat run-to-completion
@@ -70,62 +62,436 @@ pub(crate) enum WorkloadKind {
     Batch,
 }
 
-/// The kinds whose objects carry a pod spec, and the JSON pointer of the spec.
-const POD_SPEC_POINTERS: &[(&str, &str, &str, WorkloadKind)] = &[
-    ("", "Pod", "/spec", WorkloadKind::Service),
+/// The kinds whose objects carry a pod spec, and the path of the spec.
+const POD_SPEC_PATHS: &[(&str, &str, &[&str], WorkloadKind)] = &[
+    ("", "Pod", &["spec"], WorkloadKind::Service),
     (
         "apps",
         "Deployment",
-        "/spec/template/spec",
+        &["spec", "template", "spec"],
         WorkloadKind::Service,
     ),
     (
         "apps",
         "StatefulSet",
-        "/spec/template/spec",
+        &["spec", "template", "spec"],
         WorkloadKind::Service,
     ),
     (
         "apps",
         "DaemonSet",
-        "/spec/template/spec",
+        &["spec", "template", "spec"],
         WorkloadKind::Service,
     ),
     (
         "apps",
         "ReplicaSet",
-        "/spec/template/spec",
+        &["spec", "template", "spec"],
         WorkloadKind::Service,
     ),
-    ("batch", "Job", "/spec/template/spec", WorkloadKind::Batch),
+    (
+        "batch",
+        "Job",
+        &["spec", "template", "spec"],
+        WorkloadKind::Batch,
+    ),
     (
         "batch",
         "CronJob",
-        "/spec/jobTemplate/spec/template/spec",
+        &["spec", "jobTemplate", "spec", "template", "spec"],
         WorkloadKind::Batch,
     ),
 ];
 
 /// A pod spec with the kind of workload around it.
 #[derive(Debug)]
-pub(crate) struct PodTemplate {
-    pub(crate) spec: PodSpec,
+pub(crate) struct PodTemplate<'a> {
+    pub(crate) spec: PodSpec<'a>,
     pub(crate) workload: WorkloadKind,
 }
 
-impl PodTemplate {
-    /// The pod template of a built-in workload object, if it is one.
-    pub(crate) fn of(object: &serde_json::Value) -> Option<PodTemplate> {
-        let api_version = object.get("apiVersion")?.as_str()?;
-        let kind = object.get("kind")?.as_str()?;
+impl<'a> PodTemplate<'a> {
+    /// The pod template of a built-in workload object, if it is one and well formed.
+    /// `api_version` and `kind` are the object's.
+    pub(crate) fn of(object: &'a Value, api_version: &str, kind: &str) -> Option<PodTemplate<'a>> {
         let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
-        let (_, _, pointer, workload) = POD_SPEC_POINTERS
+        let (_, _, path, workload) = POD_SPEC_PATHS
             .iter()
             .find(|(g, k, _, _)| *g == group && *k == kind)?;
-        let spec = PodSpec::deserialize(object.pointer(pointer)?).ok()?;
+        let spec = path
+            .iter()
+            .try_fold(object, |value, segment| value.get(segment))?;
         Some(PodTemplate {
-            spec,
+            spec: pod_spec(spec).ok()?,
             workload: *workload,
         })
+    }
+}
+
+/// A part that serde would not have deserialized: the pod template reads as absent.
+struct Malformed;
+
+type Read<T> = Result<T, Malformed>;
+
+fn pod_spec(value: &Value) -> Read<PodSpec<'_>> {
+    let [containers, host_network, volumes] =
+        fields(value, ["containers", "hostNetwork", "volumes"])?;
+    Ok(PodSpec {
+        containers: list(containers, container)?,
+        host_network: optional_bool(host_network)?,
+        volumes: list(volumes, volume)?,
+    })
+}
+
+fn container(value: &Value) -> Read<Container<'_>> {
+    let [
+        name,
+        image,
+        resources,
+        security_context,
+        liveness_probe,
+        readiness_probe,
+    ] = fields(
+        value,
+        [
+            "name",
+            "image",
+            "resources",
+            "securityContext",
+            "livenessProbe",
+            "readinessProbe",
+        ],
+    )?;
+    Ok(Container {
+        name: text(name)?,
+        image: optional(image, as_text)?,
+        resources: optional(resources, |value| {
+            let [requests, limits] = fields(value, ["requests", "limits"])?;
+            Ok(Resources {
+                requests: optional(requests, as_map)?,
+                limits: optional(limits, as_map)?,
+            })
+        })?,
+        security_context: optional(security_context, |value| {
+            let [privileged] = fields(value, ["privileged"])?;
+            Ok(SecurityContext {
+                privileged: optional_bool(privileged)?,
+            })
+        })?,
+        liveness_probe: optional(liveness_probe, Ok)?,
+        readiness_probe: optional(readiness_probe, Ok)?,
+    })
+}
+
+fn volume(value: &Value) -> Read<Volume<'_>> {
+    let [name, host_path] = fields(value, ["name", "hostPath"])?;
+    Ok(Volume {
+        name: text(name)?,
+        host_path: optional(host_path, Ok)?,
+    })
+}
+
+/// The fields `names` of a struct, as serde reads a struct from a JSON value: an object by
+/// key (other keys ignored), or a list by position (missing trailing elements are missing
+/// fields, surplus ones malformed).
+fn fields<'a, const N: usize>(value: &'a Value, names: [&str; N]) -> Read<[Option<&'a Value>; N]> {
+    match value {
+        Value::Object(map) => {
+            let mut found = [None; N];
+            for (key, child) in map {
+                if let Some(index) = names.iter().position(|name| name == key)
+                    && let Some(slot) = found.get_mut(index)
+                {
+                    *slot = Some(child);
+                }
+            }
+            Ok(found)
+        }
+        Value::Array(items) if items.len() <= N => {
+            Ok(std::array::from_fn(|index| items.get(index)))
+        }
+        _ => Err(Malformed),
+    }
+}
+
+/// A `Vec` field: missing is empty, a list reads each element, anything else (`null`
+/// included) is malformed.
+fn list<'a, T>(value: Option<&'a Value>, read: impl Fn(&'a Value) -> Read<T>) -> Read<Vec<T>> {
+    match value {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => items.iter().map(read).collect(),
+        Some(_) => Err(Malformed),
+    }
+}
+
+/// An `Option` field: missing or `null` is absent.
+fn optional<'a, T>(
+    value: Option<&'a Value>,
+    read: impl FnOnce(&'a Value) -> Read<T>,
+) -> Read<Option<T>> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => read(value).map(Some),
+    }
+}
+
+fn optional_bool(value: Option<&Value>) -> Read<Option<bool>> {
+    optional(value, |value| value.as_bool().ok_or(Malformed))
+}
+
+/// A `String` field: missing is empty, `null` is malformed.
+fn text(value: Option<&Value>) -> Read<&str> {
+    value.map_or(Ok(""), as_text)
+}
+
+fn as_text(value: &Value) -> Read<&str> {
+    value.as_str().ok_or(Malformed)
+}
+
+fn as_map(value: &Value) -> Read<&Map<String, Value>> {
+    value.as_object().ok_or(Malformed)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+
+    /// The deserialized structs this view replaced: the reference it must agree with.
+    mod serde_reference {
+        use serde::Deserialize;
+
+        #[derive(Debug, Default, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub(super) struct PodSpec {
+            #[serde(default)]
+            pub(super) containers: Vec<Container>,
+            #[serde(default)]
+            pub(super) host_network: Option<bool>,
+            #[serde(default)]
+            pub(super) volumes: Vec<Volume>,
+        }
+
+        #[derive(Debug, Default, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub(super) struct Container {
+            #[serde(default)]
+            pub(super) name: String,
+            #[serde(default)]
+            pub(super) image: Option<String>,
+            #[serde(default)]
+            pub(super) resources: Option<Resources>,
+            #[serde(default)]
+            pub(super) security_context: Option<SecurityContext>,
+            #[serde(default)]
+            pub(super) liveness_probe: Option<serde_json::Value>,
+            #[serde(default)]
+            pub(super) readiness_probe: Option<serde_json::Value>,
+        }
+
+        #[derive(Debug, Default, Deserialize)]
+        pub(super) struct Resources {
+            #[serde(default)]
+            pub(super) requests: Option<serde_json::Map<String, serde_json::Value>>,
+            #[serde(default)]
+            pub(super) limits: Option<serde_json::Map<String, serde_json::Value>>,
+        }
+
+        #[derive(Debug, Default, Deserialize)]
+        pub(super) struct SecurityContext {
+            #[serde(default)]
+            pub(super) privileged: Option<bool>,
+        }
+
+        #[derive(Debug, Default, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub(super) struct Volume {
+            #[serde(default)]
+            pub(super) name: String,
+            #[serde(default)]
+            pub(super) host_path: Option<serde_json::Value>,
+        }
+    }
+
+    /// What the rules read, from the view.
+    fn summary(spec: &PodSpec<'_>) -> String {
+        let containers: Vec<String> = spec
+            .containers
+            .iter()
+            .map(|c| {
+                let resources = c.resources.as_ref();
+                format!(
+                    "{:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+                    c.name,
+                    c.image,
+                    resources.map(|r| r.requests.map(|m| m.len())),
+                    resources.map(|r| r.limits.map(|m| m.len())),
+                    c.security_context.as_ref().map(|s| s.privileged),
+                    c.liveness_probe,
+                    c.readiness_probe
+                )
+            })
+            .collect();
+        let volumes: Vec<String> = spec
+            .volumes
+            .iter()
+            .map(|v| format!("{:?} {:?}", v.name, v.host_path))
+            .collect();
+        format!("{containers:?} {:?} {volumes:?}", spec.host_network)
+    }
+
+    /// The same, from the reference structs.
+    fn reference_summary(spec: &serde_reference::PodSpec) -> String {
+        let containers: Vec<String> = spec
+            .containers
+            .iter()
+            .map(|c| {
+                let resources = c.resources.as_ref();
+                format!(
+                    "{:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+                    c.name,
+                    c.image.as_deref(),
+                    resources.map(|r| r.requests.as_ref().map(|m| m.len())),
+                    resources.map(|r| r.limits.as_ref().map(|m| m.len())),
+                    c.security_context.as_ref().map(|s| s.privileged),
+                    c.liveness_probe.as_ref(),
+                    c.readiness_probe.as_ref()
+                )
+            })
+            .collect();
+        let volumes: Vec<String> = spec
+            .volumes
+            .iter()
+            .map(|v| format!("{:?} {:?}", v.name, v.host_path.as_ref()))
+            .collect();
+        format!("{containers:?} {:?} {volumes:?}", spec.host_network)
+    }
+
+    /// Every value of a table of pod specs, and every one-step mutation of them (a value
+    /// replaced by each JSON type, a key removed, a struct written as a list of its fields):
+    /// the view reads what serde deserialized, or is absent exactly when serde failed.
+    #[test]
+    fn the_view_reads_what_serde_deserialized() {
+        let specs = [
+            json!({
+                "containers": [{
+                    "name": "web", "image": "nginx:1.27",
+                    "resources": {"requests": {"cpu": "100m"}, "limits": {}},
+                    "securityContext": {"privileged": true},
+                    "livenessProbe": {"httpGet": {"path": "/"}}, "readinessProbe": null,
+                    "ports": [{"containerPort": 80}]
+                }, {"name": "sidecar"}],
+                "hostNetwork": false,
+                "volumes": [{"name": "logs", "hostPath": {"path": "/var/log"}}, {"name": "tmp"}],
+                "restartPolicy": "Always"
+            }),
+            json!({}),
+            json!([[["web", "nginx", [{"cpu": 1}, null], [true], 1, null]], true, [["v", 1]]]),
+            json!({"containers": [["a"], ["b", null, null, [false]]], "volumes": []}),
+        ];
+        let replacements = [
+            json!(null),
+            json!(true),
+            json!(7),
+            json!("text"),
+            json!([]),
+            json!({}),
+            json!(["x", "y", "z", "u", "v", "w", "extra"]),
+        ];
+        let mut checked = 0;
+        let mut absent = 0;
+        for spec in &specs {
+            let mut mutants = vec![spec.clone()];
+            mutate(spec, "", &replacements, &mut mutants, spec);
+            for mutant in &mutants {
+                let object = json!({
+                    "apiVersion": "apps/v1", "kind": "Deployment",
+                    "spec": {"template": {"spec": mutant}}
+                });
+                let view =
+                    PodTemplate::of(&object, "apps/v1", "Deployment").map(|pod| summary(&pod.spec));
+                let reference = serde_reference::PodSpec::deserialize(mutant)
+                    .ok()
+                    .map(|spec| reference_summary(&spec));
+                assert_eq!(view, reference, "{mutant}");
+                checked += 1;
+                absent += usize::from(view.is_none());
+            }
+        }
+        assert!(
+            absent > 50 && checked - absent > 50,
+            "{absent} of {checked}"
+        );
+    }
+
+    fn mutate(
+        value: &Value,
+        pointer: &str,
+        replacements: &[Value],
+        out: &mut Vec<Value>,
+        root: &Value,
+    ) {
+        if !pointer.is_empty() {
+            for replacement in replacements {
+                let mut mutant = root.clone();
+                *mutant.pointer_mut(pointer).unwrap() = replacement.clone();
+                out.push(mutant);
+            }
+        }
+        match value {
+            Value::Object(map) => {
+                // The struct as a list of its values, in the map's order.
+                let mut as_list = root.clone();
+                *as_list.pointer_mut(pointer).unwrap() =
+                    Value::Array(map.values().cloned().collect());
+                out.push(as_list);
+                for (key, child) in map {
+                    let mut removed = root.clone();
+                    removed
+                        .pointer_mut(pointer)
+                        .unwrap()
+                        .as_object_mut()
+                        .unwrap()
+                        .shift_remove(key);
+                    out.push(removed);
+                    mutate(child, &format!("{pointer}/{key}"), replacements, out, root);
+                }
+            }
+            Value::Array(items) => {
+                for (index, child) in items.iter().enumerate() {
+                    mutate(
+                        child,
+                        &format!("{pointer}/{index}"),
+                        replacements,
+                        out,
+                        root,
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn workloads_and_their_pod_spec_paths() {
+        let cron = json!({"spec": {"jobTemplate": {"spec": {"template": {"spec": {
+            "containers": [{"name": "job"}]
+        }}}}}});
+        let pod = PodTemplate::of(&cron, "batch/v1", "CronJob").unwrap();
+        assert_eq!(pod.workload, WorkloadKind::Batch);
+        assert_eq!(pod.spec.containers[0].name, "job");
+        let bare = json!({"spec": {"containers": [{"name": "p"}]}});
+        assert_eq!(
+            PodTemplate::of(&bare, "v1", "Pod")
+                .unwrap()
+                .spec
+                .containers
+                .len(),
+            1
+        );
+        assert!(PodTemplate::of(&bare, "example.com/v1", "Pod").is_none());
+        assert!(PodTemplate::of(&bare, "apps/v1", "Deployment").is_none());
     }
 }

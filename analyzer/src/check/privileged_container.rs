@@ -17,7 +17,7 @@ use crate::{Diagnostic, RenderedObject};
 pub(crate) fn check(
     ctx: &AppContext<'_>,
     object: &RenderedObject,
-    pod: &PodTemplate,
+    pod: &PodTemplate<'_>,
     out: &mut Vec<Diagnostic>,
 ) {
     for container in &pod.spec.containers {

@@ -17,12 +17,18 @@
 //! ```
 
 use super::AppContext;
-use super::api_versions::{is_removed, lookup};
+use super::api_versions::{RetiredApi, is_removed};
 use crate::model::DefinitionKind;
 use crate::{Diagnostic, RenderedObject};
 
-pub(crate) fn check(ctx: &AppContext<'_>, object: &RenderedObject, out: &mut Vec<Diagnostic>) {
-    let Some(api) = lookup(&object.object).filter(|api| is_removed(api)) else {
+/// `retired` is the object's entry in the table of retired API versions, if any.
+pub(crate) fn check(
+    ctx: &AppContext<'_>,
+    object: &RenderedObject,
+    retired: Option<&RetiredApi>,
+    out: &mut Vec<Diagnostic>,
+) {
+    let Some(api) = retired.filter(|api| is_removed(api)) else {
         return;
     };
     if chosen_by_builtin_template(ctx, object, api.api_version) {

@@ -32,22 +32,24 @@ use crate::load::yaml::escape_segment;
 use crate::schema::{Problem, Violation};
 use crate::{Diagnostic, RenderedObject};
 
-pub(crate) fn check(ctx: &AppContext<'_>, object: &RenderedObject, out: &mut Vec<Diagnostic>) {
+/// `api_version` and `kind` are the object's.
+pub(crate) fn check(
+    ctx: &AppContext<'_>,
+    object: &RenderedObject,
+    api_version: &str,
+    kind: &str,
+    out: &mut Vec<Diagnostic>,
+) {
     let violations = ctx
         .crd_schemas
-        .validate(&object.object)
-        .or_else(|| crate::schema::kubernetes().validate(&object.object));
+        .validate_as(&object.object, api_version, kind)
+        .or_else(|| crate::schema::kubernetes().validate_as(&object.object, api_version, kind));
     let Some(violations) = violations else {
         return;
     };
     if violations.is_empty() {
         return;
     }
-    let kind = object
-        .object
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("object");
     let name = object
         .object
         .pointer("/metadata/name")

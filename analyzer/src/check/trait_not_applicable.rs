@@ -64,6 +64,10 @@ struct WorkloadNames {
     definition_type: Option<String>,
     /// `(group, version, kind)`.
     gvk: Option<(String, String, String)>,
+    /// The names `gvk` answers to, made when first needed and then once per component rather
+    /// than per trait and entry: the resource (`deployments.apps`) and `<apiVersion>.<kind>`
+    /// (`apps/v1.Deployment`).
+    gvk_names: std::cell::OnceCell<(String, String)>,
     display: String,
 }
 
@@ -111,6 +115,7 @@ fn workload_names(
         component_type: component_type.to_owned(),
         definition_type,
         gvk,
+        gvk_names: std::cell::OnceCell::new(),
         display,
     })
 }
@@ -125,19 +130,19 @@ fn matches(entry: &str, names: &WorkloadNames) -> bool {
     let Some((group, version, kind)) = &names.gvk else {
         return false;
     };
-    let resource = if group.is_empty() {
-        plural(kind)
-    } else {
-        format!("{}.{group}", plural(kind))
-    };
-    let api_version = if group.is_empty() {
-        version.clone()
-    } else {
-        format!("{group}/{version}")
-    };
+    let (resource, qualified) = names.gvk_names.get_or_init(|| {
+        if group.is_empty() {
+            (plural(kind), format!("{version}.{kind}"))
+        } else {
+            (
+                format!("{}.{group}", plural(kind)),
+                format!("{group}/{version}.{kind}"),
+            )
+        }
+    });
     entry == resource
         || entry.eq_ignore_ascii_case(kind)
-        || entry == format!("{api_version}.{kind}")
+        || entry == qualified
         || entry
             .strip_prefix("*.")
             .is_some_and(|entry_group| entry_group == group)

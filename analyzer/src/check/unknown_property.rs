@@ -157,7 +157,7 @@ pub(crate) fn check(ctx: &AppContext<'_>, out: &mut Vec<Diagnostic>) {
             type_name: &component.component_type,
             subject: "component type",
             properties: component.properties.as_ref(),
-            pointer: format!("/spec/components/{index}/properties"),
+            place: Place::Component(index),
             component: Some(&component.name),
         };
         block.check(ctx, out);
@@ -167,7 +167,7 @@ pub(crate) fn check(ctx: &AppContext<'_>, out: &mut Vec<Diagnostic>) {
                 type_name: &component_trait.trait_type,
                 subject: "trait",
                 properties: component_trait.properties.as_ref(),
-                pointer: format!("/spec/components/{index}/traits/{trait_index}/properties"),
+                place: Place::Trait(index, trait_index),
                 component: Some(&component.name),
             };
             block.check(ctx, out);
@@ -179,7 +179,7 @@ pub(crate) fn check(ctx: &AppContext<'_>, out: &mut Vec<Diagnostic>) {
             type_name: &policy.policy_type,
             subject: "policy type",
             properties: policy.properties.as_ref(),
-            pointer: format!("/spec/policies/{index}/properties"),
+            place: Place::Policy(index),
             component: None,
         };
         block.check(ctx, out);
@@ -193,9 +193,52 @@ struct Block<'a> {
     /// How messages name the definition: "component type", "trait", "policy type".
     subject: &'static str,
     properties: Option<&'a serde_json::Value>,
-    /// JSON pointer of the block in the Application.
-    pointer: String,
+    place: Place,
     component: Option<&'a str>,
+}
+
+/// Where a `properties` block is in the Application.
+#[derive(Clone, Copy)]
+enum Place {
+    Component(usize),
+    /// `(component, trait)`.
+    Trait(usize, usize),
+    Policy(usize),
+}
+
+impl Place {
+    /// The JSON pointer of the block.
+    fn pointer(self) -> String {
+        match self {
+            Place::Component(index) => format!("/spec/components/{index}/properties"),
+            Place::Trait(index, trait_index) => {
+                format!("/spec/components/{index}/traits/{trait_index}/properties")
+            }
+            Place::Policy(index) => format!("/spec/policies/{index}/properties"),
+        }
+    }
+}
+
+/// The keys from a block's `properties` down to a value, on the stack: a pointer string is
+/// only built for an unknown key (most keys are declared).
+struct Path<'p> {
+    key: &'p str,
+    parent: Option<&'p Path<'p>>,
+}
+
+impl Path<'_> {
+    /// Appends the JSON pointer segments of this path, root first.
+    fn push_to(&self, pointer: &mut String) {
+        if let Some(parent) = self.parent {
+            parent.push_to(pointer);
+        }
+        pointer.push('/');
+        if self.key.contains(['~', '/']) {
+            pointer.push_str(&escape_segment(self.key));
+        } else {
+            pointer.push_str(self.key);
+        }
+    }
 }
 
 impl Block<'_> {
@@ -206,63 +249,48 @@ impl Block<'_> {
         ) else {
             return;
         };
-        let subject = format!("{} `{}`", self.subject, self.type_name);
-        let mut pointer = self.pointer.clone();
-        walk(
-            ctx,
-            properties,
-            &schema,
-            &mut pointer,
-            &subject,
-            self.component,
-            out,
-        );
+        self.walk(ctx, properties, &schema, None, out);
     }
-}
 
-/// `pointer` is the JSON pointer of `value`, one buffer extended and truncated on the way
-/// down: most keys are declared, so building a pointer string per key would be waste.
-fn walk(
-    ctx: &AppContext<'_>,
-    value: &serde_json::Value,
-    schema: &Schema,
-    pointer: &mut String,
-    subject: &str,
-    component: Option<&str>,
-    out: &mut Vec<Diagnostic>,
-) {
-    let (Some(object), Schema::Struct(fields)) = (value.as_object(), schema) else {
-        return;
-    };
-    let parent_len = pointer.len();
-    for (key, child) in object {
-        pointer.truncate(parent_len);
-        pointer.push('/');
-        if key.contains(['~', '/']) {
-            pointer.push_str(&escape_segment(key));
-        } else {
-            pointer.push_str(key);
-        }
-        match fields.iter().find(|field| field.label == *key) {
-            Some(field) => walk(ctx, child, &field.schema, pointer, subject, component, out),
-            None => {
-                let span: Span = ctx.loaded.document.positions.key_span(pointer);
-                let suggestion = closest(key, fields.iter().map(|field| field.label.as_str()))
-                    .map(|name| format!("; did you mean `{name}`?"))
-                    .unwrap_or_default();
-                let mut diagnostic = Diagnostic::warning(
-                    "unknown-property",
-                    format!("unknown property `{key}`: {subject} does not declare it{suggestion}"),
-                    Some(span),
-                );
-                if let Some(component) = component {
-                    diagnostic = diagnostic.for_component(component);
+    /// Checks the keys of `value` (at `path` under the block) against `schema`.
+    fn walk(
+        &self,
+        ctx: &AppContext<'_>,
+        value: &serde_json::Value,
+        schema: &Schema,
+        path: Option<&Path<'_>>,
+        out: &mut Vec<Diagnostic>,
+    ) {
+        let (Some(object), Schema::Struct(fields)) = (value.as_object(), schema) else {
+            return;
+        };
+        for (key, child) in object {
+            let here = Path { key, parent: path };
+            match fields.iter().find(|field| field.label == *key) {
+                Some(field) => self.walk(ctx, child, &field.schema, Some(&here), out),
+                None => {
+                    let mut pointer = self.place.pointer();
+                    here.push_to(&mut pointer);
+                    let span: Span = ctx.loaded.document.positions.key_span(&pointer);
+                    let suggestion = closest(key, fields.iter().map(|field| field.label.as_str()))
+                        .map(|name| format!("; did you mean `{name}`?"))
+                        .unwrap_or_default();
+                    let mut diagnostic = Diagnostic::warning(
+                        "unknown-property",
+                        format!(
+                            "unknown property `{key}`: {} `{}` does not declare it{suggestion}",
+                            self.subject, self.type_name
+                        ),
+                        Some(span),
+                    );
+                    if let Some(component) = self.component {
+                        diagnostic = diagnostic.for_component(component);
+                    }
+                    out.push(diagnostic);
                 }
-                out.push(diagnostic);
             }
         }
     }
-    pointer.truncate(parent_len);
 }
 
 /// The candidate nearest to `word` by edit distance, if near enough to be a typo: at most

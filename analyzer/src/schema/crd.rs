@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::{Compiler, Node, NodeId, SchemaSet};
+use super::{Compiler, Field, Node, NodeId, SchemaSet};
 
 /// The fields the API server allows in every object whatever the schema says.
 const OBJECT_FIELDS: &[&str] = &["apiVersion", "kind", "metadata"];
@@ -82,12 +82,14 @@ impl<'a> Compiler<'a> {
             } => {
                 let mut fields = fields.into_vec();
                 for name in OBJECT_FIELDS {
-                    if !fields.iter().any(|(field, _)| &**field == *name) {
+                    if !fields.iter().any(|field| &*field.name == *name) {
                         let any = self.push(Node::Any);
-                        fields.push(((*name).into(), any));
+                        let mut field = Field::new(name, any);
+                        field.required = required.iter().any(|required| &**required == *name);
+                        fields.push(field);
                     }
                 }
-                fields.sort_by(|a, b| a.0.cmp(&b.0));
+                fields.sort_by(|a, b| a.name.cmp(&b.name));
                 Node::Object {
                     fields: fields.into_boxed_slice(),
                     required,

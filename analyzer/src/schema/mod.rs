@@ -37,7 +37,8 @@ enum Node {
     Any,
     Object {
         /// Sorted by name, for binary search.
-        fields: Box<[(Box<str>, NodeId)]>,
+        fields: Box<[Field]>,
+        /// In the schema's order (the order violations are reported in).
         required: Box<[Box<str>]>,
         rest: Rest,
     },
@@ -55,6 +56,34 @@ enum Node {
     },
     /// A definition whose whole body is a reference.
     Ref(NodeId),
+}
+
+/// A declared field of an object.
+#[derive(Debug, Clone)]
+struct Field {
+    name: Box<str>,
+    node: NodeId,
+    /// The name is in the object's `required` list: counting these while walking an object
+    /// tells that every required field is present without looking each one up.
+    required: bool,
+}
+
+impl Field {
+    fn new(name: &str, node: NodeId) -> Field {
+        Field {
+            name: name.into(),
+            node,
+            required: false,
+        }
+    }
+}
+
+/// The declared field `key` of an object node.
+fn field<'f>(fields: &'f [Field], key: &str) -> Option<&'f Field> {
+    fields
+        .binary_search_by(|field| (*field.name).cmp(key))
+        .ok()
+        .and_then(|index| fields.get(index))
 }
 
 /// What an object allows besides its declared fields.
@@ -190,14 +219,29 @@ impl SchemaSet {
     /// Validates `object` against the schema of its `apiVersion` and `kind`; `None` when the
     /// set has no schema for them.
     pub(crate) fn validate(&self, object: &Value) -> Option<Vec<Violation>> {
+        let api_version = object.get("apiVersion")?.as_str()?;
+        let kind = object.get("kind")?.as_str()?;
+        self.validate_as(object, api_version, kind)
+    }
+
+    /// [`SchemaSet::validate`] of an object whose `apiVersion` and `kind` the caller has read.
+    pub(crate) fn validate_as(
+        &self,
+        object: &Value,
+        api_version: &str,
+        kind: &str,
+    ) -> Option<Vec<Violation>> {
         // Most repositories have no CRDs: their set answers every object without hashing its
         // `apiVersion` and `kind` first.
         if self.kinds.is_empty() {
             return None;
         }
-        let api_version = object.get("apiVersion")?.as_str()?;
-        let kind = object.get("kind")?.as_str()?;
         let root = self.root(api_version, kind)?;
+        // Most objects are valid: a check that keeps no path answers them, and only an object
+        // with a problem is walked again to name each violation.
+        if self.conforms(root, object) {
+            return Some(Vec::new());
+        }
         let mut walk = Walk {
             set: self,
             path: Vec::new(),
@@ -205,6 +249,66 @@ impl SchemaSet {
         };
         walk.value(root, object);
         Some(walk.out)
+    }
+}
+
+impl SchemaSet {
+    /// True when [`Walk::value`] finds no violation in `value` against node `id`: the same
+    /// rules, without a path or a report.
+    fn conforms(&self, id: NodeId, value: &Value) -> bool {
+        if value.is_null() {
+            return true;
+        }
+        let Some(node) = self.nodes.get(id as usize) else {
+            return true;
+        };
+        match node {
+            Node::Any => true,
+            Node::Ref(target) => self.conforms(*target, value),
+            Node::Enum { inner, allowed } => {
+                allowed.contains(value) && self.conforms(*inner, value)
+            }
+            Node::Object {
+                fields,
+                required,
+                rest,
+            } => {
+                let Some(map) = value.as_object() else {
+                    return false;
+                };
+                let mut required_present = 0;
+                for (key, field_value) in map {
+                    let target = match field(fields, key) {
+                        Some(field) => {
+                            required_present += usize::from(field.required);
+                            field.node
+                        }
+                        None => match rest {
+                            Rest::Any => continue,
+                            Rest::Schema(id) => *id,
+                            Rest::Closed => return false,
+                        },
+                    };
+                    if !self.conforms(target, field_value) {
+                        return false;
+                    }
+                }
+                // A map's keys are distinct: as many required fields seen as there are
+                // required names means all are there (a name listed twice, or required but
+                // not declared, is looked up).
+                required_present == required.len()
+                    || required.iter().all(|name| map.contains_key(&**name))
+            }
+            Node::Array(items) => value
+                .as_array()
+                .is_some_and(|list| list.iter().all(|item| self.conforms(*items, item))),
+            Node::String => value.is_string(),
+            Node::Integer => is_integer(value),
+            Node::Number => value.is_number(),
+            Node::Boolean => value.is_boolean(),
+            Node::IntOrString => value.is_string() || is_integer(value),
+            Node::Quantity => value.is_string() || value.is_number(),
+        }
     }
 }
 
@@ -302,15 +406,15 @@ impl<'a> Compiler<'a> {
     }
 
     fn object(&mut self, object: &'a serde_json::Map<String, Value>, preserve: bool) -> Node {
-        let mut fields: Vec<(Box<str>, NodeId)> = object
+        let mut fields: Vec<Field> = object
             .get("properties")
             .and_then(Value::as_object)
             .into_iter()
             .flatten()
-            .map(|(name, property)| (name.as_str().into(), self.id(property)))
+            .map(|(name, property)| Field::new(name, self.id(property)))
             .collect();
-        fields.sort_by(|a, b| a.0.cmp(&b.0));
-        let required = object
+        fields.sort_by(|a, b| a.name.cmp(&b.name));
+        let required: Box<[Box<str>]> = object
             .get("required")
             .and_then(Value::as_array)
             .into_iter()
@@ -318,6 +422,9 @@ impl<'a> Compiler<'a> {
             .filter_map(Value::as_str)
             .map(Box::from)
             .collect();
+        for field in &mut fields {
+            field.required = required.contains(&field.name);
+        }
         let rest = match object.get("additionalProperties") {
             _ if preserve => Rest::Any,
             Some(Value::Bool(true)) => Rest::Any,
@@ -403,9 +510,9 @@ impl<'a> Walk<'a> {
                     return self.wrong_type("an object", value);
                 };
                 for (key, field_value) in map {
-                    let target = match fields.binary_search_by(|(name, _)| (**name).cmp(key)) {
-                        Ok(index) => Some(fields[index].1),
-                        Err(_) => match rest {
+                    let target = match field(fields, key) {
+                        Some(field) => Some(field.node),
+                        None => match rest {
                             Rest::Any => None,
                             Rest::Schema(id) => Some(*id),
                             Rest::Closed => {
@@ -535,6 +642,149 @@ mod tests {
                 "missing required field `spec.template.spec.containers[0].name`",
             ]
         );
+    }
+
+    /// Every object of a table and every one-step mutation of it (a value replaced by each JSON
+    /// type, a key removed, an unknown key added): the path-free check says "valid" exactly
+    /// when the reporting walk finds nothing.
+    #[test]
+    fn the_path_free_check_agrees_with_the_reporting_walk() {
+        let set = kubernetes();
+        let objects = [
+            json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "web", "labels": {"app": "web"}},
+                "spec": {
+                    "replicas": 2,
+                    "selector": {"matchLabels": {"app": "web"}},
+                    "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "web"}},
+                        "spec": {"containers": [{
+                            "name": "web", "image": "nginx:1.27",
+                            "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                            "env": [{"name": "A", "value": "b"}],
+                            "resources": {"limits": {"cpu": 0.5, "memory": "128Mi"}}
+                        }]}
+                    }
+                }
+            }),
+            json!({
+                "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": "http"}]}
+            }),
+            json!({
+                "apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web"},
+                "spec": {"rules": [{"host": "a.example.com", "http": {"paths": [{
+                    "path": "/", "pathType": "ImplementationSpecific",
+                    "backend": {"service": {"name": "web", "port": {"number": 80}}}
+                }]}}]}
+            }),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}),
+        ];
+        let replacements = [
+            json!(null),
+            json!(true),
+            json!(7),
+            json!(1.5),
+            json!("text"),
+            json!([]),
+            json!({}),
+            json!([{"x": 1}]),
+        ];
+        let mut checked = 0;
+        let mut invalid = 0;
+        for object in &objects {
+            let mut mutants = vec![object.clone()];
+            mutate(object, &mut Vec::new(), &replacements, &mut mutants, object);
+            for mutant in &mutants {
+                // (Mutants without a kind name no schema.)
+                let (Some(api_version), Some(kind)) =
+                    (mutant["apiVersion"].as_str(), mutant["kind"].as_str())
+                else {
+                    continue;
+                };
+                let root = set.root(api_version, kind).unwrap();
+                let mut walk = Walk {
+                    set,
+                    path: Vec::new(),
+                    out: Vec::new(),
+                };
+                walk.value(root, mutant);
+                assert_eq!(
+                    set.conforms(root, mutant),
+                    walk.out.is_empty(),
+                    "{mutant}: {:?}",
+                    walk.out
+                );
+                checked += 1;
+                invalid += usize::from(!walk.out.is_empty());
+            }
+        }
+        // Both answers occur, often.
+        assert!(
+            invalid > 100 && checked - invalid > 50,
+            "{invalid} of {checked}"
+        );
+    }
+
+    /// Pushes to `out` a copy of `root` per mutation of the value at `path` and below.
+    fn mutate(
+        value: &Value,
+        path: &mut Vec<String>,
+        replacements: &[Value],
+        out: &mut Vec<Value>,
+        root: &Value,
+    ) {
+        let at = |path: &[String]| {
+            path.iter()
+                .map(|segment| format!("/{segment}"))
+                .collect::<String>()
+        };
+        if !path.is_empty()
+            && path
+                .first()
+                .is_some_and(|first| first != "apiVersion" && first != "kind")
+        {
+            for replacement in replacements {
+                let mut mutant = root.clone();
+                *mutant.pointer_mut(&at(path)).unwrap() = replacement.clone();
+                out.push(mutant);
+            }
+        }
+        match value {
+            Value::Object(map) => {
+                let mut added = root.clone();
+                added
+                    .pointer_mut(&at(path))
+                    .unwrap()
+                    .as_object_mut()
+                    .unwrap()
+                    .insert("unknownField".to_owned(), json!(1));
+                out.push(added);
+                for (key, child) in map {
+                    let mut removed = root.clone();
+                    removed
+                        .pointer_mut(&at(path))
+                        .unwrap()
+                        .as_object_mut()
+                        .unwrap()
+                        .shift_remove(key);
+                    out.push(removed);
+                    path.push(key.clone());
+                    mutate(child, path, replacements, out, root);
+                    path.pop();
+                }
+            }
+            Value::Array(items) => {
+                for (index, child) in items.iter().enumerate() {
+                    path.push(index.to_string());
+                    mutate(child, path, replacements, out, root);
+                    path.pop();
+                }
+            }
+            _ => {}
+        }
     }
 
     #[test]
