@@ -647,19 +647,20 @@ impl SourceWorker {
     ) -> (LivePlan, BTreeMap<AppRef, analyzer::model::Application>) {
         let started = Instant::now();
         let cluster = &self.shared.cluster;
-        // Each manifest is parsed once, for the policies, the status CUE and the workflows.
-        let applications = live::applications_from_sources(&*rendered.output, &rendered.sources);
-        let policies = live::policies_of(&applications);
+        // Each manifest is parsed once, for the policies, the status CUE and the workflows,
+        // and only workflow apps keep theirs.
+        let inputs = live::plan_inputs(
+            &*rendered.output,
+            &rendered.sources,
+            &self.shared.definitions,
+        );
+        let policies = inputs.policies;
+        let workflows = inputs.workflows;
         // The live planner observes one app at a time: one permit covers it.
         let _permit = self.shared.work_permits.acquire().await.ok();
         let mut options = self.live_options(cluster);
         // Health also evaluates the definitions' healthPolicy/customStatus CUE.
-        options.statuses =
-            crate::health::status::of_applications(&applications, &self.shared.definitions);
-        let workflows: BTreeMap<AppRef, analyzer::model::Application> = applications
-            .into_iter()
-            .filter(|(_, app)| live::uses_workflow(app))
-            .collect();
+        options.statuses = inputs.statuses;
         let keep = if apply {
             live::Keep::ForWholeApply {
                 workflows: &workflows,

@@ -38,6 +38,16 @@ impl StatusRules {
     pub fn is_empty(&self) -> bool {
         self.health_policy.is_none() && self.custom_status.is_none()
     }
+
+    /// False when neither snippet can observe `parameter` (nor `context.parameter`): a
+    /// reference to either spells the identifier, so a snippet without the word cannot read
+    /// the properties, whatever they hold.
+    pub fn reads_parameter(&self) -> bool {
+        [&self.health_policy, &self.custom_status]
+            .into_iter()
+            .flatten()
+            .any(|snippet| snippet.text().contains("parameter"))
+    }
 }
 
 /// One status CUE snippet, parsed at most once however many apps and objects it rates: every
@@ -150,7 +160,9 @@ impl<'a> StatusCatalog<'a> {
 pub struct ComponentStatus {
     pub name: String,
     pub component_type: String,
-    /// The component's `properties` (`{}` when absent).
+    /// The component's `properties`; `{}` when absent, and when no snippet of `rules` reads
+    /// `parameter` ([`StatusRules::reads_parameter`]): a plan holds every app's statuses, and
+    /// copying properties no snippet reads was most of them (issue #9).
     pub parameter: Value,
     pub rules: StatusRules,
     pub traits: Vec<TraitStatus>,
@@ -160,6 +172,7 @@ pub struct ComponentStatus {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TraitStatus {
     pub trait_type: String,
+    /// The trait's `properties`, kept as [`ComponentStatus::parameter`] is.
     pub parameter: Value,
     pub rules: StatusRules,
 }
@@ -207,26 +220,32 @@ pub fn from_model(application: &Application, catalog: &StatusCatalog<'_>) -> Vec
 }
 
 fn of_components(components: &[Component], catalog: &StatusCatalog<'_>) -> Vec<ComponentStatus> {
-    let parameter = |properties: &Option<Value>| match properties {
-        Some(properties @ Value::Object(_)) => properties.clone(),
+    let parameter = |properties: &Option<Value>, rules: &StatusRules| match properties {
+        Some(properties @ Value::Object(_)) if rules.reads_parameter() => properties.clone(),
         _ => Value::Object(Map::new()),
     };
     components
         .iter()
-        .map(|component| ComponentStatus {
-            name: component.name.clone(),
-            component_type: component.component_type.clone(),
-            parameter: parameter(&component.properties),
-            rules: catalog.rules(DefinitionKind::Component, &component.component_type),
-            traits: component
-                .traits
-                .iter()
-                .map(|item| TraitStatus {
-                    trait_type: item.trait_type.clone(),
-                    parameter: parameter(&item.properties),
-                    rules: catalog.rules(DefinitionKind::Trait, &item.trait_type),
-                })
-                .collect(),
+        .map(|component| {
+            let rules = catalog.rules(DefinitionKind::Component, &component.component_type);
+            ComponentStatus {
+                name: component.name.clone(),
+                component_type: component.component_type.clone(),
+                parameter: parameter(&component.properties, &rules),
+                rules,
+                traits: component
+                    .traits
+                    .iter()
+                    .map(|item| {
+                        let rules = catalog.rules(DefinitionKind::Trait, &item.trait_type);
+                        TraitStatus {
+                            trait_type: item.trait_type.clone(),
+                            parameter: parameter(&item.properties, &rules),
+                            rules,
+                        }
+                    })
+                    .collect(),
+            }
         })
         .collect()
 }

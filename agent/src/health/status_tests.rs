@@ -98,6 +98,42 @@ fn webservice_health_policy_and_custom_status_read_the_live_deployment() {
 }
 
 #[test]
+fn only_snippets_that_read_parameter_keep_the_properties() {
+    let definitions = Definitions::builtin();
+    let application = json!({
+        "kind": "Application",
+        "spec": {"components": [{
+            "name": "web", "type": "webservice", "properties": {"image": "nginx", "env": [{"name": "A", "value": "1"}]},
+            "traits": [
+                {"type": "gateway", "properties": {"name": "api", "domain": "x.example", "http": {"/": 80}}},
+                {"type": "scaler", "properties": {"replicas": 0}}
+            ]
+        }]}
+    });
+    let statuses = from_application(&application, &definitions);
+    let [web] = statuses.as_slice() else {
+        panic!("one component: {statuses:?}")
+    };
+    // webservice's snippets read context.output only; scaler has none; gateway's read
+    // parameter.name.
+    assert!(!web.rules.is_empty() && !web.rules.reads_parameter());
+    assert_eq!(web.parameter, json!({}));
+    let [gateway, scaler] = web.traits.as_slice() else {
+        panic!("two traits: {:?}", web.traits)
+    };
+    assert!(gateway.rules.reads_parameter());
+    assert_eq!(gateway.parameter["name"], json!("api"));
+    assert!(scaler.rules.is_empty());
+    assert_eq!(scaler.parameter, json!({}));
+    // `context.parameter` counts as a read too.
+    let rules = StatusRules {
+        health_policy: None,
+        custom_status: Some("message: context.parameter.image".into()),
+    };
+    assert!(rules.reads_parameter());
+}
+
+#[test]
 fn the_disable_health_check_annotation_makes_webservice_healthy() {
     let definitions = Definitions::builtin();
     let status = webservice_status(&definitions);
