@@ -364,14 +364,7 @@ fn document_hasher(loaded: &LoadedApp) -> sha2::Sha256 {
     hasher.update(loaded.file_digest);
     // The document's compact JSON, written into the hash as it is produced (the same bytes as
     // `to_string`, without building the string).
-    let mut writer = HashWriter {
-        hasher: &mut hasher,
-        buffer: [0; HASH_BUFFER],
-        len: 0,
-    };
-    let written = serde_json::to_writer(&mut writer, &loaded.document.value);
-    writer.flush_buffer();
-    if written.is_err() {
+    if serde_json::to_writer(HashWriter(&mut hasher), &loaded.document.value).is_err() {
         // Not reachable: a JSON value always serializes and the writer never fails.
         hasher.update(loaded.document.value.to_string().as_bytes());
     }
@@ -402,46 +395,16 @@ fn input_hash(document: &sha2::Sha256, used: &[Arc<Definition>]) -> String {
     hex::encode(hasher.finalize())
 }
 
-/// Bytes [`HashWriter`] gathers before it feeds the hasher.
-const HASH_BUFFER: usize = 512;
-
-/// An `io::Write` that feeds a SHA-256 hasher. The serializer writes token by token (a quote,
-/// a key, a colon), and each `update` call costs more than copying a few bytes: they are
-/// gathered and fed in larger pieces (the hash is the same: SHA-256 is over the byte stream).
-/// [`HashWriter::flush_buffer`] must be called once the writing is done.
-struct HashWriter<'h> {
-    hasher: &'h mut sha2::Sha256,
-    buffer: [u8; HASH_BUFFER],
-    len: usize,
-}
-
-impl HashWriter<'_> {
-    fn flush_buffer(&mut self) {
-        if let Some(pending) = self.buffer.get(..self.len) {
-            self.hasher.update(pending);
-        }
-        self.len = 0;
-    }
-}
+/// An `io::Write` that feeds a SHA-256 hasher.
+struct HashWriter<'h>(&'h mut sha2::Sha256);
 
 impl std::io::Write for HashWriter<'_> {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        if self.len + bytes.len() > HASH_BUFFER {
-            self.flush_buffer();
-        }
-        match self.buffer.get_mut(self.len..self.len + bytes.len()) {
-            Some(free) => {
-                free.copy_from_slice(bytes);
-                self.len += bytes.len();
-            }
-            // Larger than the buffer: straight into the hash (the buffer was just emptied).
-            None => self.hasher.update(bytes),
-        }
+        self.0.update(bytes);
         Ok(bytes.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.flush_buffer();
         Ok(())
     }
 }
@@ -467,40 +430,5 @@ fn check_constraint(
     match result.validate().first() {
         Some(error) => Err(error.message.clone()),
         None => Ok(()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The buffered writer feeds the hasher the same bytes as hashing the compact JSON text:
-    /// small tokens, pieces that straddle the buffer's end, and strings longer than it.
-    #[test]
-    fn hash_writer_hashes_the_compact_json_text() {
-        let long = "x".repeat(HASH_BUFFER * 2 + 7);
-        let values = [
-            serde_json::json!({}),
-            serde_json::json!({"a": 1, "b": [true, null, 2.5], "c": {"d": "e"}}),
-            serde_json::json!({"long": long, "after": "y"}),
-            serde_json::Value::Array(
-                (0..200)
-                    .map(|i| serde_json::json!({"name": format!("n{i}"), "v": i}))
-                    .collect(),
-            ),
-        ];
-        for value in values {
-            let mut buffered = sha2::Sha256::new();
-            let mut writer = HashWriter {
-                hasher: &mut buffered,
-                buffer: [0; HASH_BUFFER],
-                len: 0,
-            };
-            serde_json::to_writer(&mut writer, &value).unwrap();
-            writer.flush_buffer();
-            let mut direct = sha2::Sha256::new();
-            direct.update(value.to_string().as_bytes());
-            assert_eq!(buffered.finalize(), direct.finalize(), "{value}");
-        }
     }
 }
