@@ -363,6 +363,16 @@ async fn plan_desired<A: Borrow<RenderedApp> + Sync>(
         },
         None => None,
     };
+    // Only the trackers of apps missing from Git are orphan candidates (`observe_orphans`
+    // skips the others): the rest are dropped now rather than held through every group's
+    // observation, which reads each app's tracker from the store's list (at 10,000 apps a
+    // parsed copy of every tracker, ~20 MB; issue #9).
+    let trackers = trackers.map(|mut trackers| {
+        if let Some(in_git) = in_git {
+            trackers.retain(|app, _| !in_git.contains(app));
+        }
+        trackers
+    });
     // One LIST per (kind, namespace) instead of a GET per object and tracker (issue #9).
     let tracker_namespace = (!store.has_listed()).then_some(options.tracker_namespace.as_str());
     // A plan that keeps only the plan (or what an apply reads) observes one namespace of apps at
