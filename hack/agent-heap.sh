@@ -44,8 +44,8 @@ cacheDir: $OUT/cache
 YAML
 LOG=$OUT/agent.log
 case $MODE in
-  heaptrack) RUST_LOG=info heaptrack -o "$OUT/heap" "$BIN" agent --config "$OUT/agent.yaml" --log-format text >"$LOG" 2>&1 & ;;
-  plain) RUST_LOG=info "$BIN" agent --config "$OUT/agent.yaml" --log-format text >"$LOG" 2>&1 & ;;
+  heaptrack) RUST_LOG=info,agent::agent_loop=debug heaptrack -o "$OUT/heap" "$BIN" agent --config "$OUT/agent.yaml" --log-format text >"$LOG" 2>&1 & ;;
+  plain) RUST_LOG=info,agent::agent_loop=debug "$BIN" agent --config "$OUT/agent.yaml" --log-format text >"$LOG" 2>&1 & ;;
   *) echo "agent-heap.sh: unknown mode $MODE" >&2; exit 2 ;;
 esac
 WRAP=$!

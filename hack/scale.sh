@@ -268,8 +268,20 @@ burst: $BURST
 cacheDir: $WORK/$name-cache-$n
 YAML
   rm -rf "$WORK/$name-cache-$n"
-  RUST_LOG=info "$DRIFTLESS" agent --config "$WORK/$name-$n.yaml" --log-format text >"$AGENT_LOG" 2>&1 &
+  # agent_loop's debug lines: the resident memory after each phase (memory_by_phase).
+  RUST_LOG=info,agent::agent_loop=debug "$DRIFTLESS" agent --config "$WORK/$name-$n.yaml" --log-format text >"$AGENT_LOG" 2>&1 &
   AGENT_PID=$!
+}
+
+# memory_by_phase SPAN: the agent's peak resident memory (VmHWM) at the end of each phase of its
+# first SPAN (deploy or drift) as "phase peak, ...": the phase where it grows sets the peak.
+memory_by_phase() {
+  grep "$1{" "$AGENT_LOG" | grep ' memory ' | awk '
+    { phase = $0; sub(/.*phase="/, "", phase); sub(/".*/, "", phase)
+      peak = $0; sub(/.*peak_mib=/, "", peak); sub(/ .*/, "", peak)
+      if (seen[phase]++) exit
+      out = out (out == "" ? "" : ", ") phase " " peak }
+    END { print out }'
 }
 
 # The repository of N generated apps in TREE, applied under SOURCE first unless
@@ -299,6 +311,8 @@ agent_run() { # N SOURCE
   wait_page "$port" "$(git -C "$tree" rev-parse HEAD)"
   first=$(ms_since "$t0")
   ROWS+=("| agent, $n apps: start to first deploy (all unchanged, all planned) | $first s | $(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$AGENT_PID/status") MiB |")
+  say "${ROWS[-1]}"
+  ROWS+=("| agent, $n apps: first deploy, peak after each phase (MiB) | | $(memory_by_phase deploy) |")
   say "${ROWS[-1]}"
   for gen in 1 2 3; do
     rendered=$(counter "$port" driftless_apps_rendered_total)
@@ -337,6 +351,8 @@ drift_run() { # N SOURCE
   first=$(ms_since "$t0")
   ROWS+=("| agent with watch cache, $n apps: start to first deploy (watches started, LISTs) | $first s | $(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$AGENT_PID/status") MiB |")
   say "${ROWS[-1]}"
+  ROWS+=("| agent with watch cache, $n apps: first deploy, peak after each phase (MiB) | | $(memory_by_phase deploy) |")
+  say "${ROWS[-1]}"
   local sum0 count0
   sum0=$(counter "$port" driftless_plan_duration_seconds_sum)
   count0=$(counter "$port" driftless_plan_duration_seconds_count)
@@ -353,6 +369,8 @@ drift_run() { # N SOURCE
     ROWS+=("| agent with watch cache, $n apps: drift check #$k, live plan (requests $(field requests), from cache $(field from_cache) objects, CPU $(seconds cpu_s) s) | $(seconds wall_s) s | $(awk '/^VmRSS:/ { print int($2 / 1024) }' "/proc/$AGENT_PID/status") MiB resident, $(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$AGENT_PID/status") MiB peak |")
     say "${ROWS[-1]}"
   done
+  ROWS+=("| agent with watch cache, $n apps: drift check #1, peak after each phase (MiB) | | $(memory_by_phase drift) |")
+  say "${ROWS[-1]}"
   local sum1 count1
   sum1=$(counter "$port" driftless_plan_duration_seconds_sum)
   count1=$(counter "$port" driftless_plan_duration_seconds_count)

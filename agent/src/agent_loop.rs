@@ -654,6 +654,7 @@ impl SourceWorker {
             &rendered.sources,
             &self.shared.definitions,
         );
+        note_memory("plan inputs");
         let policies = inputs.policies;
         let workflows = inputs.workflows;
         // The live planner observes one app at a time: one permit covers it.
@@ -678,6 +679,7 @@ impl SourceWorker {
             keep,
         )
         .await;
+        note_memory("live plan");
         self.shared
             .metrics
             .observe_plan(&self.config.name, started.elapsed());
@@ -736,6 +738,7 @@ impl SourceWorker {
                     return;
                 }
             };
+            note_memory("render");
             let n_apps = rendered.output.apps.len();
             self.shared.metrics.set_apps(&self.config.name, n_apps);
             if n_apps == 0 {
@@ -761,6 +764,7 @@ impl SourceWorker {
             let whole_plan = plan.plan.clone();
             let (rest, plan) = partition(plan, &workflows);
             let mut reports = self.apply(&cluster, rest).await;
+            note_memory("apply");
             let driver = live::driver_options(&self.live_options(&cluster), WORKFLOW_WAIT);
             let fleet = self.fleet_for(&commit, &workflows).await;
             let results = live::run_workflows(&cluster, &plan, &*selected.output, &workflows, Some(&fleet), &driver).await;
@@ -845,6 +849,7 @@ impl SourceWorker {
             }
             drop(whole_plan);
             self.store_page(&commit, &format!("deploy of {}", self.config.branch), &rows, &body);
+            note_memory("deploy");
             tracing::info!(
                 apps = n_apps,
                 planned = selection.output.apps.len(),
@@ -1211,6 +1216,33 @@ impl SourceWorker {
     }
 }
 
+/// Logs (debug) the agent's resident memory and its peak so far at the end of a phase of a
+/// deploy or drift check: the phase where the peak grows is the one that sets it (issue #9;
+/// `hack/scale.sh` runs the agent with these lines on). Nothing where there is no procfs.
+fn note_memory(phase: &str) {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
+    if let Some((rss_mib, peak_mib)) = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| resident_mib(&status))
+    {
+        tracing::debug!(phase, rss_mib, peak_mib, "memory");
+    }
+}
+
+/// `VmRSS` and `VmHWM` (the peak) of a `/proc/<pid>/status` text, in MiB.
+fn resident_mib(status: &str) -> Option<(u64, u64)> {
+    let kib = |field: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(field))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kib| kib.parse::<u64>().ok())
+    };
+    Some((kib("VmRSS:")? / 1024, kib("VmHWM:")? / 1024))
+}
+
 /// One live plan per app of `live_plan`, each with that app's observation or orphan, so apps
 /// can be applied independently. Moves the observations (live objects and dry runs are most
 /// of a plan's memory) instead of copying them, in one pass.
@@ -1486,6 +1518,14 @@ mod tests {
             namespace: namespace.into(),
             name: name.into(),
         }
+    }
+
+    #[test]
+    fn resident_memory_is_read_from_proc_status() {
+        let status =
+            "Name:\tdriftless\nVmPeak:\t 2000000 kB\nVmHWM:\t  876544 kB\nVmRSS:\t  614400 kB\n";
+        assert_eq!(resident_mib(status), Some((600, 856)));
+        assert_eq!(resident_mib("Name:\tdriftless\n"), None);
     }
 
     #[test]
