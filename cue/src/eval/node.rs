@@ -206,12 +206,38 @@ const SCHEMA_CACHE_LIMIT: usize = 1 << 14;
 /// [`build_at`] for optional arc `v`: an untouched optional field that cannot see the data is
 /// built once per template and thread, then reused.
 fn build_optional(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32) -> Rc<Node> {
+    build_optional_reused(engine, v, depth, optional_depth).0
+}
+
+/// [`build_optional`] and [`validate`] of its node in one: a reused node was kept because it
+/// holds no error, so it is not validated again.
+fn build_optional_validated(
+    engine: &mut Engine<'_>,
+    v: VId,
+    depth: u32,
+    optional_depth: u32,
+    errors: &mut Vec<Error>,
+) -> Rc<Node> {
+    let (node, reused) = build_optional_reused(engine, v, depth, optional_depth);
+    if !reused {
+        validate(&node, errors);
+    }
+    node
+}
+
+/// [`build_optional`], and whether the node came from the cache (it then has no error).
+fn build_optional_reused(
+    engine: &mut Engine<'_>,
+    v: VId,
+    depth: u32,
+    optional_depth: u32,
+) -> (Rc<Node>, bool) {
     let Some(key) = engine.schema_key(v, depth, optional_depth) else {
-        return build_at(engine, v, depth, optional_depth);
+        return (build_at(engine, v, depth, optional_depth), false);
     };
     match SCHEMA_CACHE.with(|cache| cache.borrow().get(&key).cloned()) {
-        Some(Some(node)) => return node,
-        Some(None) => return build_at(engine, v, depth, optional_depth),
+        Some(Some(node)) => return (node, true),
+        Some(None) => return (build_at(engine, v, depth, optional_depth), false),
         None => {}
     }
     let eligible = engine.is_data_independent(v);
@@ -225,7 +251,7 @@ fn build_optional(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u
         }
         cache.insert(key, kept);
     });
-    node
+    (node, false)
 }
 
 /// Whether any error is held anywhere in `node`.

@@ -23,8 +23,8 @@ use super::super::engine::{
 use super::super::val::kind_text;
 use super::super::{Evaluator, Injection, Value};
 use super::{
-    MAX_DEPTH, MAX_OPTIONAL_DEPTH, Node, build, build_at, build_optional, child, data_node, export,
-    has_quoted_label, is_struct_vertex, regular_fields, validate,
+    MAX_DEPTH, MAX_OPTIONAL_DEPTH, Node, build, build_at, build_optional_validated, child,
+    data_node, export, has_quoted_label, is_struct_vertex, regular_fields, validate,
 };
 
 impl Evaluator {
@@ -99,8 +99,7 @@ fn root_parts(engine: &mut Engine<'_>, requested: &[(&str, Take)]) -> Parts {
         let optional = engine.vs[arc as usize].field == FieldKind::Optional;
         let Some((index, take)) = request else {
             if optional {
-                let node = build_optional(engine, arc, 1, 1);
-                validate(&node, &mut errors);
+                build_optional_validated(engine, arc, 1, 1, &mut errors);
             } else if is_definition(&label) {
                 validate_definition(engine, arc, &mut errors);
             } else {
@@ -109,8 +108,7 @@ fn root_parts(engine: &mut Engine<'_>, requested: &[(&str, Take)]) -> Parts {
             continue;
         };
         let result = if optional {
-            let node = build_optional(engine, arc, 1, 1);
-            validate(&node, &mut errors);
+            let node = build_optional_validated(engine, arc, 1, 1, &mut errors);
             let doc = Rc::new(docs(engine, arc));
             taken_from_node(node, doc, take, &label)
         } else {
@@ -237,8 +235,7 @@ fn exported_fields(
     for (sym, arc) in engine.ordered_arcs(w) {
         let label = engine.syms[sym as usize].clone();
         if engine.vs[arc as usize].field == FieldKind::Optional {
-            let node = build_optional(engine, arc, 2, 1);
-            validate(&node, errors);
+            build_optional_validated(engine, arc, 2, 1, errors);
         } else if is_hidden(&label) || is_definition(&label) {
             walk(engine, arc, 2, 0, Mode::Validate, errors);
         } else {
@@ -377,8 +374,8 @@ fn walk_inner(
                 mode
             };
             let value = if optional {
-                let node = build_optional(engine, arc, depth + 1, optional_depth + 1);
-                validate(&node, errors);
+                let node =
+                    build_optional_validated(engine, arc, depth + 1, optional_depth + 1, errors);
                 (field_mode == Mode::Export).then(|| export(&node))
             } else {
                 walk(engine, arc, depth + 1, optional_depth, field_mode, errors)
