@@ -149,8 +149,9 @@ pub(crate) fn render_component(
     for (trait_index, (component_trait, trait_definition)) in
         component.traits.iter().zip(&definitions.traits).enumerate()
     {
-        let trait_pointer = format!("{component_pointer}/traits/{trait_index}");
-        let trait_properties_pointer = format!("{trait_pointer}/properties");
+        // Pointers and the description are for evaluations and diagnostics: a remembered
+        // result (most traits) needs neither, so they are made when needed.
+        let trait_pointer = || format!("{component_pointer}/traits/{trait_index}");
         let Some(trait_template) = trait_definition.template.as_ref() else {
             return Err(vec![Diagnostic::error(
                 "unsupported-definition",
@@ -158,14 +159,16 @@ pub(crate) fn render_component(
                     "trait type `{}` has no CUE template; only CUE schematics can be rendered",
                     trait_definition.name
                 ),
-                Some(positions.value_span(&format!("{trait_pointer}/type"))),
+                Some(positions.value_span(&format!("{}/type", trait_pointer()))),
             )]);
         };
         let type_label = trait_type_label(&component_trait.trait_type);
-        let trait_description = format!(
-            "trait `{}` of component `{}`",
-            component_trait.trait_type, component.name
-        );
+        let trait_description = || {
+            format!(
+                "trait `{}` of component `{}`",
+                component_trait.trait_type, component.name
+            )
+        };
         let trait_parameter = component_trait.properties.as_ref().map(go_json);
         // `context.output(s)` is the workload (and auxiliaries) converted to JSON and then
         // built into the evaluation: left out for a template that cannot observe it (e.g.
@@ -210,6 +213,9 @@ pub(crate) fn render_component(
                         object.insert("outputs".to_owned(), json);
                     }
                 }
+                let trait_pointer = trait_pointer();
+                let trait_properties_pointer = format!("{trait_pointer}/properties");
+                let trait_description = trait_description();
                 let trait_site = PropertiesSite {
                     positions,
                     pointer: &trait_properties_pointer,
@@ -270,7 +276,7 @@ pub(crate) fn render_component(
                 Diagnostic::error(
                     "patch-conflict",
                     message,
-                    Some(positions.value_span(&format!("{trait_pointer}/type"))),
+                    Some(positions.value_span(&format!("{}/type", trait_pointer()))),
                 )
                 .with_label(trait_definition.span, "trait defined here"),
             ]
@@ -278,7 +284,8 @@ pub(crate) fn render_component(
         if let Some((patch_value, patch_doc)) = patch {
             workload = apply_patch(workload, patch_value, &patch_doc, check).map_err(|error| {
                 conflict(format!(
-                    "{trait_description}: invalid patch trait {type_label} into workload: {error}"
+                    "{}: invalid patch trait {type_label} into workload: {error}",
+                    trait_description()
                 ))
             })?;
         }
@@ -301,10 +308,11 @@ pub(crate) fn render_component(
                 };
                 let value = std::mem::replace(&mut auxiliary.value, Exported::Bottom(Vec::new()));
                 auxiliary.value = unify_only(value, patch, check).map_err(|error| {
-                        conflict(format!(
-                            "{trait_description}: invalid patch trait {type_label} into output {name}: {error}"
-                        ))
-                    })?;
+                    conflict(format!(
+                        "{}: invalid patch trait {type_label} into output {name}: {error}",
+                        trait_description()
+                    ))
+                })?;
             }
         }
     }
