@@ -213,28 +213,45 @@ pub(crate) fn component_context(
             .unwrap_or_default()
     };
     // Built entry by entry rather than with `json!`, which would serialize `components` (the
-    // JSON of every component) into a new value instead of cloning it. The order does not
-    // matter: `into_go_json` sorts the keys.
-    let mut context = Map::new();
+    // JSON of every component) into a new value instead of cloning it, and in Go's order (keys
+    // sorted, as `into_go_json` would leave them), so only the copied app data is re-encoded.
+    let mut context = Map::with_capacity(CONTEXT_FIELDS.len());
     let mut entry = |key: &str, value: Value| {
         context.insert(key.to_owned(), value);
     };
-    entry("name", Value::from(component.name.as_str()));
-    entry("namespace", Value::from(loaded.app_ref.namespace.as_str()));
+    entry(
+        "appAnnotations",
+        sorted_string_map(&app.metadata.annotations),
+    );
+    entry("appLabels", sorted_string_map(&app.metadata.labels));
     entry("appName", Value::from(loaded.app_ref.name.as_str()));
     let revision = app_revision(loaded);
     entry("appRevision", Value::from(revision));
     entry("appRevisionNum", Value::from(app_revision_number(revision)));
-    entry("revision", Value::from(""));
-    if reads.components {
-        entry("components", components.clone());
-    }
-    entry("appLabels", string_map(&app.metadata.labels));
-    entry("appAnnotations", string_map(&app.metadata.annotations));
-    entry(
-        "workflowName",
-        Value::from(annotation("app.oam.dev/workflowName")),
+    entry("cluster", Value::from(""));
+    let mut version = Map::with_capacity(4);
+    version.insert(
+        "gitVersion".to_owned(),
+        Value::from(cluster_version.git_version.as_str()),
     );
+    version.insert(
+        "major".to_owned(),
+        Value::from(cluster_version.major.as_str()),
+    );
+    version.insert("minor".to_owned(), Value::from(cluster_version.minor));
+    version.insert(
+        "platform".to_owned(),
+        Value::from(cluster_version.platform.as_str()),
+    );
+    entry("clusterVersion", Value::Object(version));
+    if reads.components {
+        entry("components", go_json(components));
+    }
+    entry("name", Value::from(component.name.as_str()));
+    entry("namespace", Value::from(loaded.app_ref.namespace.as_str()));
+    if let Some(properties) = component.properties.as_ref().filter(|_| reads.parameter) {
+        entry("parameter", go_json(properties));
+    }
     entry(
         "publishVersion",
         Value::from(annotation("app.oam.dev/publishVersion")),
@@ -243,26 +260,21 @@ pub(crate) fn component_context(
         "replicaKey",
         Value::from(component.replica_key.as_deref().unwrap_or("")),
     );
-    entry("cluster", Value::from(""));
+    entry("revision", Value::from(""));
     entry(
-        "clusterVersion",
-        json!({
-            "major": cluster_version.major,
-            "gitVersion": cluster_version.git_version,
-            "platform": cluster_version.platform,
-            "minor": cluster_version.minor,
-        }),
+        "workflowName",
+        Value::from(annotation("app.oam.dev/workflowName")),
     );
-    if let Some(properties) = component.properties.as_ref().filter(|_| reads.parameter) {
-        entry("parameter", properties.clone());
-    }
-    into_go_json(Value::Object(context))
+    Value::Object(context)
 }
 
-/// A string-to-string map as a JSON object.
-fn string_map(map: &indexmap::IndexMap<String, String>) -> Value {
+/// A string-to-string map as a JSON object, keys sorted (Go's order).
+fn sorted_string_map(map: &indexmap::IndexMap<String, String>) -> Value {
+    let mut entries: Vec<(&String, &String)> = map.iter().collect();
+    entries.sort_unstable_by(|left, right| left.0.cmp(right.0));
     Value::Object(
-        map.iter()
+        entries
+            .into_iter()
             .map(|(key, value)| (key.clone(), Value::String(value.clone())))
             .collect(),
     )
@@ -299,12 +311,25 @@ mod tests {
                 path: "apps/app.yaml".to_owned(),
                 contents: "apiVersion: core.oam.dev/v1beta1
 kind: Application
-metadata: {name: app, namespace: ns, labels: {a: b}, annotations: {c: d}}
+metadata:
+  name: app
+  namespace: ns
+  labels:
+    z: last
+    a: b
+  annotations:
+    c: d
+    b: e
 spec:
   components:
     - name: web
       type: webservice
-      properties: {image: nginx}
+      properties:
+        image: nginx
+        cpu: 1.0
+        env:
+          - value: v
+            name: n
 "
                 .to_owned(),
             }],
@@ -315,6 +340,7 @@ spec:
         };
         let loaded =
             crate::load::load_snapshot(&snapshot, &crate::Definitions::builtin(), &namespaces);
+        assert_eq!(loaded.apps.len(), 1, "{:?}", loaded.diagnostics);
         let app = &loaded.apps[0];
         let component = &app.app.spec.components[0];
         let context = component_context(
@@ -331,6 +357,12 @@ spec:
             .map(String::as_str)
             .collect();
         assert!(keys.contains(&"components") && keys.contains(&"parameter"));
+        // Built in Go's encoding already: encoding it again changes nothing (key order
+        // included, at every level).
+        assert_eq!(
+            serde_json::to_string(&into_go_json(context.clone())).unwrap(),
+            serde_json::to_string(&context).unwrap()
+        );
         for key in keys {
             assert!(
                 CONTEXT_FIELDS.contains(&key),
