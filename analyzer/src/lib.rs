@@ -262,6 +262,24 @@ pub struct RenderOutput {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// Outputs with at least this many apps are dropped on every core ([`RenderOutput`]'s `Drop`).
+const PARALLEL_DROP_MIN_APPS: usize = 256;
+
+impl Drop for RenderOutput {
+    /// A rendered object is a tree of small allocations (every map, key and string): freeing a
+    /// large output on the caller's thread alone was serial work after a parallel analysis
+    /// (~0.2 G instructions, ~0.1 s of CPU at 10,000 apps). Its apps are freed on every core
+    /// instead. (So fields cannot be moved out of a `RenderOutput`: `std::mem::take` them.)
+    fn drop(&mut self) {
+        if self.apps.len() >= PARALLEL_DROP_MIN_APPS {
+            use rayon::prelude::*;
+            std::mem::take(&mut self.apps)
+                .into_par_iter()
+                .for_each(drop);
+        }
+    }
+}
+
 /// One Application, rendered.
 #[derive(Debug, Clone)]
 pub struct RenderedApp {

@@ -512,11 +512,11 @@ fn judge(root: &Path, internal: &[SourceFile], example: &Example) -> Verdict {
     if let Some(blocked) = placements.iter().find(|p| p.rendered.is_blocked()) {
         // Snapshot-level diagnostics (a definition that failed to load) explain app errors
         // such as an unknown component type, so they are shown too.
-        let (whole, _) =
+        let (mut whole, _) =
             analyzer::render_snapshot(&snapshot, &Definitions::empty(), &RenderOptions::default());
         let output = RenderOutput {
             apps: vec![blocked.rendered.clone()],
-            diagnostics: whole.diagnostics,
+            diagnostics: std::mem::take(&mut whole.diagnostics),
         };
         let mut context = String::new();
         for diagnostic in output

@@ -89,7 +89,7 @@ impl<'a> Compiler<'a> {
                         fields.push(field);
                     }
                 }
-                fields.sort_by(|a, b| a.name.cmp(&b.name));
+                fields.sort_by(|a, b| super::field_order(&a.name, &b.name));
                 Node::Object {
                     fields: fields.into_boxed_slice(),
                     required,
