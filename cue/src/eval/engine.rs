@@ -65,23 +65,38 @@ pub enum Close {
     Deep,
 }
 
+/// What a conjunct is. Kept to 24 bytes (the rare atoms and validators boxed, bodies by
+/// reference to their node), so that two conjuncts fit inline in a vertex (see [`Conjs`]).
 #[derive(Debug, Clone)]
 pub enum ConjKind<'a> {
     Expr(&'a Expr),
-    /// A struct body: a struct literal's or comprehension body's declarations, or a file's.
-    Decls(&'a [Decl], Span),
+    /// A comprehension body's declarations (a list comprehension's element).
+    Body(&'a ast::StructLit),
+    /// A file's declarations.
+    File(&'a ast::File),
     Json(&'a serde_json::Value, Span),
     /// Unify with another vertex (a reference): its conjuncts are copied.
     Ref(VId, Span),
-    Atom(Atom, Span),
+    Atom(Box<(Atom, Span)>),
     /// Data built by builtins: a struct of existing vertices.
     StructOf(Rc<Vec<(Sym, VId)>>, Span),
     /// Data built by builtins: a closed list of existing vertices.
     ListOf(Rc<Vec<VId>>, Span),
-    Validator(Validator, Span),
+    Validator(Box<(Validator, Span)>),
     Kinds(KindSet, Span),
     /// A disjunction of existing vertices (`or([...])`), all alternatives unmarked.
     Or(Rc<Vec<VId>>, Span),
+}
+
+impl<'a> ConjKind<'a> {
+    /// The declarations of a struct body conjunct.
+    pub fn decls(&self) -> Option<&'a [Decl]> {
+        match self {
+            ConjKind::Body(lit) => Some(&lit.decls),
+            ConjKind::File(file) => Some(&file.decls),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -174,10 +189,10 @@ pub struct ListState<'a> {
     types: Vec<Conj<'a>>,
 }
 
-/// A vertex's conjuncts, the first one stored inline: the average vertex has 1.26 of them
-/// (the 1,000-app render bench), and a heap vector per vertex was one allocation (and one
-/// free) of every evaluated field.
-type Conjs<'a> = SmallVec<[Conj<'a>; 1]>;
+/// A vertex's conjuncts, the first two stored inline: the average vertex has 1.2 of them
+/// (the 1,000-app render bench), but a third of the vertices get a second one (a reference
+/// copies its target's), and moving them to the heap was one allocation (and one free) each.
+type Conjs<'a> = SmallVec<[Conj<'a>; 2]>;
 
 #[derive(Debug, Clone)]
 pub struct Vertex<'a> {
@@ -799,14 +814,7 @@ impl<'a> Engine<'a> {
                     imports: &file.imports,
                 },
             );
-            self.add_conj(
-                ROOT,
-                ConjKind::Decls(&file.decls, file.span),
-                env,
-                Close::Open,
-                0,
-                false,
-            );
+            self.add_conj(ROOT, ConjKind::File(file), env, Close::Open, 0, false);
         }
         for injection in injections {
             let sym = self.intern(injection.field);
@@ -942,7 +950,8 @@ impl<'a> Engine<'a> {
                 && c.grp == grp
                 && match (&c.kind, &kind) {
                     (ConjKind::Expr(a), ConjKind::Expr(b)) => std::ptr::eq(*a, *b),
-                    (ConjKind::Decls(a, _), ConjKind::Decls(b, _)) => std::ptr::eq(*a, *b),
+                    (ConjKind::Body(a), ConjKind::Body(b)) => std::ptr::eq(*a, *b),
+                    (ConjKind::File(a), ConjKind::File(b)) => std::ptr::eq(*a, *b),
                     (ConjKind::Json(a, _), ConjKind::Json(b, _)) => std::ptr::eq(*a, *b),
                     (ConjKind::Ref(a, _), ConjKind::Ref(b, _)) => a == b,
                     _ => false,
@@ -1234,10 +1243,12 @@ impl<'a> Engine<'a> {
         } = conj;
         match kind {
             ConjKind::Expr(expr) => self.process_expr(v, expr, env, close, grp),
-            ConjKind::Decls(decls, span) => self.process_decls(v, decls, span, env, close, grp),
+            ConjKind::Body(lit) => self.process_decls(v, &lit.decls, lit.span, env, close, grp),
+            ConjKind::File(file) => self.process_decls(v, &file.decls, file.span, env, close, grp),
             ConjKind::Json(json, span) => self.process_json(v, json, span),
             ConjKind::Ref(target, span) => self.process_ref(v, target, span, close, grp),
-            ConjKind::Atom(atom, span) => {
+            ConjKind::Atom(atom) => {
+                let (atom, span) = *atom;
                 if let Err(c) = self.vm(v).shape.add_atom(atom, span) {
                     self.conflict(v, c);
                 }
@@ -1247,7 +1258,8 @@ impl<'a> Engine<'a> {
                     self.conflict(v, c);
                 }
             }
-            ConjKind::Validator(validator, span) => {
+            ConjKind::Validator(validator) => {
+                let (validator, span) = *validator;
                 if let Err(c) = self.vm(v).shape.add_validator(validator, span) {
                     self.conflict(v, c);
                 }
@@ -1719,11 +1731,7 @@ impl<'a> Engine<'a> {
                 ast::ListElem::Comprehension(comp) => match self.run_clauses(&comp.clauses, env) {
                     Ok(envs) => {
                         for env in envs {
-                            elems.push((
-                                index,
-                                ConjKind::Decls(&comp.body.decls, comp.body.span),
-                                env,
-                            ));
+                            elems.push((index, ConjKind::Body(&comp.body), env));
                             index += 1;
                         }
                     }
@@ -2178,7 +2186,14 @@ impl<'a> Engine<'a> {
                         let key_label = self.intern_ast(&key.name);
                         let kv = self.new_vertex(None, key_label);
                         self.vm(kv).field = FieldKind::Regular;
-                        self.add_conj(kv, ConjKind::Atom(k, key.span), env, Close::Open, 0, false);
+                        self.add_conj(
+                            kv,
+                            ConjKind::Atom(Box::new((k, key.span))),
+                            env,
+                            Close::Open,
+                            0,
+                            false,
+                        );
                         env2 = self.new_env(
                             Some(env2),
                             EnvKind::Bind {
@@ -3234,7 +3249,7 @@ impl<'a> Engine<'a> {
                 let validator = Validator::Bound(op, bound);
                 self.add_conj(
                     t,
-                    ConjKind::Validator(validator, span),
+                    ConjKind::Validator(Box::new((validator, span))),
                     0,
                     Close::Open,
                     0,
@@ -3424,7 +3439,14 @@ impl<'a> Engine<'a> {
         let label = EMPTY_SYM;
         let t = self.new_vertex(None, label);
         self.vm(t).field = FieldKind::Regular;
-        self.add_conj(t, ConjKind::Atom(atom, span), 0, Close::Open, 0, false);
+        self.add_conj(
+            t,
+            ConjKind::Atom(Box::new((atom, span))),
+            0,
+            Close::Open,
+            0,
+            false,
+        );
         t
     }
 
@@ -3464,7 +3486,7 @@ impl<'a> Engine<'a> {
                 let t = self.new_vertex(None, label);
                 self.add_conj(
                     t,
-                    ConjKind::Validator(validator, span),
+                    ConjKind::Validator(Box::new((validator, span))),
                     0,
                     Close::Open,
                     0,
@@ -4119,13 +4141,14 @@ fn is_bottom(expr: &Expr) -> bool {
 fn conj_span(kind: &ConjKind<'_>) -> Span {
     match kind {
         ConjKind::Expr(e) => e.span(),
-        ConjKind::Decls(_, s)
-        | ConjKind::Json(_, s)
+        ConjKind::Body(lit) => lit.span,
+        ConjKind::File(file) => file.span,
+        ConjKind::Atom(atom) => atom.1,
+        ConjKind::Validator(validator) => validator.1,
+        ConjKind::Json(_, s)
         | ConjKind::Ref(_, s)
-        | ConjKind::Atom(_, s)
         | ConjKind::StructOf(_, s)
         | ConjKind::ListOf(_, s)
-        | ConjKind::Validator(_, s)
         | ConjKind::Kinds(_, s)
         | ConjKind::Or(_, s) => *s,
     }

@@ -52,8 +52,10 @@ impl<'a> Engine<'a> {
         for conj in &vertex.conjs {
             let (address, tag) = match &conj.kind {
                 ConjKind::Expr(expr) => (*expr as *const Expr as usize, 0u8),
-                ConjKind::Decls(decls, _) => (decls.as_ptr() as usize, 1u8),
-                _ => return None,
+                kind => match kind.decls() {
+                    Some(decls) => (decls.as_ptr() as usize, 1u8),
+                    None => return None,
+                },
             };
             conjs.push((address, tag * 4 + conj.close as u8, conj.grp));
         }
@@ -78,8 +80,10 @@ impl<'a> Engine<'a> {
             let mut locals = Vec::new();
             match &conj.kind {
                 ConjKind::Expr(expr) => walk.expr(expr, &mut locals, conj.env),
-                ConjKind::Decls(decls, _) => walk.decls(decls, &mut locals, conj.env),
-                _ => false,
+                kind => match kind.decls() {
+                    Some(decls) => walk.decls(decls, &mut locals, conj.env),
+                    None => false,
+                },
             }
         })
     }
