@@ -45,7 +45,7 @@ pub(crate) fn check(ctx: &AppContext<'_>, out: &mut Vec<Diagnostic>) {
                         "trait `{}` does not apply to component `{}` (workload {}); it applies to: {}",
                         component_trait.trait_type,
                         component.name,
-                        names.display,
+                        names.display(),
                         applies_to.join(", ")
                     ),
                     Some(positions.value_span(&format!(
@@ -58,76 +58,93 @@ pub(crate) fn check(ctx: &AppContext<'_>, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// The names a component's workload answers to.
-struct WorkloadNames {
-    component_type: String,
-    definition_type: Option<String>,
-    /// `(group, version, kind)`.
-    gvk: Option<(String, String, String)>,
+/// The names a component's workload answers to, borrowed from its definition or its
+/// rendered workload (most components match their traits' first entries: nothing is copied
+/// for them).
+struct WorkloadNames<'a> {
+    component_type: &'a str,
+    definition_type: Option<&'a str>,
+    gvk: Option<Gvk<'a>>,
     /// The names `gvk` answers to, made when first needed and then once per component rather
     /// than per trait and entry: the resource (`deployments.apps`) and `<apiVersion>.<kind>`
     /// (`apps/v1.Deployment`).
     gvk_names: std::cell::OnceCell<(String, String)>,
-    display: String,
 }
 
-fn workload_names(
-    ctx: &AppContext<'_>,
+#[derive(Clone, Copy)]
+struct Gvk<'a> {
+    group: &'a str,
+    version: &'a str,
+    kind: &'a str,
+}
+
+impl WorkloadNames<'_> {
+    /// How messages name the workload: its definition's workload type, else its resource.
+    fn display(&self) -> String {
+        match (self.definition_type, self.gvk) {
+            (Some(name), _) => name.to_owned(),
+            (None, Some(gvk)) => format!("{}.{}", plural(gvk.kind), gvk.group),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+fn workload_names<'a>(
+    ctx: &AppContext<'a>,
     component: &str,
-    component_type: &str,
-) -> Option<WorkloadNames> {
+    component_type: &'a str,
+) -> Option<WorkloadNames<'a>> {
     let definition = ctx
         .definitions
         .get(DefinitionKind::Component, component_type)?;
     let workload = definition.workload.as_ref();
     let definition_type = workload
-        .and_then(|workload| workload.workload_type.clone())
-        .filter(|workload_type| workload_type != "autodetects.core.oam.dev");
-    let declared =
-        workload.and_then(|workload| Some((workload.api_version.clone()?, workload.kind.clone()?)));
+        .and_then(|workload| workload.workload_type.as_deref())
+        .filter(|workload_type| *workload_type != "autodetects.core.oam.dev");
+    let declared = workload
+        .and_then(|workload| Some((workload.api_version.as_deref()?, workload.kind.as_deref()?)));
     let rendered = || {
         let object = ctx
             .objects
             .iter()
             .find(|object| object.component == component && object.trait_type.is_none())?;
-        let api_version = object.object.get("apiVersion")?.as_str()?.to_owned();
-        let kind = object.object.get("kind")?.as_str()?.to_owned();
+        let api_version = object.object.get("apiVersion")?.as_str()?;
+        let kind = object.object.get("kind")?.as_str()?;
         Some((api_version, kind))
     };
     let gvk = declared.or_else(rendered).map(|(api_version, kind)| {
-        let (group, version) = api_version
-            .rsplit_once('/')
-            .map_or((String::new(), api_version.clone()), |(g, v)| {
-                (g.to_owned(), v.to_owned())
-            });
-        (group, version, kind)
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        Gvk {
+            group,
+            version,
+            kind,
+        }
     });
     if definition_type.is_none() && gvk.is_none() {
         // Nothing known about the workload: nothing to check against.
         return None;
     }
-    let display = match (&definition_type, &gvk) {
-        (Some(name), _) => name.clone(),
-        (None, Some((group, _, kind))) => format!("{}.{group}", plural(kind)),
-        (None, None) => String::new(),
-    };
     Some(WorkloadNames {
-        component_type: component_type.to_owned(),
+        component_type,
         definition_type,
         gvk,
         gvk_names: std::cell::OnceCell::new(),
-        display,
     })
 }
 
-fn matches(entry: &str, names: &WorkloadNames) -> bool {
+fn matches(entry: &str, names: &WorkloadNames<'_>) -> bool {
     if entry == "*" || entry == names.component_type {
         return true;
     }
-    if names.definition_type.as_deref() == Some(entry) {
+    if names.definition_type == Some(entry) {
         return true;
     }
-    let Some((group, version, kind)) = &names.gvk else {
+    let Some(Gvk {
+        group,
+        version,
+        kind,
+    }) = names.gvk
+    else {
         return false;
     };
     let (resource, qualified) = names.gvk_names.get_or_init(|| {
