@@ -598,6 +598,7 @@ pub fn is_hidden(label: &str) -> bool {
     label.starts_with('_') && label != "_"
 }
 
+#[inline]
 pub fn is_definition(label: &str) -> bool {
     label.starts_with('#') || label.starts_with("_#")
 }
@@ -960,10 +961,9 @@ impl<'a> Engine<'a> {
         if duplicate {
             return;
         }
-        let span = conj_span(&kind);
         let vertex = &mut self.vs[v as usize];
         if vertex.conjs.is_empty() {
-            vertex.span = span;
+            vertex.span = conj_span(&kind);
         }
         if vertex.state == State::Done && vertex.forward.is_none() && vertex.alts.is_none() {
             // A conjunct arriving late (from a comprehension after the vertex was already
@@ -1016,18 +1016,22 @@ impl<'a> Engine<'a> {
         self.depth += 1;
         self.vm(v).state = State::Running;
         loop {
-            while self.v(v).cursor < self.v(v).conjs.len() {
-                let index = self.v(v).cursor;
-                self.vm(v).cursor += 1;
-                let conj = &self.v(v).conjs[index];
+            loop {
+                // One lookup of the vertex per conjunct (processing it may add more).
+                let vertex = &mut self.vs[v as usize];
+                let Some(conj) = vertex.conjs.get(vertex.cursor) else {
+                    break;
+                };
                 // Most conjuncts are expressions: processed without cloning the conjunct (a
                 // call matching every kind).
                 if let ConjKind::Expr(expr) = conj.kind {
                     let (env, close, grp) = (conj.env, conj.close, conj.grp);
+                    vertex.cursor += 1;
                     self.process_expr(v, expr, env, close, grp);
                     continue;
                 }
                 let conj = conj.clone();
+                vertex.cursor += 1;
                 self.process_conj(v, conj);
             }
             if !self.v(v).disjs().is_empty() {

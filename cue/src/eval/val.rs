@@ -464,6 +464,7 @@ impl Shape {
     }
 
     /// Runs validators against the atom, if concrete.
+    #[inline]
     pub fn check(&self) -> Result<(), Conflict> {
         if let Some((atom, span)) = &self.atom {
             for (validator, vspan) in &self.validators {
