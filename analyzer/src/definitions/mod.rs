@@ -23,7 +23,9 @@ pub const BUILTIN_PREFIX: &str = "<builtin>/definitions/";
 /// A set of definitions by kind and name, plus the source texts their spans point into.
 #[derive(Debug, Clone, Default)]
 pub struct Definitions {
-    by_name: BTreeMap<(DefinitionKind, String), Arc<Definition>>,
+    /// By kind, then name: a lookup borrows the name (it runs for every component and trait of
+    /// every app, so it must not allocate a key).
+    by_name: BTreeMap<DefinitionKind, BTreeMap<String, Arc<Definition>>>,
     /// Source texts of these definitions. A snapshot's source map starts as a copy of this, so
     /// built-in spans stay valid in every render.
     sources: SourceMap,
@@ -53,32 +55,32 @@ impl Definitions {
 
     /// Adds or replaces a definition (a later one of the same kind and name wins).
     pub fn insert(&mut self, definition: Definition) {
-        self.by_name.insert(
-            (definition.kind, definition.name.clone()),
-            Arc::new(definition),
-        );
+        self.by_name
+            .entry(definition.kind)
+            .or_default()
+            .insert(definition.name.clone(), Arc::new(definition));
     }
 
     /// The definition of `kind` named `name`. A versioned reference `name@v2` resolves to
     /// `name` (definition revisions are a cluster concept; a repository holds one version).
     pub fn get(&self, kind: DefinitionKind, name: &str) -> Option<&Arc<Definition>> {
         let base = name.split_once('@').map_or(name, |(base, _)| base);
-        self.by_name.get(&(kind, base.to_owned()))
+        self.by_name.get(&kind)?.get(base)
     }
 
     /// All definitions, ordered by kind and name.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<Definition>> {
-        self.by_name.values()
+        self.by_name.values().flat_map(BTreeMap::values)
     }
 
     /// Number of definitions.
     pub fn len(&self) -> usize {
-        self.by_name.len()
+        self.by_name.values().map(BTreeMap::len).sum()
     }
 
     /// True when there are none.
     pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
+        self.by_name.values().all(BTreeMap::is_empty)
     }
 
     /// Problems found loading the built-in definition files.
