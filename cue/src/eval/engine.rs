@@ -209,12 +209,8 @@ pub struct Vertex<'a> {
     /// Boxed: most vertices are no list, and an inline `ListState` made every vertex larger
     /// and its drop longer (~300 K vertices dropped per 1,000 apps).
     pub list: Option<Box<ListState<'a>>>,
-    /// Disjunctions, pending items and patterns, which few vertices have.
+    /// Disjunctions, pending items, patterns and closedness groups, which few vertices have.
     rare: Option<Box<Rare<'a>>>,
-    /// Closedness groups: most vertices have none, and a struct of a definition one (kept
-    /// inline: a heap vector per such vertex otherwise).
-    groups: SmallVec<[Group; 1]>,
-    deep_group: u32,
     pub errors: Vec<Error>,
     /// Incomplete errors of comprehensions (their source or condition not yet known): the
     /// comprehension adds no fields, the struct keeps the others (see `Node::Struct`).
@@ -249,11 +245,20 @@ struct Rare<'a> {
     disjs: SmallVec<[Conj<'a>; 1]>,
     pending: SmallVec<[Pending<'a>; 2]>,
     patterns: Vec<Pattern<'a>>,
+    /// Closedness groups: a struct of a definition has one (kept inline), most vertices
+    /// none (here rather than in every vertex: one drop less per vertex).
+    groups: SmallVec<[Group; 1]>,
+    /// The group of the vertex's deeply closed (definition) conjuncts, 0 if none.
+    deep_group: u32,
 }
 
 impl Rare<'_> {
     fn is_empty(&self) -> bool {
-        self.disjs.is_empty() && self.pending.is_empty() && self.patterns.is_empty()
+        self.disjs.is_empty()
+            && self.pending.is_empty()
+            && self.patterns.is_empty()
+            && self.groups.is_empty()
+            && self.deep_group == 0
     }
 }
 
@@ -268,6 +273,20 @@ impl<'a> Vertex<'a> {
 
     fn patterns(&self) -> &[Pattern<'a>] {
         self.rare.as_ref().map_or(&[], |r| &r.patterns)
+    }
+
+    fn groups(&self) -> &[Group] {
+        self.rare.as_ref().map_or(&[], |r| &r.groups)
+    }
+
+    /// Group `g` (1-based, as conjuncts number them).
+    fn group_mut(&mut self, g: u32) -> Option<&mut Group> {
+        let rare = self.rare.as_mut()?;
+        rare.groups.get_mut((g as usize).wrapping_sub(1))
+    }
+
+    fn deep_group(&self) -> u32 {
+        self.rare.as_ref().map_or(0, |r| r.deep_group)
     }
 
     fn rare_mut(&mut self) -> &mut Rare<'a> {
@@ -302,8 +321,6 @@ impl<'a> Vertex<'a> {
             arcs: Vec::new(),
             list: None,
             rare: None,
-            groups: SmallVec::new(),
-            deep_group: 0,
             errors: Vec::new(),
             incomplete: Vec::new(),
             forward: None,
@@ -1096,9 +1113,9 @@ impl<'a> Engine<'a> {
             }
         }
         // Closedness.
-        if self.v(v).groups.iter().any(|g| g.closed && !g.ellipsis) {
-            let groups = self.v(v).groups.clone();
-            let deep_group = self.v(v).deep_group as usize;
+        if self.v(v).groups().iter().any(|g| g.closed && !g.ellipsis) {
+            let groups: SmallVec<[Group; 1]> = self.v(v).groups().iter().cloned().collect();
+            let deep_group = self.v(v).deep_group() as usize;
             let arcs = self.v(v).arcs.clone();
             for (sym, arc) in arcs {
                 let label = self.sym_text(sym);
@@ -1327,18 +1344,18 @@ impl<'a> Engine<'a> {
     }
 
     fn mark_in_definition(&mut self, v: VId, g: u32, in_definition: bool) {
-        if let Some(group) = self.vm(v).groups.get_mut((g as usize).wrapping_sub(1)) {
+        if let Some(group) = self.vm(v).group_mut(g) {
             group.in_definition = in_definition;
         }
     }
 
     fn new_group(&mut self, v: VId, closed: bool) -> u32 {
-        let vertex = self.vm(v);
-        vertex.groups.push(Group {
+        let rare = self.vm(v).rare_mut();
+        rare.groups.push(Group {
             closed,
             ..Group::default()
         });
-        vertex.groups.len() as u32
+        rare.groups.len() as u32
     }
 
     /// The group a struct body joins: the embedding's group, the vertex's definition group,
@@ -1346,7 +1363,7 @@ impl<'a> Engine<'a> {
     fn body_group(&mut self, v: VId, close: Close, grp: u32, needs_group: bool) -> u32 {
         if grp != 0 {
             if close != Close::Open
-                && let Some(g) = self.vm(v).groups.get_mut(grp as usize - 1)
+                && let Some(g) = self.vm(v).group_mut(grp)
             {
                 g.closed = true;
             }
@@ -1354,11 +1371,11 @@ impl<'a> Engine<'a> {
         }
         match close {
             Close::Deep => {
-                if self.v(v).deep_group == 0 {
+                if self.v(v).deep_group() == 0 {
                     let g = self.new_group(v, true);
-                    self.vm(v).deep_group = g;
+                    self.vm(v).rare_mut().deep_group = g;
                 }
-                self.v(v).deep_group
+                self.v(v).deep_group()
             }
             Close::Shallow => self.new_group(v, true),
             Close::Open if needs_group => self.new_group(v, false),
@@ -1400,7 +1417,7 @@ impl<'a> Engine<'a> {
         // The same for the labels its group collects (every struct of a definition has one),
         // when this is the group's first body.
         if g != 0
-            && let Some(group) = self.vm(v).groups.get_mut(g as usize - 1)
+            && let Some(group) = self.vm(v).group_mut(g)
             && group.labels.is_empty()
         {
             group.labels.reserve(fields);
@@ -1421,7 +1438,7 @@ impl<'a> Engine<'a> {
                 }
                 Decl::Ellipsis(_, _) => {
                     if g != 0
-                        && let Some(group) = self.vm(v).groups.get_mut(g as usize - 1)
+                        && let Some(group) = self.vm(v).group_mut(g)
                     {
                         group.ellipsis = true;
                     }
@@ -1487,7 +1504,7 @@ impl<'a> Engine<'a> {
                 let index = self.v(v).patterns().len();
                 self.vm(v).rare_mut().patterns.push(pattern.clone());
                 if g != 0
-                    && let Some(group) = self.vm(v).groups.get_mut(g as usize - 1)
+                    && let Some(group) = self.vm(v).group_mut(g)
                 {
                     group.patterns.push(index);
                 }
@@ -1547,7 +1564,7 @@ impl<'a> Engine<'a> {
             }
         }
         if g != 0
-            && let Some(group) = self.vm(v).groups.get_mut(g as usize - 1)
+            && let Some(group) = self.vm(v).group_mut(g)
             && !group.labels.contains(&sym)
         {
             group.labels.push(sym);
@@ -2005,7 +2022,7 @@ impl<'a> Engine<'a> {
                     let closed = conj.close != Close::Open
                         || self
                             .v(target)
-                            .groups
+                            .groups()
                             .get(conj.grp as usize - 1)
                             .is_some_and(|g| g.closed);
                     let g = self.new_group(v, closed);
