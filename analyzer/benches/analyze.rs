@@ -1,5 +1,6 @@
-//! Analysis throughput (issue #8): OpenAPI validation of the 50,000 objects rendered from
-//! 10,000 apps, and, on the same 1,000 apps, the whole analysis (load, render, every rule)
+//! Analysis throughput (issue #8): the whole analysis (load, render, every rule, OpenAPI
+//! validation) of 10,000 apps rendering 50,000 objects, the issue's budget of 2 s; OpenAPI
+//! validation of those 50,000 objects alone; and, on 1,000 of the apps, the whole analysis
 //! next to the render alone, so the share of the checks is the difference.
 //!
 //! The 10,000 apps are rendered once, outside the measurement: rendering has its own bench
@@ -106,6 +107,16 @@ fn bench(c: &mut Criterion) {
     group.bench_function("schema_validation_10000_apps", |b| {
         b.iter(|| analyzer::schema::count_violations(&objects))
     });
+    // The issue's figure: 10,000 apps, ~50,000 rendered objects, with schema validation.
+    let large = snapshot(10_000);
+    let (analyzed, _) = analyzer::analyze_snapshot(&large, &builtins, &options);
+    assert!(analyzed.apps.iter().all(|app| !app.is_blocked()));
+    drop(analyzed);
+    group.measurement_time(std::time::Duration::from_secs(60));
+    group.bench_function("analyze_10000_apps", |b| {
+        b.iter(|| analyzer::analyze_snapshot(&large, &builtins, &options))
+    });
+    group.measurement_time(std::time::Duration::from_secs(5));
     let small = snapshot(1_000);
     // Every generated app must analyze without an error, or the bench would time error paths.
     let (analyzed, _) = analyzer::analyze_snapshot(&small, &builtins, &options);
