@@ -46,7 +46,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use analyzer::{
-    AnalysisCache, AnalysisOptions, AppRef, Definitions, RenderedApp, Severity, SharedOutput,
+    AnalysisCache, AnalysisOptions, AppRef, Definitions, PackedApp, Severity, SharedOutput,
     SourceMap,
 };
 use futures::future::BoxFuture;
@@ -885,14 +885,14 @@ impl SourceWorker {
             .as_ref()
             .map_or(&empty, |deployed| &deployed.output.apps);
         // Whether the app at `index` (in both renders) is left out: deployed as it is now.
-        let unchanged = |previous: &RenderedApp, app: &Arc<RenderedApp>| {
+        let unchanged = |previous: &PackedApp, app: &Arc<PackedApp>| {
             let kept = !deploy
                 || self.records.get(&app.app).is_some_and(|record| {
                     record.state == StatusState::Success && !record.uses_workflow
                 });
             kept && (std::ptr::eq(previous, Arc::as_ptr(app)) || !render_changed(previous, app))
         };
-        let mut wanted: Vec<Arc<RenderedApp>> = Vec::new();
+        let mut wanted: Vec<Arc<PackedApp>> = Vec::new();
         let mut n_unchanged = 0;
         let mut removed = false;
         let candidates = self.candidates(previous, output, deploy);
@@ -956,7 +956,7 @@ impl SourceWorker {
     /// differ (or nothing was deployed).
     fn candidates(
         &self,
-        previous: &analyzer::Chunked<Arc<RenderedApp>>,
+        previous: &analyzer::Chunked<Arc<PackedApp>>,
         output: &SharedOutput,
         deploy: bool,
     ) -> Option<Vec<usize>> {
@@ -964,7 +964,7 @@ impl SourceWorker {
         if previous.len() != len || len == 0 {
             return None;
         }
-        let chunk = analyzer::Chunked::<Arc<RenderedApp>>::CHUNK;
+        let chunk = analyzer::Chunked::<Arc<PackedApp>>::CHUNK;
         let mut candidates = Vec::new();
         for first in (0..len).step_by(chunk) {
             if output.apps.same_chunk(previous, first / chunk) {
@@ -1337,7 +1337,7 @@ fn partition(
 }
 
 /// True when an app's render differs from an earlier one in anything a deploy acts on.
-fn render_changed(previous: &RenderedApp, new: &RenderedApp) -> bool {
+fn render_changed(previous: &PackedApp, new: &PackedApp) -> bool {
     previous.input_hash != new.input_hash
         || previous.is_blocked() != new.is_blocked()
         || previous.objects != new.objects

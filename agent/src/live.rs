@@ -2,12 +2,11 @@
 //! call. Observe every rendered app and every orphaned app of the source, plan them with the
 //! pure planner, then apply app by app — an app that fails stops alone.
 
-use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use analyzer::model::{Application, Policy};
-use analyzer::{AppRef, Diagnostic, RenderOutput, RenderedApp, SourceMap};
+use analyzer::{AppRef, AppRender, Diagnostic, PackedApp, RenderOutput, RenderedApp, SourceMap};
 use rayon::prelude::*;
 use serde_json::Value;
 
@@ -52,7 +51,7 @@ impl Default for LiveOptions {
 /// agent's analysis cache ([`SharedApps`]). The agent's first deploy and every drift check plan
 /// every app; sharing them keeps one copy of the render instead of two (issue #9).
 pub trait RenderedApps: Sync {
-    type App: Borrow<RenderedApp> + Sync;
+    type App: AppRender;
     /// Sorted by [`AppRef`].
     fn apps(&self) -> &[Self::App];
     /// Diagnostics not tied to one app.
@@ -69,17 +68,18 @@ impl RenderedApps for RenderOutput {
     }
 }
 
-/// Apps of a render shared with the analysis cache that made them (the agent's selection).
+/// Apps of a render shared with the analysis cache that made them (the agent's selection):
+/// their objects are packed (compact JSON), parsed one namespace group at a time as planned.
 #[derive(Debug, Clone, Default)]
 pub struct SharedApps {
     /// Sorted by [`AppRef`].
-    pub apps: Vec<Arc<RenderedApp>>,
+    pub apps: Vec<Arc<PackedApp>>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
 impl RenderedApps for SharedApps {
-    type App = Arc<RenderedApp>;
-    fn apps(&self) -> &[Arc<RenderedApp>] {
+    type App = Arc<PackedApp>;
+    fn apps(&self) -> &[Arc<PackedApp>] {
         &self.apps
     }
     fn diagnostics(&self) -> &[Diagnostic] {
@@ -252,7 +252,7 @@ enum Desired<'a, A> {
     Shared(&'a [A], observe::DesiredBuilder<'a>),
 }
 
-impl<'a, A: Borrow<RenderedApp> + Sync> Desired<'a, A> {
+impl<'a, A: AppRender> Desired<'a, A> {
     /// Every app planned, for the orphans' look.
     fn apps(&self) -> BTreeSet<AppRef> {
         match self {
@@ -296,7 +296,7 @@ enum Groups<'a, A> {
     },
 }
 
-impl<A: Borrow<RenderedApp> + Sync> Groups<'_, A> {
+impl<A: AppRender> Groups<'_, A> {
     fn next_group(&mut self) -> Option<Vec<planner::DesiredApp>> {
         match self {
             Groups::Built(groups) => groups.next(),
@@ -322,11 +322,11 @@ impl<A: Borrow<RenderedApp> + Sync> Groups<'_, A> {
     }
 }
 
-fn rendered_app<A: Borrow<RenderedApp>>(app: &A) -> &RenderedApp {
-    app.borrow()
+fn rendered_app<A: AppRender>(app: &A) -> &RenderedApp<A::Objects> {
+    app.render()
 }
 
-async fn plan_desired<A: Borrow<RenderedApp> + Sync>(
+async fn plan_desired<A: AppRender>(
     cluster: &Cluster,
     desired: Desired<'_, A>,
     mut diagnostics: Vec<analyzer::Diagnostic>,
@@ -752,7 +752,7 @@ pub fn applications_from_sources<R: RenderedApps>(
 ) -> BTreeMap<AppRef, Application> {
     let mut by_file: BTreeMap<cue::FileId, Vec<&AppRef>> = BTreeMap::new();
     for app in output.apps() {
-        let app: &RenderedApp = app.borrow();
+        let app = app.render();
         by_file.entry(app.file).or_default().push(&app.app);
     }
     let files: Vec<(cue::FileId, Vec<&AppRef>)> = by_file.into_iter().collect();
@@ -787,7 +787,7 @@ pub fn plan_inputs<R: RenderedApps>(
 ) -> PlanInputs {
     let mut by_file: BTreeMap<cue::FileId, Vec<&AppRef>> = BTreeMap::new();
     for app in output.apps() {
-        let app: &RenderedApp = app.borrow();
+        let app = app.render();
         by_file.entry(app.file).or_default().push(&app.app);
     }
     let files: Vec<(cue::FileId, Vec<&AppRef>)> = by_file.into_iter().collect();
@@ -950,7 +950,7 @@ async fn run_workflows_inner<R: RenderedApps>(
     let input_hashes: BTreeMap<&AppRef, &str> = output
         .apps()
         .iter()
-        .map(Borrow::<RenderedApp>::borrow)
+        .map(AppRender::render)
         .map(|rendered| (&rendered.app, rendered.input_hash.as_str()))
         .collect();
     let mut checked = Vec::new();
@@ -1289,7 +1289,7 @@ mod tests {
     use serde_json::json;
 
     fn desired(namespace: &str, name: &str, objects: &[&str]) -> DesiredApp {
-        let rendered = RenderedApp {
+        let rendered: RenderedApp = RenderedApp {
             app: AppRef {
                 namespace: namespace.to_owned(),
                 name: name.to_owned(),

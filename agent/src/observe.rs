@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use analyzer::model::Policy;
-use analyzer::{AppRef, RenderedApp};
+use analyzer::{AppRef, AppRender, ObjectsForm, RenderedApp};
 use kube::api::{Patch, PatchParams};
 use rayon::prelude::*;
 use serde_json::Value;
@@ -82,7 +82,7 @@ pub struct OrphanObservation {
 /// Builds the desired apps with scopes from discovery. Kinds the cluster does not serve keep
 /// their rendered namespace (they fail per object when observed), unless a CRD rendered by the
 /// same app defines them, in which case that CRD's scope is used.
-pub async fn desired_apps<A: std::borrow::Borrow<RenderedApp> + Sync>(
+pub async fn desired_apps<A: AppRender>(
     cluster: &Cluster,
     rendered: &[A],
     policies: &BTreeMap<AppRef, Vec<Policy>>,
@@ -105,7 +105,7 @@ pub struct DesiredBuilder<'a> {
 
 impl<'a> DesiredBuilder<'a> {
     /// Resolves the scope of every kind `rendered` holds (one discovery look-up per kind).
-    pub async fn new<A: std::borrow::Borrow<RenderedApp>>(
+    pub async fn new<A: AppRender>(
         cluster: &Cluster,
         rendered: &[A],
         policies: &'a BTreeMap<AppRef, Vec<Policy>>,
@@ -128,17 +128,14 @@ impl<'a> DesiredBuilder<'a> {
     }
 
     /// The desired apps of `rendered` (apps of the render given to [`DesiredBuilder::new`]).
-    pub fn build<A: std::borrow::Borrow<RenderedApp> + Sync>(
-        &self,
-        rendered: &[A],
-    ) -> Vec<DesiredApp> {
+    pub fn build<A: AppRender>(&self, rendered: &[A]) -> Vec<DesiredApp> {
         let scope_of = |api_version: &str, kind: &str| scope_in(&self.scopes, api_version, kind);
         let no_policies = Vec::new();
         // Per app and pure (ownership marks, hashes of every object): in parallel.
         rendered
             .par_iter()
             .map(|app| {
-                let app: &RenderedApp = app.borrow();
+                let app = app.render();
                 DesiredApp::from_rendered(
                     app,
                     self.policies.get(&app.app).unwrap_or(&no_policies),
@@ -190,16 +187,26 @@ fn scope_in(
 
 /// The scope of every kind the apps render, by discovery; a kind the cluster does not serve
 /// has none, unless a CRD rendered by the same app defines it.
-async fn scopes<A: std::borrow::Borrow<RenderedApp>>(
+async fn scopes<A: AppRender>(
     cluster: &Cluster,
     rendered: &[A],
 ) -> BTreeMap<(String, String), Scope> {
     let mut kinds = BTreeSet::new();
+    // The scopes CRDs rendered by the apps give, in app order: only apps that render a CRD are
+    // read whole (packed objects are parsed; their kinds are read without building them).
+    let mut defined = Vec::new();
     for app in rendered {
-        for object in &app.borrow().objects {
-            if let Ok(object_ref) = ObjectRef::from_object(&object.object) {
-                kinds.insert((object_ref.api_version, object_ref.kind));
+        let objects = &app.render().objects;
+        let mut renders_crd = false;
+        for (api_version, kind) in objects.kinds() {
+            renders_crd |= kind == "CustomResourceDefinition";
+            if !api_version.is_empty() && !kind.is_empty() {
+                kinds.insert((api_version, kind));
             }
+        }
+        if renders_crd {
+            let objects = objects.values();
+            defined.push(crd_kinds(objects.iter().map(|object| &object.object)));
         }
     }
     let mut scopes: BTreeMap<(String, String), Scope> = BTreeMap::new();
@@ -208,10 +215,8 @@ async fn scopes<A: std::borrow::Borrow<RenderedApp>>(
             scopes.insert((api_version, kind), resolved.scope);
         }
     }
-    for app in rendered {
-        for (key, scope) in crd_kinds(app.borrow().objects.iter().map(|object| &object.object)) {
-            scopes.entry(key).or_insert(scope);
-        }
+    for (key, scope) in defined.into_iter().flatten() {
+        scopes.entry(key).or_insert(scope);
     }
     scopes
 }

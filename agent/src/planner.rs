@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use analyzer::model::Policy;
-use analyzer::{AppRef, Diagnostic, RenderedApp, RenderedObject};
+use analyzer::{AppRef, Diagnostic, ObjectsForm, RenderedApp, RenderedObject};
 use serde_json::Value;
 use sha2::Digest;
 
@@ -116,9 +116,11 @@ impl DesiredApp {
     /// Builds the desired objects of a rendered app: fixes namespaces by scope (`scope_of` maps
     /// `(apiVersion, kind)` to the kind's scope, `None` when unknown: the namespace is then kept
     /// as rendered), adds ownership marks, hashes, and parses the resource policies. Two objects
-    /// with the same identity are a `duplicate-object` error.
-    pub fn from_rendered(
-        rendered: &RenderedApp,
+    /// with the same identity are a `duplicate-object` error. The rendered objects are copied,
+    /// or parsed when the render holds them packed ([`analyzer::PackedApp`]: one app's objects
+    /// as values at a time, the desired objects of the group being planned).
+    pub fn from_rendered<O: ObjectsForm>(
+        rendered: &RenderedApp<O>,
         policies: &[Policy],
         revision: Option<String>,
         scope_of: &dyn Fn(&str, &str) -> Option<Scope>,
@@ -126,7 +128,7 @@ impl DesiredApp {
         let objects = if rendered.is_blocked() {
             Vec::new()
         } else {
-            rendered.objects.clone()
+            rendered.objects.values().into_owned()
         };
         DesiredApp::from_rendered_objects(rendered, objects, policies, revision, scope_of)
     }
@@ -135,8 +137,8 @@ impl DesiredApp {
     /// copied: a caller that needs the render no more (the CLI's plan and apply) does not hold
     /// every object of 10,000 apps twice. `rendered` gives the app, its diagnostics and whether
     /// it is blocked; its own `objects` are not read.
-    pub fn from_rendered_objects(
-        rendered: &RenderedApp,
+    pub fn from_rendered_objects<O>(
+        rendered: &RenderedApp<O>,
         rendered_objects: Vec<RenderedObject>,
         policies: &[Policy],
         revision: Option<String>,

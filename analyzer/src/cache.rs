@@ -51,7 +51,8 @@ use crate::load::yaml::YamlDocument;
 use crate::load::{Loaded, ParsedDocument, ParsedFile};
 use crate::model::{Application, Definition, DefinitionKind, WorkflowStep};
 use crate::{
-    AnalysisOptions, Definitions, Diagnostic, RenderOutput, RenderedApp, Snapshot, SourceMap,
+    AnalysisOptions, Definitions, Diagnostic, ObjectsForm, PackedApp, PackedObjects, RenderOutput,
+    RenderedApp, RenderedObject, Snapshot, SourceMap,
 };
 
 /// Loads, renders and checks every Application of `snapshot` like
@@ -68,14 +69,15 @@ pub fn analyze_snapshot_incremental(
     cache: &mut AnalysisCache,
 ) -> (RenderOutput, SourceMap) {
     let (output, sources) =
-        crate::check::analyze(snapshot, None, definitions, options, Some(cache));
+        crate::check::analyze::<PackedObjects>(snapshot, None, definitions, options, Some(cache));
     (output.into_output(), sources)
 }
 
 /// [`analyze_snapshot_incremental`] without copying the apps reused from the cache: each app
 /// of the output is shared with the cache (`Arc`), so a commit that changes one app among
 /// 10,000 copies one app's result, not 10,000 (issue #9). An app that a cross-app rule
-/// reports on is a copy of its own.
+/// reports on is a copy of its own. The apps' objects are compact JSON text
+/// ([`PackedApp`]), as the cache keeps them: packed once when the app is analysed.
 ///
 /// Never fails; [`SharedOutput::into_output`] is what [`analyze_snapshot_incremental`] returns.
 pub fn analyze_snapshot_shared(
@@ -140,43 +142,67 @@ pub fn analyze_changes(
     crate::check::analyze_patch(&patched, options, cache)
 }
 
-/// A [`RenderOutput`] whose apps are shared with an [`AnalysisCache`].
+/// A [`RenderOutput`] whose apps are shared with an [`AnalysisCache`]: their objects are
+/// compact JSON text ([`PackedApp`]), as the cache keeps them.
 #[derive(Debug, Clone, Default)]
-pub struct SharedOutput {
+pub struct SharedOutput<O = PackedObjects> {
     /// One entry per Application found, sorted by [`AppRef`](crate::AppRef); in chunks, so
     /// that an output differing from the last in one app shares the others' chunks with it
     /// ([`Chunked::same_chunk`]).
-    pub apps: Chunked<Arc<RenderedApp>>,
+    pub apps: Chunked<Arc<RenderedApp<O>>>,
     /// Diagnostics not tied to one app.
     pub diagnostics: Vec<Diagnostic>,
 }
 
-impl SharedOutput {
-    /// The output as a [`RenderOutput`], copying only the apps still shared.
+impl<O: ObjectsForm> SharedOutput<O> {
+    /// The output as a [`RenderOutput`] (objects as values), copying only the apps still
+    /// shared.
     pub fn into_output(self) -> RenderOutput {
         RenderOutput {
             apps: self
                 .apps
                 .into_vec()
                 .into_iter()
-                .map(Arc::unwrap_or_clone)
+                .map(|app| Arc::unwrap_or_clone(app).into_form())
                 .collect(),
             diagnostics: self.diagnostics,
         }
     }
+}
 
-    /// A [`RenderOutput`] of the apps `keep` selects (copies of them), with every
-    /// output-wide diagnostic.
-    pub fn select(&self, mut keep: impl FnMut(&RenderedApp) -> bool) -> RenderOutput {
-        RenderOutput {
-            apps: self
-                .apps
-                .iter()
-                .filter(|app| keep(app))
-                .map(|app| RenderedApp::clone(app))
-                .collect(),
-            diagnostics: self.diagnostics.clone(),
-        }
+/// The form of the objects an analysis outputs ([`ObjectsForm`]): with a cache, packed (the
+/// cache's own form, shared with the output); without, values (nothing keeps them: the CLI
+/// does not pay for packing). Either converts to the other, so any pairing is correct.
+pub(crate) trait Form: ObjectsForm {
+    /// A cached result in this form.
+    fn from_cached(app: &Arc<PackedApp>) -> Arc<RenderedApp<Self>>;
+    /// A result in the cache's form.
+    fn to_cached(app: &Arc<RenderedApp<Self>>) -> Arc<PackedApp>;
+    /// An output in the cache's form (sharing its chunks when it is in that form).
+    fn to_cached_list(apps: &Chunked<Arc<RenderedApp<Self>>>) -> Chunked<Arc<PackedApp>>;
+}
+
+impl Form for PackedObjects {
+    fn from_cached(app: &Arc<PackedApp>) -> Arc<PackedApp> {
+        app.clone()
+    }
+    fn to_cached(app: &Arc<PackedApp>) -> Arc<PackedApp> {
+        app.clone()
+    }
+    fn to_cached_list(apps: &Chunked<Arc<PackedApp>>) -> Chunked<Arc<PackedApp>> {
+        apps.clone()
+    }
+}
+
+impl Form for Vec<RenderedObject> {
+    fn from_cached(app: &Arc<PackedApp>) -> Arc<RenderedApp> {
+        Arc::new(app.to_values())
+    }
+    fn to_cached(app: &Arc<RenderedApp>) -> Arc<PackedApp> {
+        Arc::new(RenderedApp::clone(app).into_form())
+    }
+    fn to_cached_list(apps: &Chunked<Arc<RenderedApp>>) -> Chunked<Arc<PackedApp>> {
+        apps.iter().map(Self::to_cached).collect::<Vec<_>>().into()
     }
 }
 
@@ -221,7 +247,7 @@ pub(crate) struct LastAnalysis {
     /// [`builtins_digest`] of the built-in definitions it was made with.
     builtins: [u8; 32],
     /// The output's apps (after the cross-app rule).
-    pub(crate) output: Chunked<Arc<RenderedApp>>,
+    pub(crate) output: Chunked<Arc<PackedApp>>,
     /// The output-wide diagnostics (after the settings).
     pub(crate) diagnostics: Vec<Diagnostic>,
     /// The apps the cross-app rule reported on (copies in `output`).
@@ -255,8 +281,9 @@ struct Entry {
     /// The identity of every file id `rendered` refers to.
     files: Vec<(FileId, FileKey)>,
     /// After the per-app rules and the settings (severities, suppressions, a blocked app's
-    /// objects dropped), before cross-app rules. Shared with the outputs.
-    rendered: Arc<RenderedApp>,
+    /// objects dropped), before cross-app rules; objects packed once, when analysed. Shared
+    /// with the outputs.
+    rendered: Arc<PackedApp>,
 }
 
 /// A file of a source map, independent of its id.
@@ -268,8 +295,9 @@ struct FileKey {
 }
 
 /// A per-app result as the analysis pipeline passes it on: the app (after per-app rules and
-/// settings), the definitions it used, and whether it came from the cache.
-pub(crate) type Analyzed = (Arc<RenderedApp>, Vec<Arc<Definition>>, Reused);
+/// settings; objects in the form `O`), the definitions it used, and whether it came from the
+/// cache.
+pub(crate) type Analyzed<O = PackedObjects> = (Arc<RenderedApp<O>>, Vec<Arc<Definition>>, Reused);
 
 /// Whether a per-app result was taken from the cache.
 #[derive(Debug)]
@@ -328,7 +356,7 @@ impl AnalysisCache {
         mut loaded: Loaded,
         builtins: &Definitions,
         patchable: bool,
-        output: &Chunked<Arc<RenderedApp>>,
+        output: Chunked<Arc<PackedApp>>,
         diagnostics: &[Diagnostic],
         crossed: Vec<usize>,
     ) {
@@ -336,7 +364,7 @@ impl AnalysisCache {
         self.last = (patchable && self.entries.len() == loaded.apps.len()).then(|| LastAnalysis {
             loaded,
             builtins: builtins_digest(builtins),
-            output: output.clone(),
+            output,
             diagnostics: diagnostics.to_vec(),
             crossed,
         });
@@ -404,7 +432,7 @@ impl AnalysisCache {
     }
 
     /// The cached result of app `index` of the last analysis (before cross-app rules).
-    pub(crate) fn rendered(&self, index: usize) -> Option<&Arc<RenderedApp>> {
+    pub(crate) fn rendered(&self, index: usize) -> Option<&Arc<PackedApp>> {
         self.entries.get(index).map(|entry| &entry.rendered)
     }
 
@@ -669,7 +697,7 @@ impl AnalysisCache {
     /// Records this pass's results (`analyzed` is in `loaded.apps` order) and forgets apps no
     /// longer in the snapshot. When the snapshot has the same apps as the last one (the usual
     /// commit), in place: an unchanged app costs nothing here.
-    pub(crate) fn store(&mut self, loaded: &Loaded, analyzed: &[Analyzed]) {
+    pub(crate) fn store<O: Form>(&mut self, loaded: &Loaded, analyzed: &[Analyzed<O>]) {
         let mut stats = CacheStats::default();
         let results = loaded.apps.iter().zip(analyzed);
         let in_place = self.aligned
@@ -681,11 +709,11 @@ impl AnalysisCache {
                 match reused {
                     Reused::Yes => {
                         stats.reused += 1;
-                        refresh(entry, app, rendered, &loaded.sources);
+                        refresh(entry, app, &O::to_cached(rendered), &loaded.sources);
                     }
                     Reused::No(_) => {
                         stats.analyzed += 1;
-                        *entry = new_entry(app, loaded, rendered, used);
+                        *entry = new_entry(app, loaded, &O::to_cached(rendered), used);
                     }
                 }
             }
@@ -707,14 +735,14 @@ impl AnalysisCache {
                     Reused::Yes => {
                         stats.reused += 1;
                         if let Some(mut entry) = previous {
-                            refresh(&mut entry, app, rendered, &loaded.sources);
+                            refresh(&mut entry, app, &O::to_cached(rendered), &loaded.sources);
                             entries.push(entry);
                         }
                     }
                     Reused::No(_) => {
                         stats.analyzed += 1;
                         if app.diagnostics.is_empty() {
-                            entries.push(new_entry(app, loaded, rendered, used));
+                            entries.push(new_entry(app, loaded, &O::to_cached(rendered), used));
                         }
                     }
                 }
@@ -796,7 +824,7 @@ pub(crate) fn full_app<'a>(
 fn refresh(
     entry: &mut Entry,
     app: &Arc<LoadedApp>,
-    rendered: &Arc<RenderedApp>,
+    rendered: &Arc<PackedApp>,
     sources: &SourceMap,
 ) {
     if !Arc::ptr_eq(&entry.rendered, rendered) {
@@ -811,7 +839,7 @@ fn refresh(
 fn new_entry(
     app: &Arc<LoadedApp>,
     loaded: &Loaded,
-    rendered: &Arc<RenderedApp>,
+    rendered: &Arc<PackedApp>,
     used: &[Arc<Definition>],
 ) -> Entry {
     let mut names: Vec<(DefinitionKind, String)> = referenced(&app.app);
@@ -845,7 +873,7 @@ fn new_entry(
 }
 
 /// The identity of every file `rendered` refers to.
-fn file_keys(rendered: &RenderedApp, sources: &SourceMap) -> Vec<(FileId, FileKey)> {
+fn file_keys(rendered: &PackedApp, sources: &SourceMap) -> Vec<(FileId, FileKey)> {
     let mut ids: Vec<FileId> = vec![rendered.file];
     for diagnostic in &rendered.diagnostics {
         ids.extend(diagnostic.span.map(|span| span.file));

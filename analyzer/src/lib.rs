@@ -55,6 +55,7 @@ mod definitions;
 mod diagnostic;
 mod load;
 pub mod model;
+mod packed;
 mod render;
 pub mod rules;
 pub mod schema;
@@ -72,6 +73,7 @@ pub use diagnostic::{Diagnostic, Label, Severity};
 #[doc(hidden)]
 pub use load::{load_only, yaml_fast_path_mismatch};
 pub use model::{Definition, DefinitionKind};
+pub use packed::{AppRender, ObjectsForm, PackedApp, PackedObject, PackedObjects};
 pub use snapshot::{Embedding, Location, Snapshot, SourceFile, SourceMap};
 
 /// Options of a render.
@@ -280,16 +282,18 @@ impl Drop for RenderOutput {
     }
 }
 
-/// One Application, rendered.
+/// One Application, rendered. `O` is the form of its objects: JSON values (the default: what
+/// the renderer and the rules make, and the CLI's output) or compact JSON text
+/// ([`PackedApp`]: what the analysis cache keeps and shares with the agent).
 #[derive(Debug, Clone)]
-pub struct RenderedApp {
+pub struct RenderedApp<O = Vec<RenderedObject>> {
     pub app: AppRef,
     /// The file that declares the Application.
     pub file: cue::FileId,
     /// The rendered objects, in KubeVela's order: per component (in `spec.components` order),
     /// the workload, then the auxiliary objects (component `outputs`, then trait `outputs`).
     /// Empty when the app has an error diagnostic: a broken app is never partially rendered.
-    pub objects: Vec<RenderedObject>,
+    pub objects: O,
     /// Errors and warnings for this app. Any error blocks the app.
     pub diagnostics: Vec<Diagnostic>,
     /// SHA-256 over the app's inputs (its manifest and the definitions it uses), hex. Equal
@@ -297,7 +301,7 @@ pub struct RenderedApp {
     pub input_hash: String,
 }
 
-impl RenderedApp {
+impl<O> RenderedApp<O> {
     /// True when any diagnostic is an error.
     pub fn is_blocked(&self) -> bool {
         self.diagnostics

@@ -289,7 +289,7 @@ fn broken_snippets_are_not_healthy_and_lose_only_their_message() {
 #[test]
 fn app_health_rates_each_component_and_waits_for_missing_objects() {
     let definitions = Definitions::builtin();
-    let rendered = RenderedApp {
+    let rendered: RenderedApp = RenderedApp {
         app: app(),
         file: cue::FileId(0),
         objects: ["web", "api"]

@@ -482,3 +482,51 @@ fn keep_live_paths_copies_or_removes() {
     );
     assert_eq!(desired_value, json!({"spec": {"replicas": 5}}));
 }
+
+#[test]
+fn a_packed_render_plans_the_same_desired_objects_as_its_values() {
+    use analyzer::{PackedApp, RenderedApp};
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"workload.oam.dev/type": "webservice", "b": "1", "a": "2"}},
+        "spec": {"replicas": 0, "template": {"spec": {"containers": [{"name": "web", "image": "nginx:1.27",
+            "ports": [{"containerPort": 80}], "resources": {"limits": {"cpu": "0.5"}}}]}}}
+    });
+    let cluster_role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "reader", "namespace": "team"}, "rules": []});
+    let values = rendered(
+        "web",
+        vec![
+            ("web", None, deployment),
+            ("web", Some("gateway"), config_map("settings", "é\"\n")),
+            ("web", Some("rbac"), cluster_role),
+        ],
+    );
+    let packed: PackedApp = values.clone().into_form();
+    let from_values =
+        DesiredApp::from_rendered(&values, &[], Some("rev1".to_owned()), &builtin_scope);
+    let from_packed =
+        DesiredApp::from_rendered(&packed, &[], Some("rev1".to_owned()), &builtin_scope);
+    assert_eq!(from_packed.objects.len(), 3);
+    assert_eq!(from_packed.objects, from_values.objects);
+    // Same key order too: the hash is over the JSON text.
+    for (a, b) in from_packed.objects.iter().zip(&from_values.objects) {
+        assert_eq!(a.hash, b.hash);
+        assert_eq!(a.object.to_string(), b.object.to_string());
+    }
+    assert_eq!(
+        from_packed.objects[0].component_type.as_deref(),
+        Some("webservice")
+    );
+    // A blocked app plans no object, packed or not.
+    let mut blocked: RenderedApp = values;
+    blocked
+        .diagnostics
+        .push(Diagnostic::error("x", "broken".to_owned(), None));
+    let blocked: PackedApp = blocked.into_form();
+    assert!(
+        DesiredApp::from_rendered(&blocked, &[], None, &builtin_scope)
+            .objects
+            .is_empty()
+    );
+}

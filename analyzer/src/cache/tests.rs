@@ -746,3 +746,82 @@ fn cached_apps_are_kept_without_their_yaml_value_in_one_copy() {
         stats(2, 0, 0, 2)
     );
 }
+
+/// The address of each packed object's text, per app: equal addresses across two analyses mean
+/// the objects were not serialised again.
+fn packed_texts(output: &crate::SharedOutput) -> Vec<(String, Vec<usize>)> {
+    output
+        .apps
+        .iter()
+        .map(|app| {
+            let texts = app
+                .objects
+                .iter()
+                .map(|object| object.text().map_or(0, |text| text.as_ptr() as usize))
+                .collect();
+            (app.app.name.clone(), texts)
+        })
+        .collect()
+}
+
+#[test]
+fn cached_objects_are_packed_once_and_give_back_the_rendered_objects() {
+    let definitions = Definitions::builtin();
+    let options = AnalysisOptions::default();
+    let mut repo = Repo {
+        files: BTreeMap::new(),
+    };
+    repo.set(
+        "definitions/pod-disruption-budget.cue",
+        include_str!("../../../examples/repo/definitions/pod-disruption-budget.cue").to_owned(),
+    );
+    repo.set("apps/b.yaml", app("b", "webservice", "nginx:1.26", ""));
+    repo.set("apps/c.yaml", app("c", "webservice", "nginx:1.27", PDB));
+    let mut cache = AnalysisCache::new();
+    let (first, _) =
+        crate::analyze_snapshot_shared(&repo.snapshot(), &definitions, &options, &mut cache);
+    // The packed objects are the rendered ones, in order (the uncached analysis keeps values).
+    let (uncached, _) = analyze_snapshot(&repo.snapshot(), &definitions, &options);
+    for (packed, values) in first.apps.iter().zip(&uncached.apps) {
+        use crate::ObjectsForm;
+        assert!(!values.objects.is_empty());
+        assert_eq!(packed.objects.len(), values.objects.len());
+        assert_eq!(*packed.objects.values(), *values.objects);
+        assert!(packed.objects.iter().all(|object| object.text().is_some()));
+    }
+    let before = packed_texts(&first);
+
+    // c changes: b keeps its packed objects (the same texts, not serialised again), c's are new.
+    repo.set("apps/c.yaml", app("c", "webservice", "nginx:1.28", PDB));
+    let (second, _) =
+        crate::analyze_snapshot_shared(&repo.snapshot(), &definitions, &options, &mut cache);
+    assert_eq!(cache.last_run().reused, 1);
+    let after = packed_texts(&second);
+    assert_eq!(after[0], before[0]);
+    assert_eq!(after[1].1.len(), before[1].1.len());
+    assert!(after[1].1.iter().zip(&before[1].1).all(|(a, b)| a != b));
+    // Through the patch path too (`analyze_changes`).
+    repo.set("apps/c.yaml", app("c", "webservice", "nginx:1.29", PDB));
+    let (third, _) = patch_step_output(&repo, &["apps/c.yaml"], &definitions, &mut cache);
+    let patched = packed_texts(&third);
+    assert_eq!(patched[0], before[0]);
+    assert!(patched[1].1.iter().zip(&after[1].1).all(|(a, b)| a != b));
+}
+
+fn patch_step_output(
+    repo: &Repo,
+    changed: &[&str],
+    definitions: &Definitions,
+    cache: &mut AnalysisCache,
+) -> (crate::SharedOutput, crate::SourceMap) {
+    let changes: Vec<FileChange> = changed
+        .iter()
+        .map(|path| FileChange {
+            path: (*path).to_owned(),
+            contents: repo.files.get(*path).cloned(),
+            blob_id: None,
+        })
+        .collect();
+    analyze_changes(&changes, definitions, &AnalysisOptions::default(), cache)
+        .expect("an in-place edit of an Application file is patched")
+}

@@ -89,20 +89,24 @@ pub fn analyze_snapshot(
     definitions: &Definitions,
     options: &AnalysisOptions,
 ) -> (RenderOutput, SourceMap) {
-    let (output, sources) = analyze(snapshot, None, definitions, options, None);
+    // Without a cache nothing keeps the objects: they stay values (no packing).
+    let (output, sources) =
+        analyze::<Vec<RenderedObject>>(snapshot, None, definitions, options, None);
     (output.into_output(), sources)
 }
 
 /// The pipeline of [`analyze_snapshot`]. With a `cache`, an app whose inputs are unchanged
 /// takes its per-app result from it instead of rendering and checking again
-/// ([`crate::analyze_snapshot_incremental`]); everything else runs as without.
-pub(crate) fn analyze(
+/// ([`crate::analyze_snapshot_incremental`]); everything else runs as without. The output's
+/// objects are in the form `O`: packed with a cache (its own form, so that the output shares
+/// the cache's results), values without.
+pub(crate) fn analyze<O: crate::cache::Form>(
     snapshot: &Snapshot,
     blob_ids: Option<&[crate::BlobId]>,
     definitions: &Definitions,
     options: &AnalysisOptions,
     mut cache: Option<&mut crate::cache::AnalysisCache>,
-) -> (crate::SharedOutput, SourceMap) {
+) -> (crate::SharedOutput<O>, SourceMap) {
     use crate::cache::Reused;
     use rayon::prelude::*;
     let namespaces = crate::load::application::NamespaceRules {
@@ -148,15 +152,15 @@ pub(crate) fn analyze(
         settings: &settings,
         options,
     };
-    let analyzed: Vec<crate::cache::Analyzed> = loaded
+    let analyzed: Vec<crate::cache::Analyzed<O>> = loaded
         .apps
         .par_iter()
         .enumerate()
         .map(|(index, app)| {
-            if let Some(reused) =
+            if let Some((rendered, used, reused)) =
                 lookup.and_then(|cache| cache.lookup(index, app, &loaded, !broken.is_empty()))
             {
-                return reused;
+                return (O::from_cached(&rendered), used, reused);
             }
             // A cached parse is kept without its YAML value: parsed again to render it.
             per_app.analyze(&crate::cache::full_app(app, &loaded, &namespaces))
@@ -217,8 +221,8 @@ pub(crate) fn analyze(
     };
     // The objects' identities and used definitions die here: on every core, not serially
     // (~35,000 identities of five strings each at 10,000 apps).
-    let apps: Vec<Arc<RenderedApp>> = analyzed.into_par_iter().map(|(app, _, _)| app).collect();
-    let mut apps: crate::cache::Chunked<Arc<RenderedApp>> = apps.into();
+    let apps: Vec<Arc<RenderedApp<O>>> = analyzed.into_par_iter().map(|(app, _, _)| app).collect();
+    let mut apps: crate::cache::Chunked<Arc<RenderedApp<O>>> = apps.into();
     let crossed = add_cross_app(&mut apps, duplicates, &loaded, &settings);
     settings.apply(&mut diagnostics, None, &loaded.sources);
     let sources = loaded.sources.clone();
@@ -229,7 +233,7 @@ pub(crate) fn analyze(
             loaded,
             definitions,
             load_clean && no_broken,
-            &apps,
+            O::to_cached_list(&apps),
             &diagnostics,
             crossed,
         ),
@@ -310,8 +314,8 @@ pub(crate) fn analyze_patch(
 /// Adds the cross-app findings (`duplicate-object`, `(app index, diagnostic)`) to the apps they
 /// are about, after the settings, each app a copy of its own; returns the indices of the apps
 /// changed.
-pub(crate) fn add_cross_app(
-    apps: &mut crate::cache::Chunked<Arc<RenderedApp>>,
+pub(crate) fn add_cross_app<O: crate::ObjectsForm>(
+    apps: &mut crate::cache::Chunked<Arc<RenderedApp<O>>>,
     duplicates: Vec<(usize, Diagnostic)>,
     loaded: &crate::load::Loaded,
     settings: &Settings<'_>,
@@ -351,9 +355,13 @@ pub(crate) struct AppAnalysis<'a> {
 }
 
 impl AppAnalysis<'_> {
-    /// Renders and checks `app`: its result after the per-app rules and the settings, the
-    /// definitions it used, and the objects it rendered (for `duplicate-object`).
-    pub(crate) fn analyze(&self, app: &Arc<LoadedApp>) -> crate::cache::Analyzed {
+    /// Renders and checks `app`: its result after the per-app rules and the settings (objects
+    /// in the form `O`: the rules read them as values, then they are packed when `O` says so),
+    /// the definitions it used, and the objects it rendered (for `duplicate-object`).
+    pub(crate) fn analyze<O: crate::ObjectsForm>(
+        &self,
+        app: &Arc<LoadedApp>,
+    ) -> crate::cache::Analyzed<O> {
         let loaded = self.loaded;
         let (mut rendered, used) = crate::render::render_app(
             app,
@@ -380,7 +388,11 @@ impl AppAnalysis<'_> {
         if rendered.is_blocked() {
             rendered.objects.clear();
         }
-        (Arc::new(rendered), used, crate::cache::Reused::No(objects))
+        (
+            Arc::new(rendered.into_form()),
+            used,
+            crate::cache::Reused::No(objects),
+        )
     }
 }
 
