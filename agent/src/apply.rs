@@ -17,7 +17,7 @@ use kube::runtime::wait::await_condition;
 use serde_json::Value;
 
 use crate::cluster::{Cluster, describe_error, has_status};
-use crate::observe::{self, AppObservation, OrphanObservation, crd_kinds, not_served};
+use crate::observe::{self, AppObservation, ApplyNeeds, OrphanObservation, crd_kinds, not_served};
 use crate::ownership;
 use crate::plan::{Action, AppPlan, ObjectRef};
 use crate::planner::{DesiredObject, Observed, keep_live_paths};
@@ -90,6 +90,10 @@ pub async fn apply_app(
         outcome: ApplyOutcome::Applied,
         objects: Vec::new(),
     };
+    // The plan proved there is nothing to do and kept nothing more (`nothing_to_apply`).
+    if observation.apply == ApplyNeeds::Nothing {
+        return report;
+    }
     if let Some(error) = &observation.tracker_error {
         report.outcome = ApplyOutcome::Skipped(error.clone());
         return report;
@@ -251,6 +255,46 @@ pub async fn apply_app(
         report.outcome = ApplyOutcome::Failed(error.to_string());
     }
     report
+}
+
+/// True when [`apply_app`] of this observation and plan would make no request and report the
+/// app [`ApplyOutcome::Applied`] with no object acted on, so a plan may keep nothing of the
+/// observation but [`ApplyNeeds::Nothing`]. Each condition is one of `apply_app`'s paths not
+/// taken: not skipped (tracker read, no error, no conflict); no write, apply or prune (every
+/// change unchanged, none releasing an object from the tracker); no adoption (no live object
+/// kept: the plan dropped those of settled objects); the tracker already records this app and
+/// source, and only objects the app renders (no stale entry to drop), so it is not rewritten.
+pub(crate) fn nothing_to_apply(
+    observation: &AppObservation,
+    plan: &AppPlan,
+    options: &ApplyOptions,
+) -> bool {
+    if observation.apply == ApplyNeeds::Nothing {
+        return true;
+    }
+    let desired = &observation.desired;
+    let Some(tracker) = &observation.tracker else {
+        return false;
+    };
+    observation.tracker_error.is_none()
+        && !plan
+            .diagnostics
+            .iter()
+            .any(|diagnostic| diagnostic.severity == analyzer::Severity::Error)
+        && plan.changes.iter().all(|change| {
+            change.action == Action::Unchanged
+                && !change
+                    .reason
+                    .as_deref()
+                    .is_some_and(|reason| reason.starts_with("not pruned"))
+        })
+        && observation.live.objects.is_empty()
+        && tracker.app.as_ref() == Some(&desired.app)
+        && tracker.source == options.source
+        && tracker
+            .entries
+            .keys()
+            .all(|object_ref| find(desired, object_ref).is_some())
 }
 
 /// Deletes an app that disappeared from its source: prunes what its plan deletes, then deletes

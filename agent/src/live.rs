@@ -234,9 +234,11 @@ pub enum Keep<'a> {
     /// applied are dropped ([`drop_settled`]).
     ForApply,
     /// [`Keep::ForApply`] for a plan applied as a whole but for the apps in `workflows` (which
-    /// their workflows apply, from their desired objects): the other apps an apply will not
-    /// write also drop their desired objects' JSON ([`drop_settled_json`]) as soon as their
-    /// namespace group is planned, so a plan of every app never holds every app's.
+    /// their workflows apply, from their desired objects): as soon as their namespace group is
+    /// planned, the other apps the apply would not touch at all keep only their identity
+    /// ([`apply::nothing_to_apply`], [`AppObservation::nothing_to_apply`]), and those it will
+    /// not write drop their desired objects' JSON ([`drop_settled_json`]), so a plan of every
+    /// app never holds every app's.
     ForWholeApply {
         workflows: &'a BTreeMap<AppRef, Application>,
     },
@@ -396,15 +398,21 @@ async fn plan_desired<A: AppRender>(
         match keep {
             Keep::Observations => observations.extend(observed),
             Keep::ForApply | Keep::ForWholeApply { .. } => {
-                for (observation, app_plan) in observed.iter_mut().zip(&planned) {
-                    drop_settled(observation, app_plan);
+                for (mut observation, app_plan) in observed.into_iter().zip(&planned) {
+                    drop_settled(&mut observation, app_plan);
                     if let Keep::ForWholeApply { workflows } = keep
                         && !workflows.contains_key(&observation.desired.app)
                     {
-                        drop_settled_json(observation, app_plan);
+                        // An app the whole apply will not touch keeps only its identity; one
+                        // it may write keeps what the apply reads, less its settled JSON.
+                        if apply::nothing_to_apply(&observation, app_plan, &options.apply) {
+                            observation = AppObservation::nothing_to_apply(observation);
+                        } else {
+                            drop_settled_json(&mut observation, app_plan);
+                        }
                     }
+                    observations.push(observation);
                 }
-                observations.extend(observed);
             }
             Keep::PlanOnly => {}
         }
@@ -1398,6 +1406,7 @@ mod tests {
             live,
             tracker: Some(tracker),
             tracker_error: None,
+            apply: observe::ApplyNeeds::Observation,
         };
         drop_settled(&mut observation, &app_plan);
         (observation, app_plan)
@@ -1449,6 +1458,131 @@ mod tests {
         let settled = &observations[0].desired.objects;
         assert_eq!(settled.len(), 2);
         assert!(settled.iter().all(|object| !object.hash.is_empty()));
+    }
+
+    /// A cluster no request can reach (refused at once): every request counts, and fails.
+    fn offline_cluster() -> Cluster {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        Cluster::from_client(
+            kube::Client::try_from(config).unwrap(),
+            &crate::cluster::ClusterOptions::default(),
+        )
+    }
+
+    /// Whether [`apply::apply_app`] of this observation made no request and reported the app
+    /// applied with no object acted on.
+    async fn apply_is_a_no_op(
+        observation: &AppObservation,
+        app_plan: &AppPlan,
+        options: &ApplyOptions,
+    ) -> bool {
+        let cluster = offline_cluster();
+        let store = TrackerStore::new(&cluster, crate::tracker::DEFAULT_NAMESPACE);
+        let report = apply::apply_app(&cluster, &store, observation, app_plan, options).await;
+        report.outcome == ApplyOutcome::Applied
+            && report.objects.is_empty()
+            && cluster.requests() == 0
+    }
+
+    #[tokio::test]
+    async fn an_app_the_apply_would_not_touch_keeps_only_its_identity() {
+        let options = ApplyOptions::default();
+        let settled = || {
+            planned(
+                desired("team", "settled", &["a", "b"]),
+                &[None, None],
+                &[Action::Unchanged, Action::Unchanged],
+            )
+        };
+        let mut cases: Vec<(&str, AppObservation, AppPlan, ApplyOptions)> = Vec::new();
+        let (observation, app_plan) = settled();
+        cases.push(("settled", observation, app_plan, options.clone()));
+        let (observation, app_plan) = planned(
+            desired("team", "adopted", &["a"]),
+            &[Some("an older render")],
+            &[Action::Unchanged],
+        );
+        cases.push(("adopted", observation, app_plan, options.clone()));
+        let (observation, app_plan) = planned(
+            desired("team", "updated", &["a", "b"]),
+            &[None, None],
+            &[Action::Unchanged, Action::Update],
+        );
+        cases.push(("updated", observation, app_plan, options.clone()));
+        // The tracker was written by another source: the apply records this one.
+        let (observation, app_plan) = settled();
+        let other_source = ApplyOptions {
+            source: Some("another".to_owned()),
+            ..options.clone()
+        };
+        cases.push(("other source", observation, app_plan, other_source));
+        // A tracked object the app no longer renders and that is gone: the apply drops its entry.
+        let (mut observation, app_plan) = settled();
+        let tracker = observation.tracker.as_mut().unwrap();
+        let mut gone = tracker.entries.keys().next().unwrap().clone();
+        gone.name = "gone".to_owned();
+        let entry = tracker.entries.values().next().unwrap().clone();
+        tracker.entries.insert(gone, entry);
+        cases.push(("stale entry", observation, app_plan, options.clone()));
+        // Listed before its apply (write-ahead) but never recorded as applied: adopted.
+        let (mut observation, app_plan) = settled();
+        for entry in observation.tracker.as_mut().unwrap().entries.values_mut() {
+            entry.state = EntryState::Pending;
+        }
+        let rendered = observation.desired.objects.clone();
+        for object in &rendered {
+            observation.live.objects.insert(
+                object.object_ref.clone(),
+                Observed::Present {
+                    live: object.object.clone(),
+                    dry_run: None,
+                },
+            );
+        }
+        cases.push(("pending entries", observation, app_plan, options.clone()));
+        let (mut observation, app_plan) = settled();
+        observation.tracker_error = Some("forbidden".to_owned());
+        cases.push(("unreadable tracker", observation, app_plan, options.clone()));
+        let (observation, mut app_plan) = settled();
+        app_plan.diagnostics.push(analyzer::Diagnostic::error(
+            "cluster-error",
+            "an object could not be read".to_owned(),
+            None,
+        ));
+        cases.push(("plan error", observation, app_plan, options.clone()));
+
+        let mut judged = Vec::new();
+        for (name, observation, app_plan, options) in &cases {
+            let nothing = apply::nothing_to_apply(observation, app_plan, options);
+            // The judgement is exactly what the apply does with the whole observation.
+            assert_eq!(
+                nothing,
+                apply_is_a_no_op(observation, app_plan, options).await,
+                "{name}"
+            );
+            judged.push((*name, nothing));
+        }
+        assert_eq!(
+            judged,
+            vec![
+                ("settled", true),
+                ("adopted", false),
+                ("updated", false),
+                ("other source", false),
+                ("stale entry", false),
+                ("pending entries", false),
+                ("unreadable tracker", false),
+                ("plan error", false),
+            ]
+        );
+
+        // What the plan keeps of the settled app: its identity, and an apply that does nothing.
+        let (observation, app_plan) = settled();
+        let kept = AppObservation::nothing_to_apply(observation);
+        assert_eq!(kept.desired.app.name, "settled");
+        assert!(kept.desired.objects.is_empty() && kept.tracker.is_none());
+        assert!(kept.live.objects.is_empty());
+        assert!(apply_is_a_no_op(&kept, &app_plan, &options).await);
     }
 
     #[test]
