@@ -389,34 +389,41 @@ async fn plan_desired<A: AppRender>(
     while let Some(group) = groups.next_group() {
         let stats = observe::prefetch(cluster, &group, tracker_namespace).await;
         from_cache += stats.cached;
-        let mut observed: Vec<AppObservation> = Vec::with_capacity(group.len());
-        for desired in group {
-            observed.push(observe::observe_app(cluster, &store, desired, FIELD_MANAGER).await);
+        // Observed and planned a chunk at a time: each chunk's live objects (parsed from the
+        // prefetched text as they are taken) and desired JSON are trimmed to what is kept
+        // before the next chunk is observed, rather than a whole namespace's at once.
+        let mut group = group.into_iter().peekable();
+        while group.peek().is_some() {
+            let mut observed: Vec<AppObservation> = Vec::with_capacity(OBSERVE_CHUNK);
+            for desired in group.by_ref().take(OBSERVE_CHUNK) {
+                observed.push(observe::observe_app(cluster, &store, desired, FIELD_MANAGER).await);
+            }
+            let planned = plan_observed(&observed, options);
+            match keep {
+                Keep::Observations => observations.extend(observed),
+                Keep::ForApply | Keep::ForWholeApply { .. } => {
+                    for (mut observation, app_plan) in observed.into_iter().zip(&planned) {
+                        drop_settled(&mut observation, app_plan);
+                        if let Keep::ForWholeApply { workflows } = keep
+                            && !workflows.contains_key(&observation.desired.app)
+                        {
+                            // An app the whole apply will not touch keeps only its identity;
+                            // one it may write keeps what the apply reads, less its settled
+                            // JSON.
+                            if apply::nothing_to_apply(&observation, app_plan, &options.apply) {
+                                observation = AppObservation::nothing_to_apply(observation);
+                            } else {
+                                drop_settled_json(&mut observation, app_plan);
+                            }
+                        }
+                        observations.push(observation);
+                    }
+                }
+                Keep::PlanOnly => {}
+            }
+            app_plans.extend(planned);
         }
         cluster.clear_prefetched();
-        let planned = plan_observed(&observed, options);
-        match keep {
-            Keep::Observations => observations.extend(observed),
-            Keep::ForApply | Keep::ForWholeApply { .. } => {
-                for (mut observation, app_plan) in observed.into_iter().zip(&planned) {
-                    drop_settled(&mut observation, app_plan);
-                    if let Keep::ForWholeApply { workflows } = keep
-                        && !workflows.contains_key(&observation.desired.app)
-                    {
-                        // An app the whole apply will not touch keeps only its identity; one
-                        // it may write keeps what the apply reads, less its settled JSON.
-                        if apply::nothing_to_apply(&observation, app_plan, &options.apply) {
-                            observation = AppObservation::nothing_to_apply(observation);
-                        } else {
-                            drop_settled_json(&mut observation, app_plan);
-                        }
-                    }
-                    observations.push(observation);
-                }
-            }
-            Keep::PlanOnly => {}
-        }
-        app_plans.extend(planned);
     }
     drop(groups);
     let orphans = match (in_git, trackers) {
@@ -470,6 +477,11 @@ async fn plan_desired<A: AppRender>(
         statuses: BTreeMap::new(),
     }
 }
+
+/// Apps of a group observed, then planned (in parallel) and trimmed, before the next ones are
+/// observed: enough to keep both cores busy planning, few enough that one chunk's live objects
+/// are a small share of a 1,000-app namespace's.
+const OBSERVE_CHUNK: usize = 128;
 
 /// User + system CPU time of this process so far (every thread), from `/proc/self/stat`;
 /// `None` where there is no procfs. Assumes the usual 100 clock ticks per second.
