@@ -30,6 +30,30 @@ impl Repo {
         }
     }
 
+    /// The current texts of `changed` as changes (`None` for a path no longer in the repo).
+    fn changes(&self, changed: &[&str]) -> Vec<FileChange> {
+        changed
+            .iter()
+            .map(|path| FileChange {
+                path: (*path).to_owned(),
+                contents: self.files.get(*path).cloned(),
+                blob_id: None,
+            })
+            .collect()
+    }
+
+    /// A repository holding only the example repository's `pod-disruption-budget` trait.
+    fn with_pdb_definition() -> Repo {
+        let mut repo = Repo {
+            files: BTreeMap::new(),
+        };
+        repo.set(
+            "definitions/pod-disruption-budget.cue",
+            include_str!("../../../examples/repo/definitions/pod-disruption-budget.cue").to_owned(),
+        );
+        repo
+    }
+
     fn set(&mut self, path: &str, text: String) {
         self.files.insert(path.to_owned(), text);
     }
@@ -80,13 +104,7 @@ fn stats(reused: usize, analyzed: usize, evicted: usize, files_reused: usize) ->
 fn cached_analysis_equals_uncached_across_edits() {
     let definitions = Definitions::builtin();
     let mut options = AnalysisOptions::default();
-    let mut repo = Repo {
-        files: BTreeMap::new(),
-    };
-    repo.set(
-        "definitions/pod-disruption-budget.cue",
-        include_str!("../../../examples/repo/definitions/pod-disruption-budget.cue").to_owned(),
-    );
+    let mut repo = Repo::with_pdb_definition();
     repo.set(
         "definitions/stateless-api.yaml",
         include_str!("../../../examples/repo/definitions/stateless-api.yaml").to_owned(),
@@ -485,14 +503,7 @@ fn patch_step(
     options: &AnalysisOptions,
     cache: &mut AnalysisCache,
 ) -> Option<CacheStats> {
-    let changes: Vec<FileChange> = changed
-        .iter()
-        .map(|path| FileChange {
-            path: (*path).to_owned(),
-            contents: repo.files.get(*path).cloned(),
-            blob_id: None,
-        })
-        .collect();
+    let changes = repo.changes(changed);
     let (patched, patched_sources) = analyze_changes(&changes, definitions, options, cache)?;
     let (uncached, uncached_sources) = analyze_snapshot(&repo.snapshot(), definitions, options);
     assert_eq!(
@@ -512,13 +523,7 @@ fn patch_step(
 fn patched_analysis_equals_uncached_or_declines() {
     let definitions = Definitions::builtin();
     let options = AnalysisOptions::default();
-    let mut repo = Repo {
-        files: BTreeMap::new(),
-    };
-    repo.set(
-        "definitions/pod-disruption-budget.cue",
-        include_str!("../../../examples/repo/definitions/pod-disruption-budget.cue").to_owned(),
-    );
+    let mut repo = Repo::with_pdb_definition();
     repo.set("apps/b.yaml", app("b", "webservice", "nginx:latest", ""));
     repo.set("apps/c.yaml", app("c", "webservice", "nginx:1.27", PDB));
     repo.set("apps/e.yaml", app("e", "nope", "nginx:1.27", ""));
@@ -768,13 +773,7 @@ fn packed_texts(output: &crate::SharedOutput) -> Vec<(String, Vec<usize>)> {
 fn cached_objects_are_packed_once_and_give_back_the_rendered_objects() {
     let definitions = Definitions::builtin();
     let options = AnalysisOptions::default();
-    let mut repo = Repo {
-        files: BTreeMap::new(),
-    };
-    repo.set(
-        "definitions/pod-disruption-budget.cue",
-        include_str!("../../../examples/repo/definitions/pod-disruption-budget.cue").to_owned(),
-    );
+    let mut repo = Repo::with_pdb_definition();
     repo.set("apps/b.yaml", app("b", "webservice", "nginx:1.26", ""));
     repo.set("apps/c.yaml", app("c", "webservice", "nginx:1.27", PDB));
     let mut cache = AnalysisCache::new();
@@ -814,14 +813,7 @@ fn patch_step_output(
     definitions: &Definitions,
     cache: &mut AnalysisCache,
 ) -> (crate::SharedOutput, crate::SourceMap) {
-    let changes: Vec<FileChange> = changed
-        .iter()
-        .map(|path| FileChange {
-            path: (*path).to_owned(),
-            contents: repo.files.get(*path).cloned(),
-            blob_id: None,
-        })
-        .collect();
+    let changes = repo.changes(changed);
     analyze_changes(&changes, definitions, &AnalysisOptions::default(), cache)
         .expect("an in-place edit of an Application file is patched")
 }
