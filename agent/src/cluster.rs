@@ -225,6 +225,17 @@ impl Cluster {
         Ok(Cluster::from_client(client, options))
     }
 
+    /// A cluster no request can reach (connections refused at once): every request counts,
+    /// and fails. For tests that must show a path makes no request.
+    #[cfg(test)]
+    pub(crate) fn offline() -> Cluster {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a valid URL"));
+        Cluster::from_client(
+            Client::try_from(config).expect("a client for a plain-HTTP URL"),
+            &ClusterOptions::default(),
+        )
+    }
+
     /// Wraps an existing client.
     pub fn from_client(client: Client, options: &ClusterOptions) -> Cluster {
         Cluster {
@@ -788,18 +799,9 @@ mod watch_cache_tests {
         }
     }
 
-    /// A cluster whose client is never used (no request is made by these tests).
-    fn offline_cluster() -> Cluster {
-        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-        Cluster::from_client(
-            Client::try_from(config).unwrap(),
-            &ClusterOptions::default(),
-        )
-    }
-
     #[tokio::test]
     async fn the_cache_answers_only_present_objects_and_leaves_absence_to_the_cluster() {
-        let cluster = offline_cluster();
+        let cluster = Cluster::offline();
         let state = std::sync::Mutex::new(CollectionState::default());
         let mut wanted = vec![config_map("held"), config_map("missing")];
         assert_eq!(
@@ -863,7 +865,7 @@ mod watch_cache_tests {
 
     #[tokio::test]
     async fn without_a_cache_writes_and_cached_reads_are_no_ops() {
-        let cluster = offline_cluster();
+        let cluster = Cluster::offline();
         cluster.wrote(&config_map("a"), Written::Gone);
         assert_eq!(cluster.watch_stats(), None);
         assert_eq!(

@@ -1472,15 +1472,6 @@ mod tests {
         assert!(settled.iter().all(|object| !object.hash.is_empty()));
     }
 
-    /// A cluster no request can reach (refused at once): every request counts, and fails.
-    fn offline_cluster() -> Cluster {
-        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-        Cluster::from_client(
-            kube::Client::try_from(config).unwrap(),
-            &crate::cluster::ClusterOptions::default(),
-        )
-    }
-
     /// Whether [`apply::apply_app`] of this observation made no request and reported the app
     /// applied with no object acted on.
     async fn apply_is_a_no_op(
@@ -1488,7 +1479,7 @@ mod tests {
         app_plan: &AppPlan,
         options: &ApplyOptions,
     ) -> bool {
-        let cluster = offline_cluster();
+        let cluster = Cluster::offline();
         let store = TrackerStore::new(&cluster, crate::tracker::DEFAULT_NAMESPACE);
         let report = apply::apply_app(&cluster, &store, observation, app_plan, options).await;
         report.outcome == ApplyOutcome::Applied

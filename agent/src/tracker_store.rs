@@ -505,15 +505,6 @@ fn parse(stored: &StoredRecord) -> Result<TrackerRecord, TrackerError> {
 mod tests {
     use super::*;
 
-    /// A cluster no request can reach (refused at once): every request counts, and fails.
-    fn offline_cluster() -> Cluster {
-        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-        Cluster::from_client(
-            kube::Client::try_from(config).unwrap(),
-            &crate::cluster::ClusterOptions::default(),
-        )
-    }
-
     fn app(name: &str) -> AppRef {
         AppRef {
             namespace: "team".to_owned(),
@@ -523,7 +514,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_listed_tracker_answers_one_read_then_the_cluster_does() {
-        let cluster = offline_cluster();
+        let cluster = Cluster::offline();
         let mut store = TrackerStore::new(&cluster, crate::tracker::DEFAULT_NAMESPACE);
         let shop = app("shop");
         let record = TrackerRecord::new(&shop);
