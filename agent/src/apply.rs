@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::cluster::{Cluster, describe_error, has_status};
 use crate::observe::{self, AppObservation, ApplyNeeds, OrphanObservation, crd_kinds, not_served};
 use crate::ownership;
-use crate::plan::{Action, AppPlan, ObjectRef};
+use crate::plan::{Action, AppPlan, Change, ObjectRef};
 use crate::planner::{DesiredObject, Observed, keep_live_paths};
 use crate::policy::{ApplyOnceMoment, Propagation};
 use crate::tracker::{EntryState, TrackedEntry, TrackerRecord};
@@ -281,13 +281,10 @@ pub(crate) fn nothing_to_apply(
             .diagnostics
             .iter()
             .any(|diagnostic| diagnostic.severity == analyzer::Severity::Error)
-        && plan.changes.iter().all(|change| {
-            change.action == Action::Unchanged
-                && !change
-                    .reason
-                    .as_deref()
-                    .is_some_and(|reason| reason.starts_with("not pruned"))
-        })
+        && plan
+            .changes
+            .iter()
+            .all(|change| change.action == Action::Unchanged && !leaves_tracker(change))
         && observation.live.objects.is_empty()
         && tracker.app.as_ref() == Some(&desired.app)
         && tracker.source == options.source
@@ -385,15 +382,19 @@ async fn prune(
     // The entries of objects kept by a policy stay; those whose objects no longer carry our
     // marks leave the tracker without being deleted (invariant 4).
     for change in &plan.changes {
-        if change.action == Action::Unchanged
-            && change
-                .reason
-                .as_deref()
-                .is_some_and(|reason| reason.starts_with("not pruned"))
-        {
+        if change.action == Action::Unchanged && leaves_tracker(change) {
             record.entries.remove(&change.object);
         }
     }
+}
+
+/// A change the planner left unchanged because the object no longer carries this app's marks
+/// (`planner.rs`: "not pruned: ..."): its entry leaves the tracker, the object stays.
+fn leaves_tracker(change: &Change) -> bool {
+    change
+        .reason
+        .as_deref()
+        .is_some_and(|reason| reason.starts_with("not pruned"))
 }
 
 /// Deletes one tracked object after re-reading it: only when it still carries our marks, with a
