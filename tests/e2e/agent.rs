@@ -21,171 +21,20 @@
 //! If Gitea cannot be started the test fails and says why; it never skips. Waiting is bounded
 //! polling of Gitea's API and the cluster, never fixed sleeps.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result, anyhow, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use serde_json::{Value, json};
 
 use crate::support::agent::{AgentProcess, WorkTree, free_port, wait_for};
 use crate::support::apps::config_map_app;
-use crate::support::cluster::{TestCluster, TestNamespace, hack_script};
+use crate::support::cluster::{TestCluster, TestNamespace};
+use crate::support::gitea::{Gitea, repo_with_one_app};
 
-const GITEA_INSTANCE: &str = "e2e";
 const WEBHOOK_SECRET: &str = "e2e-webhook-secret";
-
-/// The Gitea instance shared by the tests in this process.
-#[derive(Clone)]
-struct Gitea {
-    url: String,
-    token: String,
-    user: String,
-}
-
-impl Gitea {
-    /// Starts (or reuses) Gitea with `hack/gitea.sh up --name e2e`.
-    fn shared() -> Result<Gitea> {
-        static GITEA: OnceLock<Result<(String, PathBuf), String>> = OnceLock::new();
-        let (url, token_file) = GITEA
-            .get_or_init(|| gitea_sh_up().map_err(|error| format!("{error:#}")))
-            .clone()
-            .map_err(|error| anyhow!("Gitea could not be started:\n{error}"))?;
-        let token = std::fs::read_to_string(&token_file)
-            .with_context(|| format!("reading {}", token_file.display()))?
-            .trim()
-            .to_owned();
-        Ok(Gitea {
-            url,
-            token,
-            user: "driftless".to_owned(),
-        })
-    }
-
-    async fn api(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value> {
-        let url = format!("{}/api/v1{path}", self.url);
-        let mut request = reqwest::Client::new()
-            .request(method.clone(), &url)
-            .header("authorization", format!("token {}", self.token));
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request
-            .send()
-            .await
-            .with_context(|| format!("{method} {path}"))?;
-        let status = response.status();
-        let text = response.text().await?;
-        ensure!(
-            status.is_success(),
-            "{method} {path}: HTTP {status}: {text}"
-        );
-        Ok(if text.trim().is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text)?
-        })
-    }
-
-    /// Clone/push URL with the token as password (test-only; the agent gets it via config).
-    fn push_url(&self, repo: &str) -> String {
-        let host = self.url.trim_start_matches("http://");
-        format!(
-            "http://{}:{}@{host}/{}/{repo}.git",
-            self.user, self.token, self.user
-        )
-    }
-
-    fn clone_url(&self, repo: &str) -> String {
-        format!("{}/{}/{repo}.git", self.url, self.user)
-    }
-
-    /// Every status on a commit, oldest first, page by page (a drift schedule every 2 seconds
-    /// soon writes more than one page).
-    async fn statuses(&self, repo: &str, sha: &str) -> Result<Vec<(String, String, String)>> {
-        const PAGE: usize = 50;
-        let mut out: Vec<(i64, String, String, String)> = Vec::new();
-        for page in 1.. {
-            let statuses = self
-                .api(
-                    reqwest::Method::GET,
-                    &format!(
-                        "/repos/{}/{repo}/commits/{sha}/statuses?limit={PAGE}&page={page}&sort=oldest",
-                        self.user
-                    ),
-                    None,
-                )
-                .await?;
-            let statuses = statuses.as_array().cloned().unwrap_or_default();
-            out.extend(statuses.iter().map(|status| {
-                (
-                    status["id"].as_i64().unwrap_or(0),
-                    status["context"].as_str().unwrap_or("").to_owned(),
-                    status["status"]
-                        .as_str()
-                        .or(status["state"].as_str())
-                        .unwrap_or("")
-                        .to_owned(),
-                    status["description"].as_str().unwrap_or("").to_owned(),
-                )
-            }));
-            if statuses.len() < PAGE {
-                break;
-            }
-        }
-        out.sort();
-        Ok(out
-            .into_iter()
-            .map(|(_, context, state, description)| (context, state, description))
-            .collect())
-    }
-
-    /// The latest state and description per context.
-    async fn latest_statuses(
-        &self,
-        repo: &str,
-        sha: &str,
-    ) -> Result<std::collections::BTreeMap<String, (String, String)>> {
-        let mut latest = std::collections::BTreeMap::new();
-        for (context, state, description) in self.statuses(repo, sha).await? {
-            latest.insert(context, (state, description));
-        }
-        Ok(latest)
-    }
-
-    async fn comments(&self, repo: &str, pull: u64) -> Result<Vec<(u64, String)>> {
-        let comments = self
-            .api(
-                reqwest::Method::GET,
-                &format!("/repos/{}/{repo}/issues/{pull}/comments", self.user),
-                None,
-            )
-            .await?;
-        Ok(comments
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .map(|comment| {
-                (
-                    comment["id"].as_u64().unwrap_or(0),
-                    comment["body"].as_str().unwrap_or("").to_owned(),
-                )
-            })
-            .collect())
-    }
-}
-
-fn gitea_sh_up() -> Result<(String, PathBuf)> {
-    let stdout = hack_script("gitea.sh", &["up", "--name", GITEA_INSTANCE])?;
-    let lines: Vec<&str> = stdout.lines().collect();
-    let [url, token_file] = lines.as_slice() else {
-        bail!("`hack/gitea.sh up` printed {stdout:?}, expected the base URL and the token file");
-    };
-    Ok((url.trim().to_owned(), PathBuf::from(token_file.trim())))
-}
 
 fn broken_app(name: &str, namespace: &str) -> String {
     format!(
@@ -519,29 +368,6 @@ server: {{ listen: '127.0.0.1:{port}' }}
         kubeconfig = kubeconfig.display(),
         cache = work.join("cache").display(),
     ))
-}
-
-/// A fresh Gitea repository holding one ConfigMap app in `ns`; returns the repo name, the
-/// source name and the pushed commit.
-async fn repo_with_one_app(
-    gitea: &Gitea,
-    prefix: &str,
-    ns: &str,
-) -> Result<(String, String, String)> {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
-    let repo = format!("{prefix}-{}-{nanos:x}", std::process::id());
-    let source = format!("{prefix}-{:x}", nanos & 0xffff_ffff);
-    gitea
-        .api(
-            reqwest::Method::POST,
-            "/user/repos",
-            Some(json!({"name": repo, "default_branch": "main"})),
-        )
-        .await?;
-    let tree = WorkTree::new(gitea.push_url(&repo))?;
-    tree.write("apps/app.yaml", &config_map_app("app", ns, "blue"))?;
-    let commit = tree.commit_and_push("one app", "main")?;
-    Ok((repo, source, commit))
 }
 
 fn color(config_map: &ConfigMap) -> Option<&str> {

@@ -6,3 +6,4 @@ pub mod agent;
 pub mod apps;
 pub mod cli;
 pub mod cluster;
+pub mod gitea;
