@@ -21,7 +21,7 @@
 //! once across all sources. Apps of one revision are applied side by side under that bound;
 //! their statuses still go out in app order.
 //!
-//! Work per commit grows with what changed, not with what exists (issue #9): each source keeps
+//! Work per commit grows with what changed, not with what exists: each source keeps
 //! an [`AnalysisCache`], so only apps whose inputs changed are rendered and checked again; the
 //! render shares the unchanged apps' results with the cache ([`SharedOutput`]), so an unchanged
 //! app is recognised by pointer ([`Arc::ptr_eq`]) without comparing its objects, and the apps to
@@ -279,7 +279,7 @@ async fn connect_cluster(config: &Config) -> Result<Arc<Cluster>, AgentError> {
         }
     };
     // The agent plans every app on each drift check: it keeps the collections it reads
-    // current through watches (issue #9; `watch_cache` has the rules).
+    // current through watches (`watch_cache` has the rules).
     Ok(Arc::new(cluster.with_watch_cache()))
 }
 
@@ -708,7 +708,7 @@ impl SourceWorker {
                 tasks.push(Box::pin(async move {
                     // Boxed when it starts (after its permit), not up front: an unpolled
                     // future takes its whole state machine's size (~9 KB), so every app's
-                    // apply held at once was ~90 MB at 10,000 apps (issue #9).
+                    // apply held at once was ~90 MB at 10,000 apps.
                     Box::pin(live::apply_live(cluster, &single, options)).await
                 }));
             }
@@ -872,7 +872,7 @@ impl SourceWorker {
     /// differs from the deployed revision's. For a deploy, every app when nothing was deployed
     /// yet; for a preview (`deploy` false), every app that differs from the deployed revision.
     ///
-    /// O(changed apps) (issue #9): when both renders hold the same apps, the chunks the render
+    /// O(changed apps): when both renders hold the same apps, the chunks the render
     /// shares with the deployed one ([`analyzer::Chunked::same_chunk`]) are skipped whole, and
     /// only the apps of other chunks and the apps whose last deploy did not settle are
     /// looked at; otherwise one merge walk over both renders (both sorted by app; an app the
@@ -1217,7 +1217,7 @@ impl SourceWorker {
 }
 
 /// Logs (debug) the agent's resident memory and its peak so far at the end of a phase of a
-/// deploy or drift check: the phase where the peak grows is the one that sets it (issue #9;
+/// deploy or drift check: the phase where the peak grows is the one that sets it (
 /// `hack/scale.sh` runs the agent with these lines on). Nothing where there is no procfs.
 fn note_memory(phase: &str) {
     if !tracing::enabled!(tracing::Level::DEBUG) {

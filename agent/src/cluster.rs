@@ -91,7 +91,7 @@ pub struct Cluster {
     discovery: Mutex<BTreeMap<String, Option<ServedResources>>>,
     /// Objects read in bulk by [`Cluster::prefetch`], as compact JSON text (parsed when taken:
     /// a namespace of 1,000 apps is ~3,500 live objects, several times larger as
-    /// `serde_json::Value`s than as text; issue #9): `None` when the listed collection did not
+    /// `serde_json::Value`s than as text): `None` when the listed collection did not
     /// hold the object. Each entry is taken at most once, so a later read asks the cluster again.
     prefetched: std::sync::Mutex<BTreeMap<ObjectRef, Option<Box<str>>>>,
     /// Requests made so far (every one takes a token first), for tests and benchmarks that

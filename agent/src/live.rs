@@ -49,7 +49,7 @@ impl Default for LiveOptions {
 
 /// The rendered apps a live plan reads: owned (the CLI's [`RenderOutput`]) or shared with the
 /// agent's analysis cache ([`SharedApps`]). The agent's first deploy and every drift check plan
-/// every app; sharing them keeps one copy of the render instead of two (issue #9).
+/// every app; sharing them keeps one copy of the render instead of two.
 pub trait RenderedApps: Sync {
     type App: AppRender;
     /// Sorted by [`AppRef`].
@@ -368,14 +368,14 @@ async fn plan_desired<A: AppRender>(
     // Only the trackers of apps missing from Git are orphan candidates (`observe_orphans`
     // skips the others): the rest are dropped now rather than held through every group's
     // observation, which reads each app's tracker from the store's list (at 10,000 apps a
-    // parsed copy of every tracker, ~20 MB; issue #9).
+    // parsed copy of every tracker, ~20 MB).
     let trackers = trackers.map(|mut trackers| {
         if let Some(in_git) = in_git {
             trackers.retain(|app, _| !in_git.contains(app));
         }
         trackers
     });
-    // One LIST per (kind, namespace) instead of a GET per object and tracker (issue #9).
+    // One LIST per (kind, namespace) instead of a GET per object and tracker.
     let tracker_namespace = (!store.has_listed()).then_some(options.tracker_namespace.as_str());
     // A plan that keeps only the plan (or what an apply reads) observes one namespace of apps at
     // a time: the LISTs are per namespace anyway, so the requests stay the same while memory
@@ -529,7 +529,7 @@ fn drop_settled(observation: &mut AppObservation, app_plan: &AppPlan) {
 /// tracker entry records the desired hash). An apply of such an app reads only its objects'
 /// identities and hashes (no write, no adoption), and health after it only their identities;
 /// at a first deploy of 10,000 unchanged apps this is a copy of the whole render held through
-/// the apply (issue #9). Only for apps applied as a whole ([`Keep::ForWholeApply`]): workflows
+/// the apply. Only for apps applied as a whole ([`Keep::ForWholeApply`]): workflows
 /// apply from the desired objects.
 fn drop_settled_json(observation: &mut AppObservation, app_plan: &AppPlan) {
     let Some(tracker) = &observation.tracker else {
@@ -799,7 +799,7 @@ pub struct PlanInputs {
 /// [`applications_from_sources`], without holding every app's manifest at once. Each file's
 /// Applications are reduced to those as soon as the file is parsed (files in parallel), and
 /// only workflow apps keep their manifest: at 10,000 apps the parsed manifests of every app
-/// were ~100 MiB on top of the plan (issue #9).
+/// were ~100 MiB on top of the plan.
 pub fn plan_inputs<R: RenderedApps>(
     output: &R,
     sources: &SourceMap,

@@ -82,7 +82,7 @@ pub enum ApplyNeeds {
     /// with no object acted on (`apply::nothing_to_apply`), so the plan kept only the app's
     /// identity ([`AppObservation::nothing_to_apply`]). At a deploy of 10,000 unchanged apps
     /// this is nearly every app, whose desired identities, hashes and parsed trackers were held
-    /// through the whole apply (issue #9).
+    /// through the whole apply.
     Nothing,
 }
 
@@ -132,7 +132,7 @@ pub async fn desired_apps<A: AppRender>(
 /// Builds desired apps (as [`desired_apps`]) a slice of a render at a time, with the scopes
 /// discovery found for every kind of the whole render: a live plan of every app builds one
 /// namespace group's desired objects at a time and drops what it will not apply before the
-/// next (issue #9), instead of holding a marked copy of every rendered object at once.
+/// next, instead of holding a marked copy of every rendered object at once.
 pub struct DesiredBuilder<'a> {
     scopes: BTreeMap<(String, String), Scope>,
     policies: &'a BTreeMap<AppRef, Vec<Policy>>,

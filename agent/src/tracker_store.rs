@@ -314,7 +314,7 @@ pub struct TrackerStore<'a> {
     /// Every tracker by name, as [`TrackerStore::list_and_keep`] listed them: reads answer from
     /// it instead of asking the cluster again. A read takes its record out (`None` left behind):
     /// a plan reads each app's tracker once, and the texts of every tracker held through the
-    /// whole plan were ~12 MB at 10,000 apps (issue #9). A tracker read again after that is
+    /// whole plan were ~12 MB at 10,000 apps. A tracker read again after that is
     /// read from the cluster.
     listed: Option<std::sync::Mutex<BTreeMap<String, Option<StoredRecord>>>>,
     /// The listed trackers came from the watch cache, which leaves out trackers with a write it

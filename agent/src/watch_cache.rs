@@ -1,4 +1,4 @@
-//! A watch cache of live objects for a long-running agent (issue #9): one `kube::runtime`
+//! A watch cache of live objects for a long-running agent: one `kube::runtime`
 //! watcher per (kind, namespace) a plan reads, each keeping its collection current, so the
 //! agent's plans of every app (drift checks) read the cluster from memory instead of LISTing it.
 //!

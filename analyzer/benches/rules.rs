@@ -1,4 +1,4 @@
-//! The analysis beyond the render (issue #8): `analyze_snapshot` next to `render_snapshot` on
+//! The analysis beyond the render: `analyze_snapshot` next to `render_snapshot` on
 //! the same `loadgen` apps, so the difference is the rules, OpenAPI validation and the rest of
 //! the analysis pipeline. Small on purpose (300 apps): it is meant to be run under callgrind,
 //! where per-function costs show what each rule costs per object.

@@ -5,7 +5,7 @@
 //! It is plain data owned by the caller (the agent keeps one per source, across commits) and
 //! does no I/O. [`analyze_snapshot_incremental`] gives exactly what [`crate::analyze_snapshot`]
 //! gives for the same snapshot, whatever the cache holds. What a commit that changes one app
-//! among N costs (issue #9):
+//! among N costs:
 //! - loading parses only the files whose path, id and content changed (`cache/files.rs`);
 //!   the others' parses are shared (`Arc`), after a byte comparison of each file's text;
 //! - render and per-app rules run for the changed apps only (this file);
@@ -75,7 +75,7 @@ pub fn analyze_snapshot_incremental(
 
 /// [`analyze_snapshot_incremental`] without copying the apps reused from the cache: each app
 /// of the output is shared with the cache (`Arc`), so a commit that changes one app among
-/// 10,000 copies one app's result, not 10,000 (issue #9). An app that a cross-app rule
+/// 10,000 copies one app's result, not 10,000. An app that a cross-app rule
 /// reports on is a copy of its own. The apps' objects are compact JSON text
 /// ([`PackedApp`]), as the cache keeps them: packed once when the app is analysed.
 ///
@@ -95,7 +95,7 @@ pub type BlobId = [u8; 20];
 /// [`analyze_snapshot_shared`] for a snapshot whose files come with their blob ids
 /// (`blob_ids[i]` is the id of `snapshot.files[i]`'s text, ignored unless there is one per
 /// file): a file whose id is the cached one is unchanged without comparing its text, so a
-/// commit reads only the changed files' texts (issue #9). The agent knows the ids from its git
+/// commit reads only the changed files' texts. The agent knows the ids from its git
 /// tree walk. Same output as [`analyze_snapshot_shared`].
 pub fn analyze_snapshot_shared_with_ids(
     snapshot: &Snapshot,
@@ -120,7 +120,7 @@ pub struct FileChange {
 }
 
 /// The analysis of the cache's last snapshot with `changes` applied, costing what changed
-/// rather than what exists (issue #9): only the changed files are parsed and their apps
+/// rather than what exists: only the changed files are parsed and their apps
 /// rendered and checked; every other file and app is the last analysis's, not visited at all
 /// (the output shares them in chunks, [`Chunked`]). `changes` must name every file whose text
 /// differs from that snapshot (a git tree-to-tree diff does; other paths are ignored as the
@@ -386,7 +386,7 @@ impl AnalysisCache {
     /// an app is rendered and checked nothing reads it again but a new render of the same
     /// parse (a definition it uses changed), and that re-parses the file's text, which the
     /// source map holds anyway ([`full_app`]). At 10,000 apps these values are a
-    /// `serde_json::Value` tree of every manifest held for the agent's lifetime (issue #9).
+    /// `serde_json::Value` tree of every manifest held for the agent's lifetime.
     /// The positions and the decoded `Application` but for its properties stay: cross-app
     /// rules and settings read them for apps that did not change. Each app is slimmed once: a reused app costs a
     /// look at its value.
@@ -394,7 +394,7 @@ impl AnalysisCache {
         // A batch of entries at a time, each batch replaced everywhere before the next is
         // copied: a full app dies once its last holder has its slim copy, so the slim copies
         // and the full apps they replace overlap by one batch, not by every app (at 10,000
-        // apps that overlap was ~36 MiB on top of the analysis; issue #9).
+        // apps that overlap was ~36 MiB on top of the analysis).
         // One app per batch in tests: their few apps cross batches.
         const BATCH: usize = if cfg!(test) { 1 } else { 256 };
         let mut start = 0;

@@ -1,5 +1,5 @@
 //! Rendered objects as compact JSON text ([`PackedObjects`]): the form the analysis cache keeps
-//! them in, and the agent's render with it (issue #9: as `serde_json::Value` trees, every map,
+//! them in, and the agent's render with it (as `serde_json::Value` trees, every map,
 //! key and string its own allocation, the objects of 10,000 apps were ~170 MB; as text, a few
 //! times less).
 //!

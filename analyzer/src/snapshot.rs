@@ -43,7 +43,7 @@ struct SourceEntry {
 
 /// One registered file (path, text, line index), shareable between source maps: the
 /// incremental analysis keeps the last snapshot's and registers an unchanged file's entry again
-/// instead of copying its text and indexing its lines (issue #9).
+/// instead of copying its text and indexing its lines.
 #[derive(Debug, Clone)]
 pub(crate) struct SharedSource(std::sync::Arc<SourceEntry>);
 

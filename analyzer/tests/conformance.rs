@@ -1,4 +1,4 @@
-//! The KubeVela render conformance harness (issue #4, CONFORMANCE.md).
+//! The KubeVela render conformance harness (CONFORMANCE.md).
 //!
 //! Every example Application found under `shared/kubevela/` by `hack/regen-conformance.sh` is
 //! listed in `tests/conformance/manifest.json` with the outcome of the real

@@ -8,7 +8,7 @@
 //! rendered again. Both still visit every file and app (a hash-map lookup per file, a pointer
 //! comparison and a reference count per app). `analyze_changes` is told the changed file
 //! (`analyzer::analyze_changes`, as the agent's git tree diff tells it) and visits nothing
-//! else: its figure should be about the same whatever the number of apps (issue #9).
+//! else: its figure should be about the same whatever the number of apps.
 //!
 //! ```sh
 //! cargo bench -p loadgen --bench incremental

@@ -1,5 +1,5 @@
 //! Render and analysis at scale over `loadgen`'s apps: 1, 1,000 and 10,000 apps rendered, and
-//! the analysis of 1,000 and 10,000 (issue #9; the budget in DESIGN.md §4 is 10,000 apps in under 2 s on
+//! the analysis of 1,000 and 10,000 (the budget in DESIGN.md §4 is 10,000 apps in under 2 s on
 //! 2 cores). The built-in definitions are parsed once, outside the timed loop, as in the agent.
 //!
 //! ```sh

@@ -1,5 +1,5 @@
 //! Generates N realistic KubeVela-style Applications, laid out as a GitOps repository, for the
-//! scale benchmarks (issue #9, `hack/scale.sh`, criterion benches).
+//! scale benchmarks (`hack/scale.sh`, criterion benches).
 //!
 //! The apps follow the shape of KubeVela's own load-test templates
 //! (`hack/load-test/app-templates/` in the KubeVela repository): a `webservice` component with

@@ -924,7 +924,7 @@ fn counter(metrics: &str, name: &str) -> Result<u64> {
         .with_context(|| format!("no sample of {name} in:\n{metrics}"))
 }
 
-/// The render, plan and apply of a commit grow with what changed (issue #9): after the first
+/// The render, plan and apply of a commit grow with what changed: after the first
 /// deploy, a commit changing one app of five renders that app again and plans only it (the
 /// render cache and plan metrics say so), the unchanged apps' objects are not written (same
 /// resourceVersion), and a commit removing an app still deletes that app's objects.

@@ -1,4 +1,4 @@
-//! The live plan at scale reads in bulk (issue #9): one LIST per (kind, namespace) instead of a
+//! The live plan at scale reads in bulk: one LIST per (kind, namespace) instead of a
 //! GET per object and per tracker, and no server-side-apply dry run for objects the tracker
 //! proves unchanged — also when a controller moved their resourceVersion by writing `status`.
 //! A plan of unchanged apps makes the same number of requests for 4 apps as for 12. Small here,

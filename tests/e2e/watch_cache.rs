@@ -1,4 +1,4 @@
-//! The agent's watch cache against the real cluster (issue #9): once synced, a plan of unchanged
+//! The agent's watch cache against the real cluster: once synced, a plan of unchanged
 //! apps makes no request at all (no LIST, no GET); an out-of-band change is seen as drift
 //! through the watch; an object deleted out of band is reported, its absence read from the
 //! apiserver (the cache never answers "absent"). Small, so it runs in seconds.

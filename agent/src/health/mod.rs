@@ -215,7 +215,7 @@ pub fn of_app(
 
 fn typed<T: DeserializeOwned>(live: &Value, rule: fn(&T) -> Health) -> Health {
     // Read in place: a copy of every live object first was a large share of rating 10,000
-    // apps (issue #9).
+    // apps.
     match T::deserialize(live) {
         Ok(object) => rule(&object),
         Err(error) => Health::unknown(format!("cannot read the object: {error}")),

@@ -52,7 +52,7 @@ impl StatusRules {
 
 /// One status CUE snippet, parsed at most once however many apps and objects it rates: every
 /// app of a type shares it ([`StatusCatalog`]). At 10,000 apps, parsing the snippet again per
-/// component was a large share of a plan (issue #9); a shared parse also lets the evaluator
+/// component was a large share of a plan; a shared parse also lets the evaluator
 /// keep its per-file work (compile checks, untouched optional fields) across apps.
 #[derive(Clone)]
 pub struct Snippet(Arc<SnippetInner>);
@@ -162,7 +162,7 @@ pub struct ComponentStatus {
     pub component_type: String,
     /// The component's `properties`; `{}` when absent, and when no snippet of `rules` reads
     /// `parameter` ([`StatusRules::reads_parameter`]): a plan holds every app's statuses, and
-    /// copying properties no snippet reads was most of them (issue #9).
+    /// copying properties no snippet reads was most of them.
     pub parameter: Value,
     pub rules: StatusRules,
     pub traits: Vec<TraitStatus>,

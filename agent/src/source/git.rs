@@ -101,7 +101,7 @@ pub struct GitRepo {
     config: Arc<SourceConfig>,
     dir: PathBuf,
     /// The texts of the last snapshot's files by blob id: a commit that changes one file of
-    /// 10,000 reads one blob, not 10,000 (issue #9). Replaced by each snapshot, so it holds one
+    /// 10,000 reads one blob, not 10,000. Replaced by each snapshot, so it holds one
     /// revision's texts at most.
     texts: Arc<std::sync::Mutex<std::collections::HashMap<git2::Oid, String>>>,
 }
@@ -401,7 +401,7 @@ impl GitRepo {
     /// commits, with their new text and blob id (`None` text: removed, or no longer UTF-8 and so
     /// out of the snapshot), from a tree-to-tree diff: unchanged subtrees are skipped by id
     /// and only the changed blobs are read, so a commit that changes one file of 10,000 costs
-    /// one file (issue #9). For [`analyzer::analyze_changes`].
+    /// one file. For [`analyzer::analyze_changes`].
     ///
     /// # Errors
     ///

@@ -1,5 +1,5 @@
 //! A list shared between analyses in chunks: cloning it copies one pointer per chunk, not one
-//! per element, and changing one element copies that element's chunk at most (issue #9: the
+//! per element, and changing one element copies that element's chunk at most (the
 //! source map and the apps of an analysis that changed one app among 10,000 are the previous
 //! ones but for that app, and must not cost 10,000 pointer copies to hand over).
 

@@ -1,7 +1,7 @@
 //! The per-file load cache: what loading made of each file of the previous snapshot (its
 //! source-map entry with the line index, its YAML documents with positions, its Applications
 //! decoded, its `.cue` definition parsed), reused for a file whose path, text and file id are
-//! unchanged, so a commit that changes one file of 10,000 parses one file (issue #9). The text
+//! unchanged, so a commit that changes one file of 10,000 parses one file. The text
 //! is recognised by its blob id when the caller gives one (the agent knows each file's git
 //! blob id), otherwise by a byte comparison.
 //!

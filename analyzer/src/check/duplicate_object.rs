@@ -31,7 +31,7 @@ type Owners = BTreeMap<AppRef, Vec<(usize, String)>>;
 pub(crate) type AppObjects = Vec<(ObjectKey, usize, String)>;
 
 /// Which apps render which object identities, kept across analyses by the incremental cache
-/// so that a commit updates it for the apps it changed only (issue #9), instead of indexing
+/// so that a commit updates it for the apps it changed only, instead of indexing
 /// every object of every app again. The uncached analysis fills a fresh one with every app:
 /// one code path, so both give the same diagnostics.
 #[derive(Debug, Default)]

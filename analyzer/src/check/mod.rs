@@ -248,7 +248,7 @@ pub(crate) fn analyze<O: crate::cache::Form>(
 /// The analysis of a snapshot that differs from the cache's last one in the apps of
 /// `patch.apps` only (`cache::analyze_changes` checked that, and patched the loaded state):
 /// those apps are rendered and checked, the cross-app rule runs on its index, and every other
-/// app and output-wide diagnostic is the last analysis's, unvisited (issue #9: O(change)).
+/// app and output-wide diagnostic is the last analysis's, unvisited (O(change)).
 pub(crate) fn analyze_patch(
     patched: &[usize],
     options: &AnalysisOptions,

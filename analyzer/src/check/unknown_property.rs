@@ -54,7 +54,7 @@ pub(crate) type SchemaMemo = BTreeMap<DefinitionKind, BTreeMap<String, ([u8; 32]
 /// The `parameter` schema of a definition, evaluated the first time a rule asks for it (per
 /// analysis, or once for as long as the definition is unchanged when the caller keeps the
 /// [`SchemaMemo`]): a commit that changes one app among 10,000 walks no other app to find the
-/// definitions in use, and evaluates no template again (issue #9).
+/// definitions in use, and evaluates no template again.
 #[derive(Debug)]
 pub(crate) struct ParameterSchemas<'a> {
     definitions: &'a Definitions,

@@ -69,7 +69,7 @@ pub(crate) fn load_snapshot(
 
 /// [`load_snapshot`], taking from `file_cache` the parse of every file whose path, id and
 /// text are those of the earlier load (and its source-map entry when path and text are), and
-/// leaving in it this load's (issue #9: a commit that changes one file of 10,000 parses and
+/// leaving in it this load's (a commit that changes one file of 10,000 parses and
 /// indexes one file). Same result as without a cache. `blob_ids`, one per file of the
 /// snapshot when given, let the cache recognise an unchanged text by its id instead of
 /// comparing bytes.

@@ -1,6 +1,6 @@
 //! The loader's quickest path: a line scanner for the block-style YAML that manifests are
 //! written in, feeding the same [`Builder`] as the event path, without granit-parser's
-//! tokenizer (its events were ~84 % of a generated manifest's YAML step; issue #9).
+//! tokenizer (its events were ~84 % of a generated manifest's YAML step).
 //!
 //! It takes only text whose meaning and spans it knows exactly, and gives up (`None`; the
 //! caller runs the event path on the whole file) on anything else:
