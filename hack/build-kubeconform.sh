@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build kubeconform (github.com/yannh/kubeconform) from its Go module into a version-keyed cache
 # outside the repository, for the side-by-side speed comparison of hack/kubeconform-compare.sh
-# (BENCHMARKS.md, "Analyze"). Nothing in `hack/test.sh` needs it.
+# (BENCHMARKS.md, peers). Nothing in `hack/test.sh` needs it.
 #
 #   hack/build-kubeconform.sh      # builds if needed; prints the path of the binary on stdout
 #

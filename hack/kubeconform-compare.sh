@@ -2,7 +2,7 @@
 # Side by side: `driftless analyze` (load, render, every rule, OpenAPI validation) over N loadgen
 # apps versus kubeconform (hack/build-kubeconform.sh) validating the same rendered objects
 # against the same Kubernetes 1.34 OpenAPI data, offline. Prints a markdown table for
-# BENCHMARKS.md ("Analyze").
+# BENCHMARKS.md (peers).
 #
 #   hack/kubeconform-compare.sh [N]        # N apps, default 10000
 #

@@ -17,7 +17,7 @@ use clap::Parser as _;
 use cli::{Cli, Outcome};
 
 // Rendering allocates many small short-lived values; mimalloc cuts the allocator's share of render
-// time from ~45% to ~15% (BENCHMARKS.md, Render).
+// time from ~45% to ~15%.
 // `--features system-alloc` leaves it out so a heap profiler sees every allocation (heaptrack
 // hooks malloc, which mimalloc never calls).
 #[cfg(not(feature = "system-alloc"))]

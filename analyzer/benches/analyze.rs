@@ -5,7 +5,7 @@
 //!
 //! The 10,000 apps are rendered once, outside the measurement: rendering has its own bench
 //! (`render.rs`) and owner. Run with `cargo bench -p analyzer --bench analyze`; figures go to
-//! BENCHMARKS.md ("Analyze").
+//! BENCHMARKS.md.
 
 // Bench code: a failed unwrap is a failed bench.
 #![allow(clippy::unwrap_used)]

@@ -11,7 +11,7 @@ use analyzer::{Definitions, RenderOptions, Snapshot, SourceFile, render_snapshot
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 // The allocator the binary uses (src/main.rs): rendering allocates many small, short-lived
-// values, and glibc malloc spent ~45 % of the render time in malloc/free (BENCHMARKS.md).
+// values, and glibc malloc spent ~45 % of the render time in malloc/free.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
