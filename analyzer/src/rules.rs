@@ -229,6 +229,11 @@ pub const RULES: &[Rule] = &[
         Severity::Error,
         "the app's placements render differently and none is the local cluster",
     ),
+    rule(
+        "yaml-lenient",
+        Severity::Warning,
+        "a YAML file breaks a rule that KubeVela's reader (go-yaml) does not enforce: a repeated mapping key (the last value wins) or an under-indented line of a quoted string",
+    ),
     rule("yaml-syntax", Severity::Error, "a YAML file does not parse"),
 ];
 

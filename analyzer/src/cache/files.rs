@@ -179,6 +179,7 @@ impl FileCache {
                     ParsedDocument::App(Err(diagnostic.clone()))
                 }
                 ParsedDocument::Other(document) => ParsedDocument::Other(document.clone()),
+                ParsedDocument::Warning(diagnostic) => ParsedDocument::Warning(diagnostic.clone()),
             })
             .collect();
         cached.parsed = Arc::new(ParsedFile::Yaml(documents));

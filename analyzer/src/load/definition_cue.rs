@@ -194,6 +194,8 @@ pub(crate) fn finish_definition(
                 .to_owned(),
         );
     }
+    // KubeVela v1.11 rewrites legacy list arithmetic before compiling any template.
+    let template = super::cue_upgrade::upgrade_list_arithmetic(template);
     definition.template_reads = crate::render::template_reads(&template);
     definition.template = Some(Arc::new(template));
     definition

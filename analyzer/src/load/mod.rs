@@ -13,6 +13,7 @@
 //! ignored.
 
 pub(crate) mod application;
+mod cue_upgrade;
 pub(crate) mod definition_cue;
 pub(crate) mod definition_yaml;
 pub(crate) mod yaml;
@@ -161,7 +162,8 @@ pub(crate) fn load_snapshot_cached(
                 for document in documents {
                     match document {
                         ParsedDocument::App(Ok(app)) => apps.push(app.clone()),
-                        ParsedDocument::App(Err(diagnostic)) => {
+                        ParsedDocument::App(Err(diagnostic))
+                        | ParsedDocument::Warning(diagnostic) => {
                             diagnostics.push(diagnostic.clone())
                         }
                         ParsedDocument::Other(document) => load_yaml_document(
@@ -246,6 +248,8 @@ pub(crate) enum ParsedDocument {
     App(Result<Arc<LoadedApp>, Diagnostic>),
     /// Any other document, classified in the serial pass.
     Other(yaml::YamlDocument),
+    /// YAML that go-yaml reads but the spec rejects (`yaml-lenient`).
+    Warning(Diagnostic),
 }
 
 /// Whether loading reads `path` (a YAML file, or a `.cue` file under a definitions folder, not
@@ -284,11 +288,18 @@ fn parse_file(work: &FileWork<'_>, namespaces: &NamespaceRules<'_>) -> ParsedFil
             work.file, work.text, work.path, false,
         ));
     }
-    let documents = match yaml::parse_documents(work.file, work.text) {
-        Ok(documents) => documents,
+    let (documents, warnings) = match yaml::parse_documents_with_warnings(work.file, work.text) {
+        Ok(parsed) => parsed,
         Err(error) => return ParsedFile::YamlError(error),
     };
     let mut file_digest = None;
+    let warnings = warnings.into_iter().map(|warning| {
+        ParsedDocument::Warning(Diagnostic::warning(
+            "yaml-lenient",
+            warning.message,
+            Some(warning.span),
+        ))
+    });
     let parsed = documents
         .into_iter()
         .map(|document| {
@@ -301,6 +312,7 @@ fn parse_file(work: &FileWork<'_>, namespaces: &NamespaceRules<'_>) -> ParsedFil
                 ParsedDocument::Other(document)
             }
         })
+        .chain(warnings)
         .collect();
     ParsedFile::Yaml(parsed)
 }

@@ -6,8 +6,13 @@
 //! the data and where each piece of it came from. Most manifests take the fast path first
 //! (`fast.rs`: the parser's events read directly, same results), which hands anything unusual
 //! back to serde-saphyr.
+//!
+//! What go-yaml (KubeVela's reader) accepts beyond the YAML spec is read too, with a
+//! [`YamlWarning`]: a key repeated in a mapping (the last value wins, as in KubeVela) and, in
+//! `lenient.rs`, a quoted scalar's continuation line indented less than its mapping requires.
 
 mod fast;
+mod lenient;
 
 use cue::{FileId, Span};
 use serde::Deserialize;
@@ -19,6 +24,13 @@ use serde_saphyr::Spanned;
 pub(crate) struct YamlDocument {
     pub(crate) value: serde_json::Value,
     pub(crate) positions: Positions,
+}
+
+/// Where a file departs from the YAML spec in a way go-yaml reads anyway.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct YamlWarning {
+    pub(crate) message: String,
+    pub(crate) span: Span,
 }
 
 /// A YAML error with its position.
@@ -164,20 +176,32 @@ pub(crate) fn escape_segment(segment: &str) -> String {
 
 /// Parses every document of a YAML stream. Null documents (empty, or only comments) are
 /// skipped. A syntax error anywhere fails the whole file: serde-saphyr stops at the first.
+#[cfg(test)]
 pub(crate) fn parse_documents(file: FileId, text: &str) -> Result<Vec<YamlDocument>, YamlError> {
+    parse_documents_with_warnings(file, text).map(|(documents, _)| documents)
+}
+
+/// [`parse_documents`], with where the file relies on go-yaml's leniency.
+pub(crate) fn parse_documents_with_warnings(
+    file: FileId,
+    text: &str,
+) -> Result<(Vec<YamlDocument>, Vec<YamlWarning>), YamlError> {
     match fast::parse_documents(file, text) {
-        Some(documents) => Ok(documents),
-        None => parse_documents_with_serde_saphyr(file, text),
+        Some(documents) => Ok((documents, Vec::new())),
+        None => lenient::parse_documents(file, text),
     }
 }
 
 /// See [`super::yaml_fast_path_mismatch`].
 pub(crate) fn fast_path_mismatch(text: &str) -> Option<String> {
     let fast = fast::parse_documents(FileId(0), text)?;
-    let reference = parse_documents_with_serde_saphyr(FileId(0), text);
+    let reference = lenient::parse_documents(FileId(0), text);
     match reference {
-        Ok(documents) if documents == fast => None,
-        Ok(documents) => Some(format!("fast path: {fast:?}\nserde-saphyr: {documents:?}")),
+        Ok((documents, warnings)) if documents == fast && warnings.is_empty() => None,
+        Ok((documents, warnings)) if documents == fast => {
+            Some(format!("fast path took a file with warnings: {warnings:?}"))
+        }
+        Ok((documents, _)) => Some(format!("fast path: {fast:?}\nserde-saphyr: {documents:?}")),
         Err(error) => Some(format!(
             "fast path: {fast:?}\nserde-saphyr: error {}",
             error.message
@@ -185,24 +209,29 @@ pub(crate) fn fast_path_mismatch(text: &str) -> Option<String> {
     }
 }
 
-/// [`parse_documents`] by serde-saphyr alone: the reference the fast path must equal.
+/// [`parse_documents`] by serde-saphyr alone, repeated keys kept last with a warning each.
 fn parse_documents_with_serde_saphyr(
     file: FileId,
     text: &str,
-) -> Result<Vec<YamlDocument>, YamlError> {
-    let nodes: Vec<Node> = serde_saphyr::from_str_multiple(text).map_err(|error| {
-        let offset = error.location().map_or(0, |location| {
-            location.span().byte_offset().map_or_else(
-                || offset_of_line_col(text, location.line(), location.column()),
-                |offset| offset as u32,
-            )
-        });
-        YamlError {
-            message: clean_message(&error.to_string()),
-            span: Span::new(file, offset, offset),
-        }
-    })?;
-    Ok(nodes
+) -> Result<(Vec<YamlDocument>, Vec<YamlWarning>), YamlError> {
+    let mut options = serde_saphyr::Options::default();
+    // Every entry reaches the visitor, which keeps the last of repeated keys as go-yaml does.
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
+    let nodes: Vec<Node> =
+        serde_saphyr::from_multiple_with_options(text, options).map_err(|error| {
+            let offset = error.location().map_or(0, |location| {
+                location.span().byte_offset().map_or_else(
+                    || offset_of_line_col(text, location.line(), location.column()),
+                    |offset| offset as u32,
+                )
+            });
+            YamlError {
+                message: clean_message(&error.to_string()),
+                span: Span::new(file, offset, offset),
+            }
+        })?;
+    let mut warnings = Vec::new();
+    let documents = nodes
         .into_iter()
         .filter(|node| !matches!(node.value, NodeValue::Null))
         .map(|node| {
@@ -212,10 +241,25 @@ fn parse_documents_with_serde_saphyr(
                 keys: String::new(),
             };
             let root_span = range_of(&node.location);
-            let value = value_into_json(node.value, None, root_span, &mut positions);
+            let mut repeated_keys = Vec::new();
+            let value = value_into_json(
+                node.value,
+                None,
+                root_span,
+                &mut positions,
+                &mut repeated_keys,
+            );
+            warnings.extend(repeated_keys.into_iter().map(|(key, span)| YamlWarning {
+                message: format!(
+                    "mapping key `{key}` is repeated; the last value is used, as KubeVela \
+                     (go-yaml) does: remove this one"
+                ),
+                span: Span::new(file, span.0, span.1),
+            }));
             YamlDocument { value, positions }
         })
-        .collect())
+        .collect();
+    Ok((documents, warnings))
 }
 
 /// serde-saphyr's messages start with `error: line L column C: ` and may carry a rendered
@@ -273,12 +317,14 @@ enum NodeValue {
 }
 
 /// Converts a node to JSON, recording it and its descendants in `positions` in document order.
-/// `key` is the node's mapping key: its span and its text.
+/// `key` is the node's mapping key: its span and its text. A mapping key repeated later in its
+/// mapping is left out and added to `repeated_keys` (its text and span).
 fn value_into_json(
     value: NodeValue,
     key: Option<((u32, u32), &str)>,
     span: (u32, u32),
     positions: &mut Positions,
+    repeated_keys: &mut Vec<(String, (u32, u32))>,
 ) -> serde_json::Value {
     let index = positions.nodes.len();
     let key_text = key.map_or((0, 0), |(_, text)| {
@@ -308,23 +354,35 @@ fn value_into_json(
                 .into_iter()
                 .map(|item| {
                     let item_span = range_of(&item.referenced);
-                    value_into_json(item.value, None, item_span, positions)
+                    value_into_json(item.value, None, item_span, positions, repeated_keys)
                 })
                 .collect(),
         ),
         NodeValue::Map(entries) => {
             let mut object = serde_json::Map::with_capacity(entries.len());
-            for (entry_key, entry_value) in entries {
+            // go-yaml v2 (through sigs.k8s.io/yaml) keeps the last value of a repeated key.
+            let mut later_keys = std::collections::HashSet::new();
+            let repeated: Vec<bool> = entries
+                .iter()
+                .rev()
+                .map(|(entry_key, _)| !later_keys.insert(entry_key.value.clone()))
+                .collect();
+            for ((entry_key, entry_value), repeated) in
+                entries.into_iter().zip(repeated.into_iter().rev())
+            {
                 let key_span = range_of(&entry_key.referenced);
+                if repeated {
+                    repeated_keys.push((entry_key.value, key_span));
+                    continue;
+                }
                 let value_span = range_of(&entry_value.referenced);
                 let child = value_into_json(
                     entry_value.value,
                     Some((key_span, &entry_key.value)),
                     value_span,
                     positions,
+                    repeated_keys,
                 );
-                // YAML duplicate keys: serde-saphyr rejects them by default, so the last
-                // insert never silently replaces an earlier one here.
                 object.insert(entry_key.value, child);
             }
             serde_json::Value::Object(object)

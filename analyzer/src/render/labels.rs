@@ -5,6 +5,8 @@
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
+use super::trait_name::generated_trait_name;
+
 /// What the labels are made of, per component.
 #[derive(Debug, Clone)]
 pub(crate) struct LabelContext<'a> {
@@ -70,6 +72,23 @@ pub(crate) fn apply_contract(object: &mut Value, ctx: &LabelContext<'_>, role: &
             set("trait.oam.dev/resource", resource);
         }
     }
+    // KubeVela names an unnamed trait output here, from the object as the render left it
+    // (`assembleTrait` runs before the contract's labels and annotations).
+    let generated_name = match role {
+        ObjectRole::Auxiliary { trait_type, .. } if !has_name(metadata) => {
+            Some(generated_trait_name(
+                ctx.component,
+                trait_type,
+                &Value::Object(without_app_revision(root)),
+            ))
+        }
+        _ => None,
+    };
+    let metadata = object_entry(root, "metadata");
+    let labels = object_entry(metadata, "labels");
+    let mut set = |key: &str, value: &str| {
+        labels.insert(key.to_owned(), Value::String(value.to_owned()));
+    };
     // Stage B: the OAM contract. Its common labels are the app's labels with the name,
     // namespace, revision and component forced, then the keys filtered out; set in that order
     // (a key already there keeps its place). Name, revision and component were just set to
@@ -111,19 +130,8 @@ pub(crate) fn apply_contract(object: &mut Value, ctx: &LabelContext<'_>, role: &
                 && !filtered_annotations.contains(&key.as_str())
         });
     }
-    let has_name = metadata
-        .get("name")
-        .and_then(Value::as_str)
-        .is_some_and(|name| !name.is_empty());
-    if !has_name {
-        let name = match role {
-            ObjectRole::Workload => ctx.component.to_owned(),
-            ObjectRole::Auxiliary { trait_type, .. } => generated_trait_name(
-                ctx.component,
-                trait_type,
-                &Value::Object(root_without_metadata_name(root)),
-            ),
-        };
+    if !has_name(metadata) {
+        let name = generated_name.unwrap_or_else(|| ctx.component.to_owned());
         let metadata = object_entry(root, "metadata");
         metadata.insert("name".to_owned(), Value::String(name));
     }
@@ -217,7 +225,16 @@ fn listed_keys<'a>(annotations: &'a IndexMap<String, String>, key: &str) -> Vec<
         .unwrap_or_default()
 }
 
-fn root_without_metadata_name(root: &Map<String, Value>) -> Map<String, Value> {
+fn has_name(metadata: &Map<String, Value>) -> bool {
+    metadata
+        .get("name")
+        .and_then(Value::as_str)
+        .is_some_and(|name| !name.is_empty())
+}
+
+/// The object without its `app.oam.dev/appRevision` label, which KubeVela leaves out of the
+/// generated name's hash.
+fn without_app_revision(root: &Map<String, Value>) -> Map<String, Value> {
     let mut copy = root.clone();
     if let Some(Value::Object(labels)) = copy
         .get_mut("metadata")
@@ -226,24 +243,6 @@ fn root_without_metadata_name(root: &Map<String, Value>) -> Map<String, Value> {
         labels.shift_remove("app.oam.dev/appRevision");
     }
     copy
-}
-
-/// Deviation: KubeVela names an unnamed trait output `<comp>-<type>-<hash>` with a hash of a
-/// go-spew dump of the object, which cannot be reproduced outside Go; the hash here is FNV-32a
-/// of the object's JSON, encoded with the same alphabet (`rand.SafeEncodeString`).
-fn generated_trait_name(component: &str, trait_type: &str, object: &Value) -> String {
-    let mut hash: u32 = 0x811c_9dc5;
-    for byte in object.to_string().bytes() {
-        hash ^= u32::from(byte);
-        hash = hash.wrapping_mul(0x0100_0193);
-    }
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let encoded: String = hash
-        .to_string()
-        .bytes()
-        .map(|byte| ALPHABET[usize::from(byte) % ALPHABET.len()] as char)
-        .collect();
-    format!("{component}-{}-{encoded}", trait_type.to_lowercase())
 }
 
 fn set_workload_ref(root: &mut Map<String, Value>, path: &str, workload: &Value) {

@@ -19,6 +19,7 @@ mod output_reads;
 pub(crate) mod patch;
 mod policies;
 mod restart_hash;
+mod trait_name;
 
 pub(crate) use app::{render_app, render_app_placements};
 pub(crate) use context::template_reads;
