@@ -87,6 +87,52 @@ pub struct RenderOptions {
     /// (`gateway` emits `networking.k8s.io/v1beta1` below 1.19, `hpa` `autoscaling/v2beta2`
     /// below 1.23), so a render for a real cluster must carry that cluster's version.
     pub cluster_version: ClusterVersion,
+    /// How much work one app's render may take; an app over a limit is blocked with a
+    /// `render-budget` diagnostic and the other apps render as usual.
+    pub limits: RenderLimits,
+}
+
+/// Limits on rendering one app, so that a hostile or broken definition costs only its own
+/// app. The defaults are far above what real definitions need (see [`cue::Budget`]).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct RenderLimits {
+    /// Steps one template evaluation may take ([`cue::Budget::steps`]).
+    pub steps: u64,
+    /// Seconds one app's render may take, all its templates together.
+    pub app_seconds: f64,
+}
+
+impl RenderLimits {
+    /// An app's render time limit by default.
+    pub const DEFAULT_APP_SECONDS: f64 = 10.0;
+
+    /// The evaluator budget for one app's render that starts now.
+    pub(crate) fn budget_from_now(&self) -> cue::Budget {
+        let limit = std::time::Duration::try_from_secs_f64(self.app_seconds)
+            .unwrap_or(std::time::Duration::MAX);
+        cue::Budget {
+            steps: self.steps,
+            deadline: cue::Deadline::after(limit),
+        }
+    }
+
+    /// The evaluator budget of work outside an app's render (rules' schema evaluations).
+    pub(crate) fn budget(&self) -> cue::Budget {
+        cue::Budget {
+            steps: self.steps,
+            deadline: None,
+        }
+    }
+}
+
+impl Default for RenderLimits {
+    fn default() -> RenderLimits {
+        RenderLimits {
+            steps: cue::Budget::DEFAULT_STEPS,
+            app_seconds: RenderLimits::DEFAULT_APP_SECONDS,
+        }
+    }
 }
 
 /// A Kubernetes version as KubeVela puts it into `context.clusterVersion`.
@@ -123,6 +169,7 @@ impl Default for RenderOptions {
             default_namespace: "default".to_owned(),
             forced_namespace: None,
             cluster_version: ClusterVersion::vela_offline(),
+            limits: RenderLimits::default(),
         }
     }
 }
@@ -145,7 +192,7 @@ pub fn render_snapshot(
         default: &options.default_namespace,
     };
     let loaded = load::load_snapshot(snapshot, definitions, &namespaces);
-    let evaluator = cue::Evaluator::new();
+    let evaluator = cue::Evaluator::new().with_budget(options.limits.budget());
     let rendered: Vec<(RenderedApp, Vec<std::sync::Arc<Definition>>)> = loaded
         .apps
         .par_iter()
@@ -155,7 +202,7 @@ pub fn render_snapshot(
                 &loaded.definitions,
                 &loaded.standalone,
                 &evaluator,
-                &options.cluster_version,
+                options,
             )
         })
         .collect();
@@ -204,7 +251,7 @@ pub fn render_placements(
         default: &options.default_namespace,
     };
     let loaded = load::load_snapshot(snapshot, definitions, &namespaces);
-    let evaluator = cue::Evaluator::new();
+    let evaluator = cue::Evaluator::new().with_budget(options.limits.budget());
     let apps = loaded
         .apps
         .par_iter()
@@ -215,7 +262,7 @@ pub fn render_placements(
                 &loaded.definitions,
                 &loaded.standalone,
                 &evaluator,
-                &options.cluster_version,
+                options,
             )
             .into_iter()
             .map(|(topology, rendered)| Placement { topology, rendered })

@@ -145,6 +145,16 @@ pub const RULES: &[Rule] = &[
         "a rendered object uses an API version the target Kubernetes release no longer serves",
     ),
     rule(
+        "render-budget",
+        Severity::Error,
+        "a definition's template takes more evaluation steps than the budget allows; its app is not rendered",
+    ),
+    rule(
+        "render-deadline",
+        Severity::Error,
+        "rendering an app takes longer than its time limit; the app is not rendered",
+    ),
+    rule(
         "schema-violation",
         Severity::Error,
         "a rendered object does not match its kind's OpenAPI schema (Kubernetes 1.34 or a CRD in the repository)",

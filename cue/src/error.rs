@@ -23,6 +23,10 @@ pub enum ErrorKind {
     Cycle,
     /// A construct this evaluator does not implement yet. Never a silently wrong result.
     Unsupported,
+    /// The evaluation took more steps than its [`crate::Budget`] allows; it has no value.
+    Budget,
+    /// The evaluation ran past its [`crate::Budget`]'s deadline; it has no value.
+    Deadline,
 }
 
 /// One error with its positions. `spans[0]` is the primary position; later spans are the other

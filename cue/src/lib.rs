@@ -33,7 +33,7 @@ mod reads;
 mod span;
 
 pub use error::{Error, ErrorKind};
-pub use eval::{Evaluator, Injection, Value};
+pub use eval::{Budget, Deadline, Evaluator, Injection, Value};
 pub use exported::{Constraint, Exported, ExportedField, KindSet};
 pub use parser::{Parsed, parse_file};
 pub use parts::{Parts, Take};

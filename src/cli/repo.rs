@@ -88,10 +88,7 @@ pub fn analyze_repo_for(
     };
     progress.set_message("analyzing");
     let definitions = Definitions::builtin();
-    let mut options = AnalysisOptions {
-        config,
-        ..AnalysisOptions::default()
-    };
+    let mut options = AnalysisOptions::with_config(config);
     if let Some(cluster_version) = cluster_version {
         options.render.cluster_version = cluster_version;
     }

@@ -7,6 +7,7 @@
 //!   ignore:
 //!     - paths: ["apps/legacy/**"]
 //!       rules: [missing-resources]   # empty or absent: every rule
+//!   limits: { steps: 500000, appSeconds: 10 }   # per template evaluation / per app render
 //! ```
 //!
 //! The agent's config loader embeds [`AnalysisConfig`] as its `analysis` field; the CLI reads
@@ -34,6 +35,11 @@ pub struct AnalysisConfig {
     /// `None`: no registry, so topology clusters are not checked.
     #[serde(skip)]
     pub known_clusters: Option<Vec<String>>,
+    /// How much work one app's render may take (`limits: {steps, appSeconds}`); the
+    /// defaults when absent. Whoever builds the render options applies it
+    /// ([`crate::AnalysisOptions::with_config`]).
+    #[serde(default)]
+    pub limits: Option<crate::RenderLimits>,
 }
 
 /// A configured severity.
@@ -63,6 +69,10 @@ pub enum ConfigError {
     UnknownRule(String),
     #[error("driftless.yaml: invalid glob `{glob}` in `analysis.ignore`: {message}")]
     InvalidGlob { glob: String, message: String },
+    #[error(
+        "driftless.yaml: `analysis.limits` must be positive (steps {steps}, appSeconds {app_seconds})"
+    )]
+    InvalidLimits { steps: u64, app_seconds: f64 },
 }
 
 /// The parts of the agent config the analysis reads.
@@ -110,6 +120,14 @@ impl AnalysisConfig {
             if rule_by_id(id).is_none() {
                 return Err(ConfigError::UnknownRule(id.clone()));
             }
+        }
+        if let Some(limits) = self.limits
+            && (limits.steps == 0 || !(limits.app_seconds > 0.0 && limits.app_seconds.is_finite()))
+        {
+            return Err(ConfigError::InvalidLimits {
+                steps: limits.steps,
+                app_seconds: limits.app_seconds,
+            });
         }
         for glob in self.ignore.iter().flat_map(|ignore| &ignore.paths) {
             globset::Glob::new(glob).map_err(|error| ConfigError::InvalidGlob {

@@ -65,6 +65,19 @@ pub struct AnalysisOptions {
     pub config: AnalysisConfig,
 }
 
+impl AnalysisOptions {
+    /// The default options with `config` (from `driftless.yaml`), whose render limits, when
+    /// set, replace the defaults.
+    pub fn with_config(config: AnalysisConfig) -> AnalysisOptions {
+        let mut options = AnalysisOptions::default();
+        if let Some(limits) = config.limits {
+            options.render.limits = limits;
+        }
+        options.config = config;
+        options
+    }
+}
+
 impl Default for AnalysisOptions {
     fn default() -> AnalysisOptions {
         let (major, minor) = api_versions::TARGET_VERSION;
@@ -120,7 +133,7 @@ pub(crate) fn analyze<O: crate::cache::Form>(
         cache.as_deref_mut().map(crate::cache::AnalysisCache::files),
         blob_ids,
     );
-    let evaluator = cue::Evaluator::new();
+    let evaluator = cue::Evaluator::new().with_budget(options.render.limits.budget());
     let parameter_schemas = unknown_property::ParameterSchemas::new(
         &loaded.definitions,
         &evaluator,
@@ -257,7 +270,7 @@ pub(crate) fn analyze_patch(
     use rayon::prelude::*;
     let mut last = cache.take_last()?;
     let loaded = &last.loaded;
-    let evaluator = cue::Evaluator::new();
+    let evaluator = cue::Evaluator::new().with_budget(options.render.limits.budget());
     let parameter_schemas = unknown_property::ParameterSchemas::new(
         &loaded.definitions,
         &evaluator,
@@ -368,7 +381,7 @@ impl AppAnalysis<'_> {
             &loaded.definitions,
             &loaded.standalone,
             self.evaluator,
-            &self.options.render.cluster_version,
+            &self.options.render,
         );
         let ctx = AppContext {
             loaded: app,
@@ -554,8 +567,12 @@ impl<'a> Settings<'a> {
             })
             .unwrap_or_default();
         diagnostics.retain_mut(|diagnostic| {
-            // Internal errors are bugs to report, never silenced.
-            if diagnostic.rule == "internal-error" {
+            // Internal errors are bugs to report, never silenced; an app over its render
+            // budget has no objects, and must stay blocked rather than look empty.
+            if matches!(
+                diagnostic.rule,
+                "internal-error" | "render-budget" | "render-deadline"
+            ) {
                 return true;
             }
             if annotation

@@ -17,7 +17,7 @@ use crate::definitions::Definitions;
 use crate::load::Standalone;
 use crate::load::application::LoadedApp;
 use crate::model::{Definition, DefinitionKind};
-use crate::{ClusterVersion, Diagnostic, RenderedApp, Severity};
+use crate::{ClusterVersion, Diagnostic, RenderOptions, RenderedApp, Severity};
 
 /// Renders one app; a panic inside becomes an `internal-error` diagnostic for this app only.
 pub(crate) fn render_app(
@@ -25,20 +25,27 @@ pub(crate) fn render_app(
     definitions: &Definitions,
     standalone: &Standalone,
     evaluator: &Evaluator,
-    cluster_version: &ClusterVersion,
+    options: &RenderOptions,
 ) -> (RenderedApp, Vec<Arc<Definition>>) {
     let document = document_hasher(loaded);
     guarded(loaded, &document, || {
+        let evaluator = within_limits(evaluator, options);
         let effective = effective_components(loaded, standalone);
         render_app_inner(
             loaded,
             &document,
             definitions,
-            evaluator,
+            &evaluator,
             effective,
-            cluster_version,
+            &options.cluster_version,
         )
     })
+}
+
+/// `evaluator` with the budget of one app's render that starts now: its deadline is shared
+/// by every template the app evaluates.
+fn within_limits(evaluator: &Evaluator, options: &RenderOptions) -> Evaluator {
+    evaluator.with_budget(options.limits.budget_from_now())
 }
 
 /// Renders every placement of one app separately (kubevela-render-semantics.md §4.2): one
@@ -49,7 +56,7 @@ pub(crate) fn render_app_placements(
     definitions: &Definitions,
     standalone: &Standalone,
     evaluator: &Evaluator,
-    cluster_version: &ClusterVersion,
+    options: &RenderOptions,
 ) -> Vec<(Option<String>, RenderedApp)> {
     // The app's own part of the input hash is the same for every placement: hashed once.
     let document = document_hasher(loaded);
@@ -61,9 +68,9 @@ pub(crate) fn render_app_placements(
                     loaded,
                     &document,
                     definitions,
-                    evaluator,
+                    &within_limits(evaluator, options),
                     Err(problems),
-                    cluster_version,
+                    &options.cluster_version,
                 )
             });
             return vec![(None, rendered)];
@@ -81,9 +88,9 @@ pub(crate) fn render_app_placements(
                         loaded,
                         &document,
                         definitions,
-                        evaluator,
+                        &within_limits(evaluator, options),
                         Ok((components, Vec::new())),
-                        cluster_version,
+                        &options.cluster_version,
                     )
                 });
                 (topology, rendered)

@@ -99,6 +99,7 @@ pub(crate) fn render_component(
     };
     let subject = Subject {
         description: &description,
+        definition,
         definition_span: definition.span,
     };
     let inputs = Inputs {
@@ -223,6 +224,7 @@ pub(crate) fn render_component(
                 };
                 let trait_subject = Subject {
                     description: &trait_description,
+                    definition: trait_definition,
                     definition_span: trait_definition.span,
                 };
                 let trait_inputs = Inputs {

@@ -104,6 +104,7 @@ pub(crate) fn render_custom_policies(
         };
         let subject = Subject {
             description: &description,
+            definition,
             definition_span: definition.span,
         };
         let inputs = Inputs {

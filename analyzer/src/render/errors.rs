@@ -22,6 +22,8 @@ pub(crate) struct PropertiesSite<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Subject<'a> {
     pub(crate) description: &'a str,
+    /// The definition whose template is evaluated.
+    pub(crate) definition: &'a crate::model::Definition,
     /// The definition's declaration, for template errors without a position.
     pub(crate) definition_span: Span,
 }
@@ -32,6 +34,9 @@ pub(crate) fn evaluation_diagnostic(
     site: &PropertiesSite<'_>,
     subject: &Subject<'_>,
 ) -> Diagnostic {
+    if let Some(diagnostic) = budget_diagnostic(error, subject) {
+        return diagnostic;
+    }
     let path = &error.path;
     if path.first().map(String::as_str) == Some("parameter") {
         let rest = &path[1..];
@@ -95,6 +100,41 @@ pub(crate) fn evaluation_diagnostic(
         diagnostic = diagnostic.with_label(*other, note);
     }
     diagnostic
+}
+
+/// An evaluation stopped by its budget: the app is blocked, and the message names the
+/// definition, the limit and the setting that raises it. At the definition, since the
+/// evaluation as a whole has no value to point into.
+fn budget_diagnostic(error: &cue::Error, subject: &Subject<'_>) -> Option<Diagnostic> {
+    let definition = subject.definition;
+    let reason = error
+        .message
+        .strip_prefix("evaluation stopped: ")
+        .unwrap_or(&error.message);
+    let message = |setting: &str| {
+        format!(
+            "{}: evaluating the template of {} `{}` stopped: {reason}; the app is not rendered. \
+             Make the template do less work, or raise `{setting}` in driftless.yaml if it \
+             really needs more",
+            subject.description,
+            definition.kind.cr_kind(),
+            definition.name,
+        )
+    };
+    let span = Some(subject.definition_span);
+    match error.kind {
+        cue::ErrorKind::Budget => Some(Diagnostic::error(
+            "render-budget",
+            message("analysis.limits.steps"),
+            span,
+        )),
+        cue::ErrorKind::Deadline => Some(Diagnostic::error(
+            "render-deadline",
+            message("analysis.limits.appSeconds"),
+            span,
+        )),
+        _ => None,
+    }
 }
 
 /// The error's message prefixed with its path, like CUE prints it.

@@ -495,6 +495,7 @@ fn strings(a: &mut Args<'_, '_>) -> Result<R, Error> {
             if s.len().saturating_mul(n) > super::engine::MAX_STRING_LEN {
                 return Err(a.fail("result too large"));
             }
+            a.engine.charge_bytes(s.len().saturating_mul(n));
             string(s.repeat(n))
         }
         "strings.Runes" => {
@@ -712,8 +713,12 @@ fn list(a: &mut Args<'_, '_>) -> Result<R, Error> {
             if items.len().saturating_mul(n) > 1_000_000 {
                 return Err(a.fail("result too large"));
             }
+            a.engine.charge(items.len().saturating_mul(n));
             let mut out = Vec::new();
             for _ in 0..n {
+                if a.engine.over_budget() {
+                    break;
+                }
                 out.extend(items.iter().copied());
             }
             R::V(a.engine.list_of(out, span))
@@ -782,6 +787,9 @@ fn list(a: &mut Args<'_, '_>) -> Result<R, Error> {
                     let mut i = s;
                     while (st > 0 && i < l) || (st < 0 && i > l) {
                         out.push(a.engine.atom_vertex(Atom::Int(i), span));
+                        if a.engine.over_budget() {
+                            break;
+                        }
                         if out.len() > 1_000_000 {
                             return Err(a.fail("range too large"));
                         }

@@ -29,6 +29,7 @@ mod pure;
 
 pub use pure::SchemaKey;
 
+use super::budget::{BYTES_PER_STEP, Budget, Meter};
 use super::val::{
     Atom, BoundOp, Conflict, Shape, Validator, atom_conflict, compare, format_float, parse_number,
 };
@@ -440,6 +441,8 @@ pub struct Engine<'a> {
     hops: Hops,
     /// Where this evaluation's arena size is remembered (see [`Engine::record_size`]).
     size_hint: &'a AtomicUsize,
+    /// The work done against the evaluation's [`Budget`].
+    meter: Meter,
 }
 
 pub const ROOT: VId = 0;
@@ -648,7 +651,7 @@ impl Drop for Engine<'_> {
 }
 
 impl<'a> Engine<'a> {
-    pub fn new() -> Engine<'a> {
+    pub fn new(budget: Budget) -> Engine<'a> {
         // An evaluation nested in another on the same thread finds the table taken and starts
         // an empty one: correct, just not shared.
         let shared = SYMBOLS
@@ -693,6 +696,7 @@ impl<'a> Engine<'a> {
             decl_index,
             hops: shared.hops,
             size_hint: &VERTEX_CAPACITY_HINT,
+            meter: Meter::new(budget),
         };
         let root_label = engine.intern("");
         let mut root = Vertex::new(None, root_label, 0);
@@ -707,10 +711,11 @@ impl<'a> Engine<'a> {
         let alts = self.vs.iter().filter(|v| v.alts.is_some()).count();
         let forwards = self.vs.iter().filter(|v| v.forward.is_some()).count();
         format!(
-            "vertices {} envs {} conjuncts {conjs} syms {} disjunctions {alts} forwarded {forwards}",
+            "vertices {} envs {} conjuncts {conjs} syms {} disjunctions {alts} forwarded {forwards} steps {}",
             self.vs.len(),
             self.envs.len(),
-            self.syms.len()
+            self.syms.len(),
+            self.meter.spent()
         )
     }
 
@@ -775,6 +780,7 @@ impl<'a> Engine<'a> {
     }
 
     pub fn new_vertex(&mut self, parent: Option<VId>, label: Sym) -> VId {
+        self.meter.charge(1);
         let depth = parent.map_or(0, |p| self.v(p).depth + 1);
         let id = self.vs.len() as VId;
         // `resize_with` lets the vertex be written straight into its slot; `push` built it on
@@ -785,9 +791,32 @@ impl<'a> Engine<'a> {
     }
 
     fn new_env(&mut self, parent: Option<EnvId>, kind: EnvKind<'a>) -> EnvId {
+        self.meter.charge(1);
         let id = self.envs.len() as EnvId;
         self.envs.push(Env { parent, kind });
         id
+    }
+
+    /// Whether the evaluation went over its [`Budget`] and stops.
+    #[inline]
+    pub fn over_budget(&self) -> bool {
+        self.meter.exceeded()
+    }
+
+    /// The error the evaluation ends in when it went over its [`Budget`], at the first file.
+    pub fn budget_error(&self) -> Option<Error> {
+        self.meter
+            .error(self.vs.first().map(|root| root.span).unwrap_or_default())
+    }
+
+    /// Counts `bytes` of string built against the budget.
+    pub fn charge_bytes(&mut self, bytes: usize) {
+        self.meter.charge((bytes / BYTES_PER_STEP) as u64);
+    }
+
+    /// Counts `steps` of work done without making vertices (a list's items copied).
+    pub fn charge(&mut self, steps: usize) {
+        self.meter.charge(steps as u64);
     }
 
     /// Adds the files and injections to the root vertex.
@@ -1011,6 +1040,9 @@ impl<'a> Engine<'a> {
     }
 
     fn eval_vertex_inner(&mut self, v: VId) {
+        if self.stop_over_budget(v) {
+            return;
+        }
         if self.v(v).depth > MAX_TREE_DEPTH {
             let span = self.v(v).span;
             let error = self.err(v, ErrorKind::Cycle, "structural cycle", vec![span]);
@@ -1034,6 +1066,10 @@ impl<'a> Engine<'a> {
         self.vm(v).state = State::Running;
         loop {
             loop {
+                if self.stop_over_budget(v) {
+                    self.depth -= 1;
+                    return;
+                }
                 // One lookup of the vertex per conjunct (processing it may add more).
                 let vertex = &mut self.vs[v as usize];
                 let Some(conj) = vertex.conjs.get(vertex.cursor) else {
@@ -1084,6 +1120,21 @@ impl<'a> Engine<'a> {
         if self.v(v).state == State::Running {
             self.vm(v).state = State::Done;
         }
+    }
+
+    /// Over budget, `v` ends in the budget error (no value of the evaluation is used then,
+    /// but nothing half-evaluated may look clean either).
+    fn stop_over_budget(&mut self, v: VId) -> bool {
+        if !self.over_budget() {
+            return false;
+        }
+        let span = self.v(v).span;
+        if let Some(error) = self.meter.error(span) {
+            let error = self.relocate(v, error);
+            self.add_error(v, error);
+        }
+        self.vm(v).state = State::Done;
+        true
     }
 
     fn finish(&mut self, v: VId) {
@@ -2202,6 +2253,9 @@ impl<'a> Engine<'a> {
                     ));
                 };
                 for (k, item) in items {
+                    if let Some(error) = self.meter.error(*span) {
+                        return Err(error);
+                    }
                     let mut env2 = env;
                     if let Some(key) = key {
                         let key_label = self.intern_ast(&key.name);
@@ -3709,6 +3763,7 @@ impl<'a> Engine<'a> {
             }
         }
         let _ = span;
+        self.charge_bytes(out.len());
         Ok(out)
     }
 
@@ -3954,7 +4009,12 @@ impl<'a> Engine<'a> {
             Err(e) => return R::Err(e),
         };
         match binary_atoms(op, &a, &b, span) {
-            Ok(atom) => R::Atom(atom),
+            Ok(atom) => {
+                if let Atom::Str(text) = &atom {
+                    self.charge_bytes(text.len());
+                }
+                R::Atom(atom)
+            }
             Err(e) => R::Err(e),
         }
     }

@@ -7,6 +7,7 @@
 //! - `builtins.rs`: predeclared functions and the standard packages.
 //! - `node.rs`: the owned result tree a [`Value`] wraps, with JSON and syntax-like export.
 
+mod budget;
 mod builtins;
 mod compile;
 mod decimal;
@@ -22,6 +23,8 @@ use crate::{Error, Exported};
 
 use node::Node;
 
+pub use budget::{Budget, Deadline};
+
 /// JSON data unified into a top-level field before evaluation, the way KubeVela appends
 /// `parameter: <JSON>` and `context: <JSON>` to a template. `span` is where errors about this
 /// data point (for example the Application's `properties`).
@@ -34,9 +37,10 @@ pub struct Injection<'a> {
 
 /// Evaluates parsed files. Holds no per-evaluation state, so one evaluator can be shared by
 /// reference across rayon threads.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Copy)]
 pub struct Evaluator {
     legacy_list_arithmetic: bool,
+    budget: Budget,
 }
 
 impl Evaluator {
@@ -51,6 +55,19 @@ impl Evaluator {
     pub fn with_legacy_list_arithmetic(mut self, on: bool) -> Evaluator {
         self.legacy_list_arithmetic = on;
         self
+    }
+
+    /// Limits each evaluation's work ([`Budget`]); [`Budget::default`] unless set. An
+    /// evaluation over its budget has no value: it is one [`crate::ErrorKind::Budget`] (or
+    /// [`crate::ErrorKind::Deadline`]) error.
+    pub fn with_budget(mut self, budget: Budget) -> Evaluator {
+        self.budget = budget;
+        self
+    }
+
+    /// The budget each evaluation gets.
+    pub fn budget(&self) -> Budget {
+        self.budget
     }
 
     /// Unifies `files` as one package and `injections` into their top-level fields.
@@ -76,12 +93,15 @@ impl Evaluator {
         injections: &[Injection<'_>],
         omit_injected: bool,
     ) -> Value {
-        let mut engine = engine::Engine::new();
+        let mut engine = engine::Engine::new(self.budget);
         engine.legacy_list_arithmetic = self.legacy_list_arithmetic;
         engine.omit_injected_data = omit_injected;
         engine.load(files, injections);
-        let root = node::build(&mut engine, engine::ROOT);
+        let mut root = node::build(&mut engine, engine::ROOT);
         engine.record_size();
+        if let Some(error) = engine.budget_error() {
+            root = Rc::new(Node::Bottom(vec![error]));
+        }
         if stats_enabled() {
             eprintln!("cue: {}", engine.stats());
         }

@@ -85,6 +85,10 @@ fn build_at(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32) ->
 }
 
 fn build_inner(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32) -> Rc<Node> {
+    // Over budget the evaluation has no value: the rest of the tree is not built.
+    if let Some(error) = engine.budget_error() {
+        return Rc::new(Node::Bottom(vec![error]));
+    }
     if depth == 1
         && let Some(json) = engine.injected_data(v)
         && !has_quoted_label(json)
@@ -244,6 +248,9 @@ fn build_optional_reused(
     let node = build_at(engine, v, depth, optional_depth);
     // Errors carry the path they were found at, which a reuse elsewhere would get wrong.
     let kept = (eligible && !has_errors(&node)).then(|| node.clone());
+    if engine.over_budget() {
+        return (node, false);
+    }
     SCHEMA_CACHE.with(|cache| {
         let mut cache = cache.borrow_mut();
         if cache.len() >= SCHEMA_CACHE_LIMIT {

@@ -39,12 +39,22 @@ impl Evaluator {
         injections: &[Injection<'_>],
         requested: &[(&str, Take)],
     ) -> Parts {
-        let mut engine = Engine::new();
+        let mut engine = Engine::new(self.budget);
         engine.legacy_list_arithmetic = self.legacy_list_arithmetic;
         engine.omit_injected_data = true;
         engine.load(files, injections);
-        let parts = root_parts(&mut engine, requested);
+        let mut parts = root_parts(&mut engine, requested);
         engine.record_size();
+        if let Some(error) = engine.budget_error() {
+            // Over its budget the value is incomplete: nothing of it is handed out.
+            parts = Parts {
+                errors: vec![error],
+                taken: requested
+                    .iter()
+                    .map(|(name, _)| ((*name).to_owned(), Taken::Absent))
+                    .collect(),
+            };
+        }
         if super::super::stats_enabled() {
             eprintln!("cue: {}", engine.stats());
         }
@@ -164,7 +174,7 @@ fn validate_definition(engine: &mut Engine<'_>, v: VId, errors: &mut Vec<Error>)
     let mut found = Vec::new();
     walk(engine, v, 1, 0, Mode::Validate, &mut found);
     push_errors(&found, errors);
-    if let (Some(key), None) = (key, known) {
+    if let (Some(key), None, false) = (key, known, engine.over_budget()) {
         CLEAN_DEFINITIONS.with(|clean| {
             let mut clean = clean.borrow_mut();
             if clean.len() >= CLEAN_DEFINITIONS_LIMIT {
@@ -280,6 +290,10 @@ fn walk_inner(
     errors: &mut Vec<Error>,
 ) -> Option<Exported> {
     let export_mode = mode == Mode::Export;
+    // Over budget the evaluation has no value: the rest is not walked.
+    if engine.over_budget() {
+        return None;
+    }
     if depth == 1
         && let Some(json) = engine.injected_data(v)
         && !has_quoted_label(json)
