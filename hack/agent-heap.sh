@@ -13,6 +13,9 @@
 # Output: $OUT_ROOT/LABEL/{summary,agent.log,heap.zst}; peak stacks for grouping with
 #   heaptrack_print -f heap.zst -F peak.folded --flamegraph-cost-type peak
 set -euo pipefail
+
+# The plan pages' bearer token (server.apiToken of the agent configs below).
+export DRIFTLESS_API_TOKEN=${DRIFTLESS_API_TOKEN:-local-plan-page-token-$$-$RANDOM}
 BIN=$1; LABEL=$2; MODE=${3:-plain}; N=${N:-1000}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LOADGEN=${LOADGEN:-$(dirname "$BIN")/driftless-loadgen}
@@ -38,6 +41,7 @@ clusters:
 drift: { schedule: '*/20 * * * * *', mode: report }
 server:
   listen: 127.0.0.1:$PORT
+  apiToken: { env: DRIFTLESS_API_TOKEN }
 qps: 50
 burst: 100
 cacheDir: $OUT/cache
@@ -65,7 +69,7 @@ done
 mem() { awk '/^VmHWM:/ {h=int($2/1024)} /^VmRSS:/ {r=int($2/1024)} END {print "rss " r " MiB, hwm " h " MiB"}' "/proc/$PID/status"; }
 wait_page() { # generous deadline: a loaded 2-core machine
   local deadline=$((SECONDS + 1800))
-  until curl -sf -o /dev/null "http://127.0.0.1:$PORT/plans/$1"; do
+  until curl -sf -o /dev/null -H "Authorization: Bearer $DRIFTLESS_API_TOKEN" "http://127.0.0.1:$PORT/plans/$1"; do
     kill -0 "$PID" 2>/dev/null || { tail "$LOG" >&2; exit 1; }
     ((SECONDS < deadline)) || { echo "agent-heap.sh: no page for $1" >&2; exit 1; }
     sleep 0.1

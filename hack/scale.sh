@@ -24,6 +24,9 @@
 # ReplicaSet per Deployment and a tracker ConfigMap per app.
 set -euo pipefail
 
+# The plan pages' bearer token (server.apiToken of the agent configs below).
+export DRIFTLESS_API_TOKEN=${DRIFTLESS_API_TOKEN:-local-plan-page-token-$$-$RANDOM}
+
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
@@ -212,7 +215,7 @@ stop_agent() {
 # 2-core machine rendering 10,000 apps).
 wait_page() {
   local deadline=$((SECONDS + 1800))
-  until curl -sf -o /dev/null "http://127.0.0.1:$1/plans/$2"; do
+  until curl -sf -o /dev/null -H "Authorization: Bearer $DRIFTLESS_API_TOKEN" "http://127.0.0.1:$1/plans/$2"; do
     alive "$AGENT_PID" || { tail -n 20 "$AGENT_LOG" >&2; die "the agent exited"; }
     ((SECONDS < deadline)) || die "no result page for $2 within 1800 s (log: $AGENT_LOG)"
     sleep 0.05
@@ -263,6 +266,7 @@ clusters:
 $extra
 server:
   listen: 127.0.0.1:$AGENT_PORT
+  apiToken: { env: DRIFTLESS_API_TOKEN }
 qps: $QPS
 burst: $BURST
 cacheDir: $WORK/$name-cache-$n

@@ -203,6 +203,10 @@ pub async fn run(
         webhook_secret: config.server.webhook_secret.clone(),
         triggers: Arc::new(triggers),
         plans: plans.clone(),
+        auth: server::ApiAuth {
+            token: config.server.api_token.clone(),
+            trusted_header: config.server.trusted_header.clone(),
+        },
     };
     let mut server_shutdown = shutdown_rx.clone();
     let (server_stop_tx, server_stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -12,9 +12,16 @@
 //!
 //! Both sides are normalised first ([`normalize`]): server-owned metadata, `status`, and
 //! annotations written by Kubernetes controllers are removed, and so are nulls and empty maps
-//! (the apiserver drops them, renders keep `annotations: {}`).
+//! (the apiserver drops them, renders keep `annotations: {}`). A Secret's `stringData` is folded
+//! into `data` as the apiserver stores it.
+//!
+//! Every text made here for people ([`to_yaml`], [`ObjectDiff::unified`]) has a Secret's values
+//! masked (`redact`): the plan's diffs are built here and nowhere else, so no plan format, comment
+//! or page can show a value. Field paths name keys only (`data.password`).
 
 use serde_json::Value;
+
+use crate::redact;
 
 /// Server-owned `metadata` fields, never part of a desired state.
 const SERVER_METADATA: &[&str] = &[
@@ -65,6 +72,7 @@ pub fn normalize(object: &Value) -> Value {
             }
         }
     }
+    fold_string_data(&mut object);
     drop_empty(&mut object);
     object
 }
@@ -106,8 +114,9 @@ pub fn diff(live: &Value, desired: &Value) -> Option<ObjectDiff> {
     let mut changed_fields = Vec::new();
     changed_paths(live, desired, &mut String::new(), &mut changed_fields);
     changed_fields.sort();
-    let live_yaml = to_yaml(&sorted(live));
-    let desired_yaml = to_yaml(&sorted(desired));
+    let (live_shown, desired_shown) = redact::masked_pair(live, desired);
+    let live_yaml = yaml_text(&sorted(&live_shown));
+    let desired_yaml = yaml_text(&sorted(&desired_shown));
     let unified = similar::TextDiff::from_lines(&live_yaml, &desired_yaml)
         .unified_diff()
         .context_radius(3)
@@ -139,10 +148,43 @@ pub fn projected_equal(live: &Value, desired: &Value) -> bool {
     project(&normalize(live), &desired) == desired
 }
 
-/// YAML for people: block style, as `kubectl` prints it. Serialising a JSON value cannot fail;
-/// should it ever, the JSON text is shown instead of nothing.
+/// YAML for people: block style, as `kubectl` prints it, a Secret's values masked.
 pub fn to_yaml(value: &Value) -> String {
+    yaml_text(&redact::masked(value))
+}
+
+/// Serialising a JSON value cannot fail; should it ever, the JSON text is shown instead of
+/// nothing.
+fn yaml_text(value: &Value) -> String {
     serde_saphyr::to_string(value).unwrap_or_else(|_| value.to_string())
+}
+
+/// A Secret's `stringData` written into `data` (base64), as the apiserver stores it: the live
+/// Secret never has `stringData`, so comparing without this would see a change forever.
+fn fold_string_data(object: &mut Value) {
+    use base64::Engine as _;
+    if !redact::is_secret(object) {
+        return;
+    }
+    let Some(map) = object.as_object_mut() else {
+        return;
+    };
+    let Some(Value::Object(string_data)) = map.remove("stringData") else {
+        return;
+    };
+    let data = map
+        .entry("data")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if let Some(data) = data.as_object_mut() {
+        for (key, value) in string_data {
+            let text = match value {
+                Value::String(text) => text,
+                other => other.to_string(),
+            };
+            let encoded = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+            data.insert(key, Value::String(encoded));
+        }
+    }
 }
 
 /// A copy with every map's keys sorted, so that diffs do not depend on key order.
@@ -363,5 +405,79 @@ mod tests {
             &json!({"metadata": {"name": "x", "annotations": {}, "labels": null}, "spec": {"a": {}}}),
         );
         assert_eq!(normalized, json!({"metadata": {"name": "x"}}));
+    }
+
+    fn secret(field: &str, values: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "team"}, field: values})
+    }
+
+    #[test]
+    fn secret_diffs_show_keys_and_masks_never_values() {
+        // hunter2, swordfish, letmein: base64 in `data`, plain in `stringData`.
+        let live = secret(
+            "data",
+            json!({"password": "aHVudGVyMg==", "old-key": "c3dvcmRmaXNo"}),
+        );
+        let desired = secret(
+            "stringData",
+            json!({"password": "letmein", "new-key": "swordfish"}),
+        );
+        let changed = diff_projected(&live, &desired).unwrap();
+        for value in [
+            "hunter2",
+            "aHVudGVyMg",
+            "swordfish",
+            "c3dvcmRmaXNo",
+            "letmein",
+            "bGV0bWVpbg",
+        ] {
+            assert!(!changed.unified.contains(value), "{}", changed.unified);
+        }
+        assert!(
+            changed.unified.contains("-  password: ++++++++\n"),
+            "{}",
+            changed.unified
+        );
+        assert!(
+            changed.unified.contains("+  password: +++++++++\n"),
+            "{}",
+            changed.unified
+        );
+        assert!(
+            changed.unified.contains("+  new-key: ++++++++"),
+            "{}",
+            changed.unified
+        );
+        assert_eq!(
+            changed.changed_fields,
+            vec!["data.new-key", "data.password"]
+        );
+        let server_side =
+            diff_server_side(&live, &secret("data", json!({"password": "bGV0bWVpbg=="}))).unwrap();
+        assert!(
+            server_side.unified.contains("-  old-key: ++++++++"),
+            "{}",
+            server_side.unified
+        );
+        assert!(
+            !server_side.unified.contains("c3dvcmRmaXNo"),
+            "{}",
+            server_side.unified
+        );
+    }
+
+    #[test]
+    fn string_data_equal_to_the_live_data_is_no_change() {
+        let live = secret("data", json!({"password": "aHVudGVyMg=="}));
+        let desired = secret("stringData", json!({"password": "hunter2"}));
+        assert_eq!(diff_projected(&live, &desired), None);
+        assert!(projected_equal(&live, &desired));
+    }
+
+    #[test]
+    fn secret_yaml_for_people_is_masked() {
+        let text = to_yaml(&secret("stringData", json!({"password": "hunter2"})));
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(text.contains("password: ++++++++"), "{text}");
     }
 }

@@ -19,6 +19,7 @@ pub mod placement;
 pub mod plan;
 pub mod planner;
 pub mod policy;
+pub mod redact;
 pub mod report;
 pub mod rollout;
 pub mod schedule;

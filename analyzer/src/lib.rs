@@ -49,6 +49,7 @@
 // large but built once per problem, never on a hot path.
 #![allow(clippy::result_large_err)]
 
+pub mod boundary;
 mod cache;
 mod check;
 mod definitions;

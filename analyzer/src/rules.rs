@@ -160,6 +160,11 @@ pub const RULES: &[Rule] = &[
         "a rendered object does not match its kind's OpenAPI schema (Kubernetes 1.34 or a CRD in the repository)",
     ),
     rule(
+        "source-boundary",
+        Severity::Error,
+        "an object or topology cluster is outside its source's declared boundary, or in the reserved tracker namespace",
+    ),
+    rule(
         "trait-conflict",
         Severity::Error,
         "two traits of a component conflict (`conflictsWith`)",

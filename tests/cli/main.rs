@@ -5,4 +5,5 @@
 
 mod bad_input;
 mod examples;
+mod secrets;
 mod support;

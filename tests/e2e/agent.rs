@@ -100,6 +100,7 @@ forge:
 server:
   listen: 127.0.0.1:{port}
   webhookSecret: {{ env: E2E_WEBHOOK_SECRET }}
+  apiToken: {{ env: E2E_API_TOKEN }}
 cacheDir: {cache}
 ",
             clone_url = gitea.clone_url(&repo),
@@ -186,10 +187,13 @@ cacheDir: {cache}
         Some("blue")
     );
 
-    // The plan page the statuses link to.
-    let page = reqwest::get(format!("{}/plans/{first}", agent.base)).await?;
-    assert_eq!(page.status(), 200);
-    let html = page.text().await?;
+    // The plan page the statuses link to: refused without credentials, served with them.
+    let anonymous = reqwest::get(format!("{}/plans/{first}", agent.base)).await?;
+    assert_eq!(anonymous.status(), 401);
+    let html = agent
+        .plan_page(&first)
+        .await?
+        .context("the deploy's plan page")?;
     assert!(html.contains(&format!("{ns}/good")), "{html}");
     assert!(
         !html.contains(&gitea.token),
@@ -334,7 +338,7 @@ clusters:
   - name: local
     kubeconfig: {kubeconfig}
 forge: {{ kind: gitea, baseUrl: '{forge_url}', token: {{ env: E2E_FORGE_TOKEN }} }}
-{drift}server: {{ listen: '127.0.0.1:{port}' }}
+{drift}server: {{ listen: '127.0.0.1:{port}', apiToken: {{ env: E2E_API_TOKEN }} }}
 cacheDir: {cache}
 ",
         kubeconfig = cluster.kubeconfig.display(),
@@ -361,7 +365,7 @@ fn file_source_config(
 clusters:
   - name: local
     kubeconfig: {kubeconfig}
-server: {{ listen: '127.0.0.1:{port}' }}
+server: {{ listen: '127.0.0.1:{port}', apiToken: {{ env: E2E_API_TOKEN }} }}
 {extra}cacheDir: {cache}
 ",
         repo = repo.dir.path().display(),
@@ -788,7 +792,7 @@ clusters:
   - name: local
     kubeconfig: {kubeconfig}
 forge: {{ kind: gitea, baseUrl: '{gitea_url}', token: {{ env: E2E_FORGE_TOKEN }} }}
-server: {{ listen: '127.0.0.1:{port}' }}
+server: {{ listen: '127.0.0.1:{port}', apiToken: {{ env: E2E_API_TOKEN }} }}
 cacheDir: {cache}
 ",
             good_url = gitea.clone_url(&repo),

@@ -163,7 +163,7 @@ clusters:
   - name: edge
     kubeconfig: {edge_kubeconfig}
     labels: {{tier: edge}}
-server: {{ listen: '127.0.0.1:{port}' }}
+server: {{ listen: '127.0.0.1:{port}', apiToken: {{ env: E2E_API_TOKEN }} }}
 cacheDir: {cache}
 ",
             repo = repo.dir.path().display(),

@@ -31,6 +31,7 @@
 //! cacheDir: /var/cache/driftless
 //! ```
 
+mod boundary;
 mod clusters;
 mod drift;
 mod forge;
@@ -45,6 +46,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
+pub use boundary::{PreviewPolicy, PreviewRefusal, ServiceAccountRef};
 pub use clusters::{ClusterConfig, ClusterFile};
 pub use drift::{DriftConfig, DriftFile, DriftMode, parse_cron};
 pub use forge::{ForgeConfig, ForgeFile, ForgeKind, RepoSlug};

@@ -1,5 +1,6 @@
 //! The HTTP server settings: `server` as written ([`ServerFile`]) and checked
-//! ([`ServerConfig`]): listen address, external URL for status links, webhook secret.
+//! ([`ServerConfig`]): listen address, external URL for status links, webhook secret, and who
+//! may read plan pages (an API token, or a header set by an authenticating proxy).
 
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -19,6 +20,10 @@ pub struct ServerFile {
     /// The URL the agent is reachable at, for commit status links to plan pages.
     pub external_url: Option<Spanned<String>>,
     pub webhook_secret: Option<Spanned<SecretRef>>,
+    /// The bearer token plan pages ask for.
+    pub api_token: Option<Spanned<SecretRef>>,
+    /// A header an authenticating proxy sets (`X-Forwarded-User`): requests carrying it pass.
+    pub trusted_header: Option<Spanned<String>>,
 }
 
 /// The checked HTTP server settings.
@@ -29,6 +34,9 @@ pub struct ServerConfig {
     pub external_url: String,
     /// `None` disables the webhook endpoints.
     pub webhook_secret: Option<Secret>,
+    /// Who may read plan pages; nobody when neither is set.
+    pub api_token: Option<Secret>,
+    pub trusted_header: Option<axum::http::HeaderName>,
 }
 
 pub(super) fn check_server(checker: &mut Checker<'_>, server: Option<ServerFile>) -> ServerConfig {
@@ -40,6 +48,8 @@ pub(super) fn check_server(checker: &mut Checker<'_>, server: Option<ServerFile>
             listen: default_listen,
             external_url: format!("http://{default_listen}"),
             webhook_secret: None,
+            api_token: None,
+            trusted_header: None,
         };
     };
     let listen = match &server.listen {
@@ -78,9 +88,41 @@ pub(super) fn check_server(checker: &mut Checker<'_>, server: Option<ServerFile>
         .as_ref()
         .and_then(|secret| checker.spanned_secret("server.webhookSecret", secret))
         .map(|secret| Secret::new(secret.expose().trim()));
+    let api_token = server
+        .api_token
+        .as_ref()
+        .and_then(|secret| checker.spanned_secret("server.apiToken", secret))
+        .map(|secret| Secret::new(secret.expose().trim()));
+    if api_token
+        .as_ref()
+        .is_some_and(|token| token.expose().len() < 16)
+    {
+        if let Some(spanned) = &server.api_token {
+            checker.problem(
+                "server.apiToken",
+                spanned,
+                "is shorter than 16 characters; use a long random token (openssl rand -hex 32)",
+            );
+        }
+    }
+    let trusted_header = server.trusted_header.as_ref().and_then(|name| {
+        match axum::http::HeaderName::from_bytes(name.value.trim().as_bytes()) {
+            Ok(header) if header != axum::http::header::AUTHORIZATION => Some(header),
+            _ => {
+                checker.problem(
+                    "server.trustedHeader",
+                    name,
+                    "must be an HTTP header name other than Authorization (e.g. X-Forwarded-User)",
+                );
+                None
+            }
+        }
+    });
     ServerConfig {
         listen,
         external_url,
         webhook_secret,
+        api_token,
+        trusted_header,
     }
 }

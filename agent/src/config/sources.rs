@@ -1,5 +1,6 @@
 //! Git sources: `sources[]` as written ([`SourceFile`]) and checked ([`SourceConfig`]): URL,
-//! branch, include/exclude globs ([`PathFilter`]), poll interval and credentials.
+//! branch, include/exclude globs ([`PathFilter`]), poll interval and credentials; what it may
+//! touch, preview and apply as is in `boundary.rs`.
 
 use std::time::Duration;
 
@@ -7,6 +8,12 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
+use analyzer::boundary::SourceBoundary;
+
+use super::boundary::{
+    BoundaryFile, PreviewPolicy, PreviewsFile, ServiceAccountFile, ServiceAccountRef,
+    check_boundary, check_previews, check_service_account,
+};
 use super::{Checker, RepoSlug, Secret, SecretRef, is_dns_label};
 
 const DEFAULT_BRANCH: &str = "main";
@@ -26,6 +33,9 @@ pub struct SourceFile {
     pub credentials: Option<Spanned<CredentialsFile>>,
     /// `owner/name` on the forge, when it cannot be read off the URL.
     pub forge_repo: Option<Spanned<String>>,
+    pub boundary: Option<BoundaryFile>,
+    pub previews: Option<PreviewsFile>,
+    pub service_account: Option<ServiceAccountFile>,
 }
 
 /// Include and exclude globs, relative to the repository root.
@@ -59,6 +69,12 @@ pub struct SourceConfig {
     pub credentials: Option<GitCredentials>,
     /// The repository on the forge (`owner`, `name`), when it could be worked out.
     pub forge_repo: Option<RepoSlug>,
+    /// What its apps may touch; always reserves the tracker namespace.
+    pub boundary: std::sync::Arc<SourceBoundary>,
+    /// Which pull requests are previewed.
+    pub previews: PreviewPolicy,
+    /// The ServiceAccount its apps are applied as; `None`: the agent's own identity.
+    pub service_account: Option<ServiceAccountRef>,
 }
 
 /// Include and exclude globs over repository paths.
@@ -247,6 +263,10 @@ pub(super) fn check_source(
         },
         None => RepoSlug::from_url(&url),
     };
+    let mut boundary = check_boundary(checker, field, &source.name.value, source.boundary);
+    boundary.reserved_namespaces = vec![crate::tracker::DEFAULT_NAMESPACE.to_owned()];
+    let previews = check_previews(source.previews);
+    let service_account = check_service_account(checker, field, source.service_account);
     (checker.problems.len() == n_problems).then(|| SourceConfig {
         name: source.name.value,
         url,
@@ -255,6 +275,9 @@ pub(super) fn check_source(
         poll_interval,
         credentials,
         forge_repo,
+        boundary: std::sync::Arc::new(boundary),
+        previews,
+        service_account,
     })
 }
 

@@ -4,8 +4,11 @@
 //! The server holds no agent logic. A verified webhook only wakes the matching source's poller
 //! through its [`SourceTrigger`]; plan pages are read from the [`PlanStore`] the loop fills.
 //! Webhooks are refused (404) when no secret is configured: an unauthenticated endpoint that
-//! makes the agent fetch on demand is an easy way to exhaust a remote's rate limit.
+//! makes the agent fetch on demand is an easy way to exhaust a remote's rate limit. Plan pages
+//! need credentials ([`auth`]); `/healthz`, `/readyz` and `/metrics` stay open. Every request is
+//! bounded in time ([`REQUEST_TIMEOUT`]) and body size ([`BODY_LIMIT`]).
 
+pub mod auth;
 pub mod plan_page;
 pub mod webhook;
 
@@ -20,9 +23,12 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio::sync::Notify;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
 
 use crate::config::{RepoSlug, Secret};
 use crate::metrics::{ErrorKind, Metrics};
+pub use auth::ApiAuth;
 pub use plan_page::{PageApp, PlanPage, PlanStore};
 use webhook::WebhookFlavor;
 
@@ -44,7 +50,16 @@ pub struct ServerState {
     pub webhook_secret: Option<Secret>,
     pub triggers: Arc<Vec<SourceTrigger>>,
     pub plans: PlanStore,
+    /// Who may read plan pages.
+    pub auth: ApiAuth,
 }
+
+/// How long one request may take, body included: a client that sends slowly holds a
+/// connection and a task no longer than this.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The largest request body accepted: webhook payloads of big pushes stay well under it.
+pub const BODY_LIMIT: usize = 4 << 20;
 
 /// Starting the server failed.
 #[derive(Debug, thiserror::Error)]
@@ -61,13 +76,24 @@ pub enum ServerError {
 
 /// The router with every endpoint.
 pub fn router(state: ServerState) -> Router {
+    let protected = Router::new()
+        .route("/plans/{commit}", get(plan))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.auth.clone(),
+            auth::require,
+        ));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/webhooks/gitea", post(gitea_webhook))
         .route("/webhooks/github", post(github_webhook))
-        .route("/plans/{commit}", get(plan))
+        .merge(protected)
+        .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ))
         .with_state(state)
 }
 

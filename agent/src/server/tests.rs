@@ -14,6 +14,12 @@ struct Running {
     task: tokio::task::JoinHandle<Result<(), ServerError>>,
 }
 
+const API_TOKEN: &str = "plan-page-token-0123456789";
+
+fn authorized(url: &str) -> reqwest::RequestBuilder {
+    reqwest::Client::new().get(url).bearer_auth(API_TOKEN)
+}
+
 async fn start(secret: Option<&str>) -> Running {
     let notify = Arc::new(Notify::new());
     let state = ServerState {
@@ -27,6 +33,10 @@ async fn start(secret: Option<&str>) -> Running {
             notify: notify.clone(),
         }]),
         plans: PlanStore::default(),
+        auth: ApiAuth {
+            token: Some(Secret::new(API_TOKEN)),
+            trusted_header: Some(axum::http::HeaderName::from_static("x-forwarded-user")),
+        },
     };
     let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -174,7 +184,7 @@ async fn plan_pages_are_served_escaped() {
     let server = start(None).await;
     let commit = CommitId::parse(&"ab".repeat(20)).unwrap();
     let url = format!("{}/plans/{commit}", server.base);
-    assert_eq!(reqwest::get(&url).await.unwrap().status(), 404);
+    assert_eq!(authorized(&url).send().await.unwrap().status(), 404);
     server.state.plans.insert(PlanPage {
         source: "platform".into(),
         commit: commit.clone(),
@@ -186,7 +196,7 @@ async fn plan_pages_are_served_escaped() {
         }],
         body: "<img src=x onerror=alert(1)>".into(),
     });
-    let response = reqwest::get(&url).await.unwrap();
+    let response = authorized(&url).send().await.unwrap();
     assert_eq!(response.status(), 200);
     assert!(
         response.headers()["content-security-policy"]
@@ -198,5 +208,59 @@ async fn plan_pages_are_served_escaped() {
     assert!(html.contains("team-a/web"));
     assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"));
     assert!(!html.contains("<img"));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn plan_pages_need_credentials_and_probes_do_not() {
+    let server = start(None).await;
+    let commit = CommitId::parse(&"cd".repeat(20)).unwrap();
+    server.state.plans.insert(PlanPage {
+        source: "platform".into(),
+        commit: commit.clone(),
+        title: "deploy of main".into(),
+        apps: Vec::new(),
+        body: "the plan".into(),
+    });
+    let url = format!("{}/plans/{commit}", server.base);
+    let anonymous = reqwest::get(&url).await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    assert_eq!(anonymous.headers()["www-authenticate"], "Bearer");
+    assert!(!anonymous.text().await.unwrap().contains("the plan"));
+    let wrong = reqwest::Client::new()
+        .get(&url)
+        .bearer_auth("not-the-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    assert_eq!(authorized(&url).send().await.unwrap().status(), 200);
+    let proxied = reqwest::Client::new()
+        .get(&url)
+        .header("x-forwarded-user", "alice")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(proxied.status(), 200);
+    for open in ["healthz", "readyz", "metrics"] {
+        let status = reqwest::get(format!("{}/{open}", server.base))
+            .await
+            .unwrap()
+            .status();
+        assert_ne!(status, 401, "/{open} stays open");
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn bodies_over_the_limit_are_refused() {
+    let server = start(Some("hook-secret")).await;
+    let response = reqwest::Client::new()
+        .post(format!("{}/webhooks/gitea", server.base))
+        .body(vec![b'x'; BODY_LIMIT + 1])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
     server.stop().await;
 }

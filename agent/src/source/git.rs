@@ -236,7 +236,7 @@ impl GitRepo {
     pub fn branch_head(&self) -> Result<CommitId, SourceError> {
         self.ref_head(&format!("refs/driftless/heads/{}", self.config.branch))?
             .ok_or_else(|| SourceError::BranchMissing {
-                url: self.config.url.clone(),
+                url: crate::redact::url_credentials(&self.config.url),
                 branch: self.config.branch.clone(),
             })
     }
@@ -516,8 +516,9 @@ fn read_oid(commit: &CommitId) -> Result<git2::Oid, SourceError> {
 }
 
 fn classify(url: &str, error: &git2::Error) -> SourceError {
-    let message = error.message().to_owned();
-    let url = url.to_owned();
+    // A token in the URL (`https://TOKEN@host`) must not reach an error or a log.
+    let message = crate::redact::url_credentials(error.message());
+    let url = crate::redact::url_credentials(url);
     // libgit2 reports HTTP 401/403 as class Http with code Auth (or a generic code and a
     // "status code: 401" message, depending on the transport).
     let auth_message = message.contains("401")

@@ -40,6 +40,10 @@ pub struct AnalysisConfig {
     /// ([`crate::AnalysisOptions::with_config`]).
     #[serde(default)]
     pub limits: Option<crate::RenderLimits>,
+    /// What the source being analysed may touch (the `source-boundary` rule); `None`: not
+    /// checked. Set by the agent per source, and by the CLI for `--source`.
+    #[serde(skip)]
+    pub boundary: Option<std::sync::Arc<crate::boundary::SourceBoundary>>,
 }
 
 /// A configured severity.

@@ -33,6 +33,7 @@ mod property_pattern;
 mod property_type;
 mod removed_api_version;
 mod schema_violation;
+mod source_boundary;
 mod trait_conflict;
 mod trait_not_applicable;
 mod undocumented_parameter;
@@ -484,6 +485,7 @@ fn check_app(ctx: &AppContext<'_>) -> Vec<Diagnostic> {
     trait_not_applicable::check(ctx, &mut out);
     trait_conflict::check(ctx, &mut out);
     unknown_cluster::check(ctx, &mut out);
+    source_boundary::check(ctx, &mut out);
     unknown_property::check(ctx, &mut out);
     for object in ctx.objects {
         // The rules below all start from the object's `apiVersion` and `kind`: read once.
@@ -575,9 +577,11 @@ impl<'a> Settings<'a> {
             ) {
                 return true;
             }
-            if annotation
-                .iter()
-                .any(|id| *id == "*" || *id == diagnostic.rule)
+            // The boundary holds back the app's author, who writes the annotation.
+            if diagnostic.rule != "source-boundary"
+                && annotation
+                    .iter()
+                    .any(|id| *id == "*" || *id == diagnostic.rule)
             {
                 return false;
             }

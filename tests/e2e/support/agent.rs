@@ -9,6 +9,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 
+/// The plan pages' bearer token: every agent started here gets it as `E2E_API_TOKEN`, for a
+/// config's `server.apiToken: { env: E2E_API_TOKEN }`.
+pub const API_TOKEN: &str = "e2e-plan-page-token-8f3a1c";
+
 /// How long to wait for the agent to react (statuses, comments, objects).
 pub const AGENT_WAIT: Duration = Duration::from_secs(180);
 
@@ -93,6 +97,7 @@ impl AgentProcess {
             .arg(config)
             .args(["--log-format", "text"])
             .env("RUST_LOG", "info,agent=debug")
+            .env("E2E_API_TOKEN", API_TOKEN)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
@@ -115,9 +120,14 @@ impl AgentProcess {
             .await?)
     }
 
-    /// The plan page of `commit`, once the agent has one (a deploy or preview finished).
+    /// The plan page of `commit`, once the agent has one (a deploy or preview finished),
+    /// read with the bearer token.
     pub async fn plan_page(&self, commit: &str) -> Result<Option<String>> {
-        let response = reqwest::get(format!("{}/plans/{commit}", self.base)).await?;
+        let response = reqwest::Client::new()
+            .get(format!("{}/plans/{commit}", self.base))
+            .bearer_auth(API_TOKEN)
+            .send()
+            .await?;
         Ok(if response.status() == 200 {
             Some(response.text().await?)
         } else {

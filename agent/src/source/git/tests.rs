@@ -83,6 +83,9 @@ fn source_config(url: &str, include: &[&str], exclude: &[&str]) -> Arc<SourceCon
         poll_interval: Duration::from_secs(1),
         credentials: None,
         forge_repo: None,
+        boundary: Arc::default(),
+        previews: Default::default(),
+        service_account: None,
     })
 }
 
