@@ -5,6 +5,7 @@
 #   hack/cluster.sh up   [--name NAME]   # start (or reuse) cluster NAME; last stdout line = kubeconfig
 #   hack/cluster.sh down [--name NAME]   # stop it; verifies no process or listening port remains
 #   hack/cluster.sh status [--name NAME] # exit 0 and print the kubeconfig if it is running and ready
+#   hack/cluster.sh restart-apiserver [--name NAME] # stop kube-apiserver, start it again, wait /readyz
 #
 # NAME defaults to "dev". State lives in ${DRIFTLESS_CACHE:-$HOME/.cache/driftless}/clusters/NAME/.
 # Progress and errors go to stderr; stdout carries only the kubeconfig path.
@@ -25,7 +26,7 @@ say() { printf '==> [%s] %s\n' "$NAME" "$*" >&2; }
 die() { printf 'cluster.sh [%s]: error: %s\n' "${NAME:-?}" "$*" >&2; exit 1; }
 
 usage() {
-  sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -350,6 +351,29 @@ cmd_down() {
   say "stopped; no processes or listening ports remain"
 }
 
+# An apiserver restart as an upgrade or a crash-looping apiserver makes it (for fault tests): the
+# same command line, ports, certificates and etcd data, a new process.
+cmd_restart_apiserver() {
+  exec 9>"$CACHE/clusters/$NAME.lock"
+  flock -w 300 9 || die "timed out: another 'cluster.sh' command holds $CACHE/clusters/$NAME.lock"
+  healthy || die "not running; start it with: hack/cluster.sh up --name $NAME"
+  local pid deadline args=()
+  pid=$(pid_of kube-apiserver)
+  mapfile -d '' -t args <"/proc/$pid/cmdline"
+  ((${#args[@]} > 0)) || die "cannot read the command line of kube-apiserver (pid $pid)"
+  say "restarting kube-apiserver (pid $pid)"
+  signal_group TERM "$pid"
+  deadline=$((SECONDS + STOP_TIMEOUT))
+  while component_alive kube-apiserver; do
+    ((SECONDS < deadline)) || { signal_group KILL "$pid"; sleep 1; }
+    sleep 0.2
+  done
+  while port_listening "$APISERVER_PORT"; do sleep 0.2; done
+  start kube-apiserver "$APISERVER_PORT" -- "${args[@]}"
+  wait_for kube-apiserver "/readyz" api GET /readyz
+  say "kube-apiserver restarted (pid $(pid_of kube-apiserver))"
+}
+
 cmd_status() {
   if healthy; then
     printf '%s\n' "$CDIR/kubeconfig"
@@ -369,5 +393,6 @@ case $CMD in
   up) cmd_up ;;
   down) cmd_down ;;
   status) cmd_status ;;
+  restart-apiserver) cmd_restart_apiserver ;;
   *) usage ;;
 esac

@@ -5,26 +5,26 @@
 //! The crash-safety invariants this follows are documented in `tracker`. In short: the tracker
 //! lists every object before it is applied (write-ahead), records it as applied only after the
 //! apply succeeded, and a prune deletes only tracked objects that still carry our marks, with a
-//! uid + resourceVersion precondition. The first per-object error stops the app's apply, and no
+//! uid + resourceVersion precondition (`writer::prune` holds those proofs; every write goes
+//! through `writer`). The first per-object error stops the app's apply, and no
 //! prune runs for that app; other apps are applied independently.
 
 use std::time::Duration;
 
 use analyzer::AppRef;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions, PropagationPolicy};
+use kube::api::Api;
 use kube::runtime::wait::await_condition;
 use serde_json::Value;
 
-use crate::cluster::{Cluster, describe_error, has_status};
-use crate::observe::{self, AppObservation, ApplyNeeds, OrphanObservation, crd_kinds, not_served};
+use crate::cluster::{Cluster, describe_error};
+use crate::observe::{AppObservation, ApplyNeeds, OrphanObservation, crd_kinds, not_served};
 use crate::ownership;
 use crate::plan::{Action, AppPlan, Change, ObjectRef};
 use crate::planner::{DesiredObject, Observed, keep_live_paths};
-use crate::policy::{ApplyOnceMoment, Propagation};
+use crate::policy::ApplyOnceMoment;
 use crate::tracker::{EntryState, TrackedEntry, TrackerRecord};
 use crate::tracker_store::TrackerStore;
-use crate::watch_cache::Written;
 
 /// The field manager of every server-side apply.
 pub const FIELD_MANAGER: &str = "driftless";
@@ -359,8 +359,8 @@ async fn prune(
             Some(desired) => desired.policies.gc_for(&entry.facts(&change.object)).1,
             None => entry.propagation,
         };
-        match delete_object(cluster, app, &change.object, propagation).await {
-            Ok(()) => {
+        match crate::writer::prune(cluster, app, record, &change.object, propagation).await {
+            Ok(_) => {
                 record.entries.remove(&change.object);
                 report.objects.push(ObjectResult {
                     object: change.object.clone(),
@@ -395,60 +395,6 @@ fn leaves_tracker(change: &Change) -> bool {
         .reason
         .as_deref()
         .is_some_and(|reason| reason.starts_with("not pruned"))
-}
-
-/// Deletes one tracked object after re-reading it: only when it still carries our marks, with a
-/// uid + resourceVersion precondition. A 404 counts as deleted.
-async fn delete_object(
-    cluster: &Cluster,
-    app: &AppRef,
-    object_ref: &ObjectRef,
-    propagation: Propagation,
-) -> Result<(), String> {
-    let resolved = match cluster
-        .resolve(&object_ref.api_version, &object_ref.kind)
-        .await
-    {
-        Ok(Some(resolved)) => resolved,
-        Ok(None) => return Ok(()),
-        Err(error) => return Err(describe_error(&error)),
-    };
-    let Some(live) = observe::read(cluster, &resolved, object_ref).await? else {
-        return Ok(());
-    };
-    if !ownership::carries_marks_of(&live, app) {
-        return Ok(());
-    }
-    let metadata = live.get("metadata");
-    let text = |key: &str| {
-        metadata
-            .and_then(|metadata| metadata.get(key))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    let params = DeleteParams {
-        propagation_policy: Some(match propagation {
-            Propagation::Orphan => PropagationPolicy::Orphan,
-            Propagation::Cascading => PropagationPolicy::Background,
-        }),
-        preconditions: Some(Preconditions {
-            uid: text("uid"),
-            resource_version: text("resourceVersion"),
-        }),
-        ..DeleteParams::default()
-    };
-    let api = cluster.api(&resolved, object_ref).await;
-    let deleted = api.delete(&object_ref.name, &params).await;
-    note_write(cluster, object_ref, &deleted, |answer| {
-        // Answered with the object: still there (finalizers, graceful deletion), and the watch
-        // shows this version next; with a status: gone at once.
-        answer.as_ref().left().map_or(Written::Gone, version_of)
-    });
-    match deleted {
-        Ok(_) => Ok(()),
-        Err(error) if has_status(&error, 404) => Ok(()),
-        Err(error) => Err(describe_error(&error)),
-    }
 }
 
 /// Server-side applies one object; returns the object as stored.
@@ -498,41 +444,17 @@ async fn apply_object(
             .drift_allowed(&object.facts(), moment);
         keep_live_paths(&mut body, live, &paths);
     }
-    let api = cluster.api(&resolved, object_ref).await;
-    // Force: the object is ours (admission said so), so our values win over other managers'.
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    let applied = api
-        .patch(&object_ref.name, &params, &Patch::Apply(&body))
-        .await;
-    note_write(cluster, object_ref, &applied, version_of);
-    let applied = applied.map_err(|error| describe_error(&error))?;
+    // Forced: the object is ours (admission said so), so our values win over other managers'.
+    let applied =
+        crate::writer::server_side_apply(cluster, &resolved, object_ref, &body, FIELD_MANAGER)
+            .await
+            .map_err(|error| describe_error(&error))?;
     if object_ref.kind == "CustomResourceDefinition" {
         for ((api_version, _), _) in crd_kinds(std::iter::once(&object.object)) {
             cluster.forget(&api_version).await;
         }
     }
     serde_json::to_value(applied).map_err(|error| error.to_string())
-}
-
-/// Tells the cluster's watch cache about a write of `object_ref` that answered `result`.
-pub(crate) fn note_write<T>(
-    cluster: &Cluster,
-    object_ref: &ObjectRef,
-    result: &Result<T, kube::Error>,
-    expect: impl FnOnce(&T) -> Written,
-) {
-    if let Some(expect) = crate::cluster::written(result, expect) {
-        cluster.wrote(object_ref, expect);
-    }
-}
-
-/// The version a written object has (unknown without one).
-pub(crate) fn version_of(object: &kube::api::DynamicObject) -> Written {
-    object
-        .metadata
-        .resource_version
-        .clone()
-        .map_or(Written::Unknown, Written::Version)
 }
 
 /// Waits until the CRD (rendered by the same app) serving a custom resource is established.

@@ -1,7 +1,7 @@
 //! One target cluster: a kube client built from a kubeconfig and context, held to a QPS/burst
 //! budget, plus a discovery cache that maps rendered kinds to API resources and scopes.
 //!
-//! Every API call of `observe`, `apply` and the tracker store goes through [`Cluster::api`] or
+//! Every API call of `observe`, `writer` and the tracker store goes through [`Cluster::api`] or
 //! [`Cluster::throttle`], so the budget covers them all. Discovery is per group-version and only
 //! for the group-versions a plan renders, not the whole cluster; a group-version is forgotten
 //! when a CRD that serves it is applied.
@@ -264,8 +264,9 @@ impl Cluster {
     }
 
     /// Records one of our own writes of `object` for the watch cache, which then does not serve
-    /// it until its watch shows the write (no-op without a cache). Call after every create,
-    /// apply, replace or delete, also a failed one (see [`written`]).
+    /// it until its watch shows the write (no-op without a cache). Only `writer` calls it (clippy
+    /// `disallowed-methods`), after every create, apply, replace or delete, also a failed one
+    /// (see [`written`]).
     pub fn wrote(&self, object: &ObjectRef, expect: Written) {
         if let Some(watch) = &self.watch {
             watch.wrote(object, expect);
@@ -559,11 +560,7 @@ impl Cluster {
         api: &Api<DynamicObject>,
         params: &ListParams,
     ) -> Result<ListPage, kube::Error> {
-        let mut request = kube::core::Request::new(api.resource_url())
-            .list(params)
-            .map_err(kube::Error::BuildRequest)?;
-        request.extensions_mut().insert("list");
-        self.client.request::<ListPage>(request).await
+        crate::writer::list_page::<ListPage>(self, api.resource_url(), params).await
     }
 
     /// The object as the last [`Cluster::prefetch`] found it: `Some(None)` when it was absent,
@@ -864,6 +861,7 @@ mod watch_cache_tests {
     }
 
     #[tokio::test]
+    #[allow(clippy::disallowed_methods, reason = "a test of the note itself")]
     async fn without_a_cache_writes_and_cached_reads_are_no_ops() {
         let cluster = Cluster::offline();
         cluster.wrote(&config_map("a"), Written::Gone);

@@ -29,3 +29,4 @@ pub mod tracker;
 pub mod tracker_store;
 pub mod watch_cache;
 pub mod workflow;
+pub mod writer;

@@ -12,7 +12,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use analyzer::model::Policy;
 use analyzer::{AppRef, AppRender, ObjectsForm, RenderedApp};
-use kube::api::{Patch, PatchParams};
 use rayon::prelude::*;
 use serde_json::Value;
 
@@ -483,12 +482,7 @@ pub async fn dry_run(
     object: &Value,
     field_manager: &str,
 ) -> Result<Value, String> {
-    let api = cluster.api(resolved, object_ref).await;
-    let params = PatchParams::apply(field_manager).force().dry_run();
-    match api
-        .patch(&object_ref.name, &params, &Patch::Apply(object))
-        .await
-    {
+    match crate::writer::dry_run_apply(cluster, resolved, object_ref, object, field_manager).await {
         Ok(mut object) => {
             object.metadata.managed_fields = None;
             serde_json::to_value(object).map_err(|error| error.to_string())

@@ -2,18 +2,18 @@
 //! store behind both the resource trackers (the storage decided in `tracker`) and the workflow
 //! states (`workflow::store`). Each record is one ConfigMap in the tracker namespace, its JSON
 //! under one data key, and every write is conditioned on the resourceVersion it was read at,
-//! so two agents driving the same app cannot silently overwrite each other.
+//! so two agents driving the same app cannot silently overwrite each other. The writes
+//! themselves are the cluster writer's (`writer::write_record`, `writer::delete_record`).
 
 use std::collections::BTreeMap;
 use std::sync::PoisonError;
 
 use analyzer::AppRef;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, ObjectMeta};
 
 use crate::cluster::{Cluster, describe_error, has_status};
 use crate::tracker::{DATA_KEY, LABEL_TRACKER, TrackerRecord, tracker_name};
-use crate::watch_cache::Written;
 
 /// Records per LIST page: 10,000 trackers are ~10 MB of JSON, which one response should not hold.
 const LIST_PAGE: u32 = 500;
@@ -158,32 +158,13 @@ impl<'a> ConfigMapStore<'a> {
             data: Some(BTreeMap::from([(self.data_key.to_owned(), text)])),
             ..ConfigMap::default()
         };
-        self.cluster.throttle().await;
-        let written = match resource_version {
-            None => match self.api().create(&PostParams::default(), &config_map).await {
-                // The namespace does not exist yet: create it and retry once. Trying the
-                // ConfigMap first keeps the common case free of cluster-scoped writes, which a
-                // namespace-scoped agent may not be allowed.
-                Err(error) if has_status(&error, 404) => {
-                    self.ensure_namespace().await.map_err(RecordError::Failed)?;
-                    self.cluster.throttle().await;
-                    self.api().create(&PostParams::default(), &config_map).await
-                }
-                other => other,
-            },
-            Some(_) => {
-                self.api()
-                    .replace(name, &PostParams::default(), &config_map)
-                    .await
-            }
-        };
-        self.note_write(name, &written, |written| {
-            written
-                .metadata
-                .resource_version
-                .clone()
-                .map_or(Written::Unknown, Written::Version)
-        });
+        let written = crate::writer::write_record(
+            self.cluster,
+            &self.namespace,
+            &config_map,
+            resource_version,
+        )
+        .await;
         match written {
             Ok(written) => Ok(written.metadata.resource_version),
             Err(error) if has_status(&error, 409) => Err(RecordError::Conflict),
@@ -200,41 +181,13 @@ impl<'a> ConfigMapStore<'a> {
         name: &str,
         resource_version: Option<&str>,
     ) -> Result<(), RecordError> {
-        let params = DeleteParams {
-            preconditions: Some(kube::api::Preconditions {
-                resource_version: resource_version.map(str::to_owned),
-                uid: None,
-            }),
-            ..DeleteParams::default()
-        };
-        self.cluster.throttle().await;
-        let deleted = self.api().delete(name, &params).await;
-        self.note_write(name, &deleted, |answer| {
-            answer.as_ref().left().map_or(Written::Gone, |config_map| {
-                config_map
-                    .metadata
-                    .resource_version
-                    .clone()
-                    .map_or(Written::Unknown, Written::Version)
-            })
-        });
+        let deleted =
+            crate::writer::delete_record(self.cluster, &self.namespace, name, resource_version)
+                .await;
         match deleted {
-            Ok(_) => Ok(()),
-            Err(error) if has_status(&error, 404) => Ok(()),
+            Ok(()) => Ok(()),
             Err(error) if has_status(&error, 409) => Err(RecordError::Conflict),
             Err(error) => Err(RecordError::Failed(describe_error(&error))),
-        }
-    }
-
-    /// Tells the cluster's watch cache about a write of record `name` that answered `result`.
-    fn note_write<T>(
-        &self,
-        name: &str,
-        result: &Result<T, kube::Error>,
-        expect: impl FnOnce(&T) -> Written,
-    ) {
-        if let Some(expect) = crate::cluster::written(result, expect) {
-            self.cluster.wrote(&self.object_ref(name), expect);
         }
     }
 
@@ -270,26 +223,6 @@ impl<'a> ConfigMapStore<'a> {
             .collect();
         records.sort_by(|a, b| a.name.cmp(&b.name));
         Some(records)
-    }
-
-    /// Creates the namespace when it does not exist (server-side apply, idempotent).
-    async fn ensure_namespace(&self) -> Result<(), String> {
-        let namespaces: Api<Namespace> = Api::all(self.cluster.client().clone());
-        let namespace = serde_json::json!({
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": self.namespace},
-        });
-        self.cluster.throttle().await;
-        namespaces
-            .patch(
-                &self.namespace,
-                &PatchParams::apply(crate::apply::FIELD_MANAGER),
-                &Patch::Apply(&namespace),
-            )
-            .await
-            .map(drop)
-            .map_err(|error| describe_error(&error))
     }
 }
 

@@ -478,7 +478,16 @@ async fn apply_step(
         }
     }
     for object_ref in &removals {
-        if let Err(message) = delete_object(cluster, object_ref).await {
+        // Under the prune proofs: the revision's Deployment was applied through the tracker.
+        let pruned = crate::writer::prune_tracked(
+            cluster,
+            &store,
+            &desired.app,
+            object_ref,
+            crate::policy::Propagation::Cascading,
+        )
+        .await;
+        if let Err(message) = pruned {
             rolled_back.push(format!("removing {object_ref} failed: {message}"));
         }
     }
@@ -1395,33 +1404,6 @@ fn keep_previous(object: &mut Value, live: &Value, revision: &str, replicas: u32
     stamp_revision(object, revision);
 }
 
-/// Deletes one object (a rolled-back revision's Deployment); absent counts as deleted.
-async fn delete_object(cluster: &Cluster, object_ref: &ObjectRef) -> Result<(), String> {
-    let resolved = match cluster
-        .resolve(&object_ref.api_version, &object_ref.kind)
-        .await
-    {
-        Ok(Some(resolved)) => resolved,
-        Ok(None) => return Err(observe::not_served(object_ref)),
-        Err(error) => return Err(describe_error(&error)),
-    };
-    let api = cluster.api(&resolved, object_ref).await;
-    let deleted = api
-        .delete(&object_ref.name, &kube::api::DeleteParams::background())
-        .await;
-    crate::apply::note_write(cluster, object_ref, &deleted, |answer| {
-        answer
-            .as_ref()
-            .left()
-            .map_or(crate::watch_cache::Written::Gone, crate::apply::version_of)
-    });
-    match deleted {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(response)) if response.code == 404 => Ok(()),
-        Err(error) => Err(describe_error(&error)),
-    }
-}
-
 /// The previous revision of a StatefulSet: the name and pod template of the ControllerRevision
 /// its `status.currentRevision` names (the revision the pods below the partition still run).
 /// `None` when there is none to go back to (a first rollout) or it cannot be read.
@@ -1502,14 +1484,9 @@ async fn apply_object(cluster: &Cluster, desired: &DesiredApp, properties: &Valu
             );
         }
     }
-    let api = cluster.api(&resolved, &object_ref).await;
-    cluster.throttle().await;
-    let params = kube::api::PatchParams::apply(FIELD_MANAGER).force();
-    let applied = api
-        .patch(&object_ref.name, &params, &kube::api::Patch::Apply(&object))
-        .await;
-    // The agent's watch cache must not serve this object until its watch shows the write.
-    crate::apply::note_write(cluster, &object_ref, &applied, crate::apply::version_of);
+    let applied =
+        crate::writer::server_side_apply(cluster, &resolved, &object_ref, &object, FIELD_MANAGER)
+            .await;
     match applied {
         Ok(applied) => StepOutcome::Succeeded {
             result: serde_json::json!({ "output": serde_json::to_value(applied).unwrap_or(Value::Null) }),
