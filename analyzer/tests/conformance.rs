@@ -221,27 +221,9 @@ fn example_snapshot(root: &Path, internal: &[SourceFile], example: &Example) -> 
     }
 }
 
-/// Definitions whose render hits a known gap of the CUE evaluator (`cue/` crate, owned
-/// separately; each gap has a minimal repro with `cue export`'s output in its tracker):
-/// `(definition kind, name, gap)`. Examples using them are skipped with the gap as reason.
-const KNOWN_EVALUATOR_GAPS: &[(&str, &str, &str)] = &[
-    (
-        "TraitDefinition",
-        "nocalhost",
-        "the CUE evaluator orders fields produced by `if` comprehensions differently from cue \
-         v0.14.1, which changes the JSON text `json.Marshal` builds for the dev.nocalhost annotation",
-    ),
-    (
-        "TraitDefinition",
-        "lifecycle",
-        "the evaluator's export of `[...{lifecycle: ...}]` drops the element constraint, so the \
-         patch that applies to every container is lost",
-    ),
-];
-
 /// Why an example cannot be compared, from what it needs (never from its name): vela itself
 /// failed; a component type whose schematic is not CUE (Terraform, Helm, raw `kube`), which
-/// needs its controller or provider; or a definition with a known evaluator gap.
+/// needs its controller or provider.
 fn skip_reason(root: &Path, example: &Example) -> Option<String> {
     if example.outcome == Outcome::VelaError {
         let reason = example.reason.as_deref().unwrap_or("no message");
@@ -256,13 +238,6 @@ fn skip_reason(root: &Path, example: &Example) -> Option<String> {
         .into_iter()
         .flatten()
         .filter_map(|c| c.get("type").and_then(Value::as_str))
-        .collect();
-    let trait_types: Vec<&str> = components
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c.get("traits").and_then(Value::as_array))
-        .flatten()
-        .filter_map(|t| t.get("type").and_then(Value::as_str))
         .collect();
     for definition in &example.definitions {
         let Some(value) = document_value(root, &definition.path, definition.document) else {
@@ -286,15 +261,6 @@ fn skip_reason(root: &Path, example: &Example) -> Option<String> {
                 "needs a controller or provider: component type `{name}` has a `{other}` \
                  schematic (only CUE templates render offline)"
             ));
-        }
-    }
-    for (kind, name, gap) in KNOWN_EVALUATOR_GAPS {
-        let used = match *kind {
-            "TraitDefinition" => trait_types.contains(name),
-            _ => component_types.contains(name),
-        };
-        if used {
-            return Some(format!("known evaluator gap in {kind} `{name}`: {gap}"));
         }
     }
     None

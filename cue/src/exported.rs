@@ -11,8 +11,14 @@
 pub enum Exported {
     /// An open struct, fields in CUE order.
     Struct(Vec<ExportedField>),
-    /// A list. `open` is true for `[...]`-style lists that accept more elements.
-    List { elems: Vec<Exported>, open: bool },
+    /// A list. `open` is true for `[...]`-style lists that accept more elements; `rest` is
+    /// the element constraint of an open list (`T` of `[...T]`) when it has one, which CUE
+    /// applies to every element, present or added later.
+    List {
+        elems: Vec<Exported>,
+        open: bool,
+        rest: Option<Box<Exported>>,
+    },
     /// A concrete scalar: null, bool, number or string.
     Scalar(serde_json::Value),
     /// A disjunction with a default (`*"port-80" | string`): the default and the other

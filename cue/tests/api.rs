@@ -73,8 +73,38 @@ fn export_keeps_defaults_constraints_and_optional_fields() {
     let c = get("c");
     assert!(c.optional);
     assert!(matches!(c.value, Exported::Incomplete(k) if k.text == "int"));
-    assert!(matches!(get("d").value, Exported::List { ref elems, open: true } if elems.is_empty()));
+    assert!(
+        matches!(get("d").value, Exported::List { ref elems, open: true, .. } if elems.is_empty())
+    );
     assert_eq!(get("e").value, Exported::Scalar(serde_json::json!("v")));
+}
+
+/// KubeVela's patches apply `[...{...}]` to every element of the list they patch, so the
+/// export a patch is read from keeps an open list's element constraint, evaluated in place.
+#[test]
+fn exported_open_lists_keep_their_element_constraint() {
+    let source = "p: {on: true}\npatch: containers: [...{\n\tif p.on {lifecycle: \"x\"}\n}]\n";
+    let parsed = cue::parse_file(cue::FileId(0), source);
+    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+    let mut parts =
+        cue::Evaluator::new().evaluate_parts(&[&parsed.file], &[], &[("patch", cue::Take::Export)]);
+    assert!(parts.errors().is_empty(), "{:?}", parts.errors());
+    let (patch, _) = parts.take_export("patch").unwrap();
+    let Exported::Struct(fields) = patch else {
+        panic!("unexpected {patch:?}")
+    };
+    let Exported::List { elems, open, rest } = &fields[0].value else {
+        panic!("unexpected {fields:?}")
+    };
+    assert!(elems.is_empty() && *open);
+    let Some(Exported::Struct(constraint)) = rest.as_deref() else {
+        panic!("no element constraint: {rest:?}")
+    };
+    assert_eq!(constraint[0].label, "lifecycle");
+    assert_eq!(
+        constraint[0].value,
+        Exported::Scalar(serde_json::json!("x"))
+    );
 }
 
 #[test]

@@ -440,6 +440,7 @@ spec:
                     Exported::List {
                         elems: vec![incomplete(), Exported::Scalar(json!("x"))],
                         open: false,
+                        rest: None,
                     },
                     false,
                 ),

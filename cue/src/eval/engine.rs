@@ -229,6 +229,9 @@ pub struct Vertex<'a> {
     /// Source position (file, offset) of the earliest field declaration defining this arc;
     /// `u64::MAX` for data (JSON, builtin results). Fields are ordered by it.
     pos: u64,
+    /// The arc was first made by a comprehension's body (`if c { x: 1 }`), which CUE orders
+    /// apart from the struct's own fields (see [`Engine::ordered_arcs`]).
+    from_comprehension: bool,
     /// The first field declaration defining this arc (label included), for closedness errors.
     decl_span: Option<Span>,
     /// The span of the first conjunct, for errors about the vertex as a whole.
@@ -330,6 +333,7 @@ impl<'a> Vertex<'a> {
             docs: SmallVec::new(),
             depth,
             pos: u64::MAX,
+            from_comprehension: false,
             decl_span: None,
             span: Span::default(),
         }
@@ -2099,6 +2103,9 @@ impl<'a> Engine<'a> {
                         }
                     }
                     Ok(envs) => {
+                        let arcs_before = self.v(v).arcs.len();
+                        // New arcs go at `pos`, or at the end when it is past the arcs.
+                        let first_new = pos.min(arcs_before);
                         let mut pos = pos;
                         for env in envs {
                             // Processed right away so its fields take the comprehension's
@@ -2116,6 +2123,12 @@ impl<'a> Engine<'a> {
                                 pos = p;
                             }
                             self.insert_at = saved;
+                        }
+                        let n_new = self.v(v).arcs.len() - arcs_before;
+                        for index in first_new..first_new + n_new {
+                            if let Some(&(_, arc)) = self.v(v).arcs.get(index) {
+                                self.vm(arc).from_comprehension = true;
+                            }
                         }
                     }
                     Err(error) => {
@@ -2605,6 +2618,7 @@ impl<'a> Engine<'a> {
         let docs = src.docs.clone();
         let span = src.span;
         let pos = src.pos;
+        let from_comprehension = src.from_comprehension;
         let conjs: Conjs<'a> = src.conjs.iter().filter(|c| !c.derived).cloned().collect();
         let id = self.new_vertex(Some(parent), label);
         let vertex = self.vm(id);
@@ -2612,6 +2626,7 @@ impl<'a> Engine<'a> {
         vertex.docs = docs;
         vertex.span = span;
         vertex.pos = pos;
+        vertex.from_comprehension = from_comprehension;
         vertex.conjs = conjs;
         id
     }
@@ -2724,15 +2739,42 @@ impl<'a> Engine<'a> {
     /// for a result copied its arcs into a heap vector (~70 K per 1,000 apps).
     pub fn ordered_arcs(&self, v: VId) -> SmallVec<[(Sym, VId); 8]> {
         let mut arcs: SmallVec<[(Sym, VId); 8]> = SmallVec::from_slice(&self.v(v).arcs);
-        if arcs
-            .windows(2)
-            .all(|w| self.v(w[0].1).pos <= self.v(w[1].1).pos)
+        let has_comprehension_arcs = arcs.iter().any(|(_, arc)| self.v(*arc).from_comprehension);
+        if !has_comprehension_arcs
+            && arcs
+                .windows(2)
+                .all(|w| self.v(w[0].1).pos <= self.v(w[1].1).pos)
         {
             return arcs;
         }
         // Source order of the declarations (CUE v0.14 sorts fields topologically, which is
         // source order within a file); data fields keep their insertion order, last.
         arcs.sort_by_key(|(_, arc)| self.v(*arc).pos);
+        if has_comprehension_arcs {
+            // CUE's toposort chains a struct literal's own fields as one block placed at its
+            // last field's position, and each comprehension's fields at their own: a
+            // comprehension before that last field comes before all of the struct's own
+            // fields (`{a: 1, if c {b: 2}, d: 3}` exports as `b, a, d`).
+            let last_own = arcs
+                .iter()
+                .map(|(_, arc)| self.v(*arc))
+                .filter(|arc| !arc.from_comprehension && arc.pos != u64::MAX)
+                .map(|arc| arc.pos)
+                .max();
+            if let Some(last_own) = last_own {
+                let is_early = |arc: VId| {
+                    let arc = self.v(arc);
+                    arc.from_comprehension && arc.pos < last_own
+                };
+                let mut reordered: SmallVec<[(Sym, VId); 8]> = arcs
+                    .iter()
+                    .copied()
+                    .filter(|(_, arc)| is_early(*arc))
+                    .collect();
+                reordered.extend(arcs.iter().copied().filter(|(_, arc)| !is_early(*arc)));
+                arcs = reordered;
+            }
+        }
         arcs
     }
 
@@ -3603,6 +3645,28 @@ impl<'a> Engine<'a> {
     }
 
     /// Whether the list value `v` is open (`[...T]`).
+    /// The element constraint of an open list (`T` of `[...T]`, every such `T` unified), as a
+    /// new evaluated vertex below the list; `None` without one. For the syntax-like export,
+    /// which keeps it (KubeVela's patches apply `[...{...}]` to every element).
+    pub fn list_element_constraint(&mut self, v: VId) -> Option<VId> {
+        let v = self.deref(v);
+        let types = self
+            .v(v)
+            .list
+            .as_ref()
+            .filter(|list| list.closed_len.is_none() && !list.types.is_empty())?
+            .types
+            .clone();
+        let sym = self.intern("...");
+        let constraint = self.new_vertex(Some(v), sym);
+        self.vm(constraint).field = FieldKind::Regular;
+        for ty in &types {
+            self.add_conj(constraint, ty.kind.clone(), ty.env, ty.close, 0, false);
+        }
+        self.eval_vertex(constraint);
+        Some(constraint)
+    }
+
     pub fn list_is_open(&self, v: VId) -> bool {
         let v = self.deref(v);
         self.v(v)

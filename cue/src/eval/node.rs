@@ -559,9 +559,11 @@ pub fn export(node: &Rc<Node>) -> Exported {
                 })
                 .collect(),
         ),
+        // Built nodes keep no element constraint; `evaluate_parts`' walk exports it.
         Node::List { elems, open } => Exported::List {
             elems: elems.iter().map(export).collect(),
             open: *open,
+            rest: None,
         },
         Node::Disj { alts, default } => match default.and_then(|d| alts.get(d)) {
             Some(d) => Exported::Default {

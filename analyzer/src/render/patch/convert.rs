@@ -150,7 +150,7 @@ fn make_concrete(
             });
             true
         }
-        Exported::List { elems, open } => {
+        Exported::List { elems, open, .. } => {
             *open = true;
             for (index, elem) in elems.iter_mut().enumerate() {
                 let node = PathNode {
@@ -328,6 +328,7 @@ pub(crate) fn into_exported(value: serde_json::Value) -> Exported {
         serde_json::Value::Array(items) => Exported::List {
             elems: items.into_iter().map(into_exported).collect(),
             open: true,
+            rest: None,
         },
         scalar => Exported::Scalar(scalar),
     }
@@ -447,6 +448,7 @@ mod tests {
                     Exported::List {
                         elems: vec![incomplete("int"), Exported::Scalar(json!(true))],
                         open: false,
+                        rest: None,
                     },
                     false,
                 ),

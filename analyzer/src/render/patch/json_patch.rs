@@ -235,6 +235,7 @@ mod tests {
                 Exported::List {
                     elems: vec![Exported::Scalar(json!(1))],
                     open: false,
+                    rest: None,
                 },
                 false,
             ),
@@ -282,6 +283,7 @@ mod tests {
                 Exported::List {
                     elems: vec![Exported::Scalar(json!(2))],
                     open: false,
+                    rest: None,
                 },
                 false,
             ),

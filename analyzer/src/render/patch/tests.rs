@@ -34,6 +34,7 @@ fn ex(value: &Value) -> Exported {
         Value::Array(items) => Exported::List {
             elems: items.iter().map(ex).collect(),
             open: false,
+            rest: None,
         },
         Value::String(text) if text.starts_with('§') => {
             let text = &text['§'.len_utf8()..];

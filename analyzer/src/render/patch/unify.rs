@@ -90,10 +90,11 @@ impl Walker<'_> {
                 self.unify_structs(base_fields, patch_fields, patch_key)
             }
             (
-                Exported::List { elems, open },
+                Exported::List { elems, open, rest },
                 Exported::List {
                     elems: patch_elems,
                     open: patch_open,
+                    rest: patch_rest,
                 },
             ) => {
                 // KubeVela opens every list that is a field value before unifying.
@@ -102,13 +103,20 @@ impl Walker<'_> {
                     return Ok(Exported::List {
                         elems: patch_elems,
                         open: patch_open,
+                        rest: patch_rest,
                     });
                 }
                 self.unify_lists(
-                    elems,
-                    base_open,
-                    patch_elems,
-                    patch_open,
+                    ListSide {
+                        elems,
+                        open: base_open,
+                        rest,
+                    },
+                    ListSide {
+                        elems: patch_elems,
+                        open: patch_open,
+                        rest: patch_rest,
+                    },
                     strategy,
                     patch_key,
                 )
@@ -203,13 +211,13 @@ impl Walker<'_> {
 
     fn unify_lists(
         &mut self,
-        base_elems: Vec<Exported>,
-        base_open: bool,
-        patch_elems: Vec<Exported>,
-        patch_open: bool,
+        base: ListSide,
+        patch: ListSide,
         strategy: PatchStrategy,
         patch_key: Option<&str>,
     ) -> Result<Exported, PatchError> {
+        let (base_elems, base_open, base_rest) = (base.elems, base.open, base.rest);
+        let (patch_elems, patch_open, patch_rest) = (patch.elems, patch.open, patch.rest);
         // A keyed rewrite re-orders the patch elements (each at most once), with an empty
         // struct where none lines up; they are moved, not copied.
         let (base_elems, patch_elems, patch_open): (Vec<Exported>, Vec<Exported>, bool) =
@@ -241,7 +249,10 @@ impl Walker<'_> {
         let mut elems = Vec::with_capacity(base_len.max(patch_len));
         let mut patch_iter = patch_elems.into_iter();
         for (index, base_elem) in base_elems.into_iter().enumerate() {
-            match patch_iter.next() {
+            // An element only the base has still meets the patch's element constraint
+            // (`[...{lifecycle: ...}]` patches every container).
+            let patch_elem = patch_iter.next().or_else(|| patch_rest.as_deref().cloned());
+            match patch_elem {
                 Some(patch_elem) => {
                     self.path.push(index.to_string());
                     elems.push(self.unify(
@@ -256,10 +267,28 @@ impl Walker<'_> {
                 None => elems.push(base_elem),
             }
         }
-        elems.extend(patch_iter);
+        for (index, patch_elem) in patch_iter.enumerate() {
+            // And one only the patch has meets the base's.
+            elems.push(match base_rest.as_deref() {
+                Some(constraint) => {
+                    self.path.push((base_len + index).to_string());
+                    let unified = self.unify(
+                        constraint.clone(),
+                        patch_elem,
+                        PatchStrategy::Unify,
+                        patch_key,
+                        ListContext::ListElement,
+                    )?;
+                    self.path.pop();
+                    unified
+                }
+                None => patch_elem,
+            });
+        }
         Ok(Exported::List {
             elems,
             open: base_open && patch_open,
+            rest: patch_rest.or(base_rest),
         })
     }
 
@@ -577,4 +606,12 @@ fn constraint_kind_name(constraint: &Constraint) -> String {
         .map(|(_, name)| *name)
         .collect::<Vec<_>>()
         .join("|")
+}
+
+/// One side of a list unification: its elements, whether it accepts more, and its element
+/// constraint.
+struct ListSide {
+    elems: Vec<Exported>,
+    open: bool,
+    rest: Option<Box<Exported>>,
 }

@@ -373,7 +373,24 @@ fn walk_inner(
                 elems.push(value);
             }
         }
-        return export_mode.then_some(Exported::List { elems, open });
+        if !export_mode {
+            return None;
+        }
+        // The constraint is a schema, exported for patches: a conflict inside it is not an
+        // error of this value (`cue export` reports none while no element exists).
+        let rest = engine.list_element_constraint(v).and_then(|constraint| {
+            let mut constraint_errors = Vec::new();
+            walk(
+                engine,
+                constraint,
+                depth + 1,
+                optional_depth,
+                mode,
+                &mut constraint_errors,
+            )
+            .map(Box::new)
+        });
+        return Some(Exported::List { elems, open, rest });
     }
     if is_struct_vertex(vertex) {
         let arcs = engine.ordered_arcs(v);
