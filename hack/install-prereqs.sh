@@ -9,7 +9,7 @@ GO_MIN_MINOR=24
 # command -> Debian package
 declare -A PACKAGES=(
   [curl]=curl [openssl]=openssl [ss]=iproute2 [setsid]=util-linux [flock]=util-linux
-  [git]=git [tail]=coreutils [sed]=sed [gcc]=gcc
+  [git]=git [tail]=coreutils [sed]=sed [gcc]=gcc [jq]=jq
 )
 
 die() { printf 'install-prereqs: error: %s\n' "$*" >&2; exit 1; }
@@ -45,4 +45,4 @@ if ((${#missing[@]})); then
   "${sudo[@]}" apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >&2
 fi
-say "prerequisites present: $go_version, $(cargo --version), curl, openssl, ss, setsid, flock, gcc (cgo for Gitea's sqlite)"
+say "prerequisites present: $go_version, $(cargo --version), curl, openssl, ss, setsid, flock, gcc (cgo for Gitea's sqlite), jq (hack/demo.sh)"

@@ -724,6 +724,7 @@ impl SourceWorker {
     fn live_options(&self, cluster: &Cluster) -> LiveOptions {
         let mut options = LiveOptions::default();
         options.plan.cluster = cluster.name().to_owned();
+        options.plan.create_namespaces = self.config.create_namespaces;
         options.apply.source = Some(self.config.name.clone());
         options
     }
@@ -773,6 +774,7 @@ impl SourceWorker {
             let fleet = self.fleet_for(&commit, &workflows).await;
             let results = live::run_workflows(&cluster, &plan, &*selected.output, &workflows, Some(&fleet), &driver).await;
             drop(plan);
+            let warnings = live::workflow_warnings(&results);
             reports.extend(live::workflow_reports(&results));
             let results = app_results_from_apply(&whole_plan, &reports);
             let mut failed = Vec::new();
@@ -845,6 +847,9 @@ impl SourceWorker {
             self.status(&commit, SUMMARY_CONTEXT, summary_state, &summary);
             let rows = page_rows(&results);
             let mut body = plan_human(&whole_plan);
+            if !warnings.is_empty() {
+                body = format!("{}\n\n{body}", warnings.join("\n"));
+            }
             if selection.n_unchanged > 0 {
                 body = format!(
                     "{} app(s) unchanged since their last deploy: not planned (the drift schedule checks them).\n\n{body}",

@@ -119,6 +119,12 @@ pub async fn apply_app(
         return report;
     }
 
+    // Missing namespaces first: nothing of the app can be written before they exist.
+    if let Err(message) = crate::namespaces::create_planned(cluster, plan, &mut report).await {
+        report.outcome = ApplyOutcome::Failed(message);
+        return report;
+    }
+
     let desired = &observation.desired;
     let mut record = observation
         .tracker

@@ -12,6 +12,7 @@ pub mod forge;
 pub mod health;
 pub mod live;
 pub mod metrics;
+pub mod namespaces;
 pub mod observe;
 pub mod offline_plan;
 pub mod ownership;

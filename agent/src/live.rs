@@ -451,11 +451,13 @@ async fn plan_desired<A: AppRender>(
             &options.plan,
         ));
     }
-    let plan = planner::plan_all(
+    let mut plan = planner::plan_all(
         app_plans,
         PlanTarget::Clusters(vec![cluster.name().to_owned()]),
         diagnostics,
     );
+    crate::namespaces::plan_creations(cluster, &mut plan.apps, options.plan.create_namespaces)
+        .await;
     // One line per plan, so a benchmark of the agent (hack/scale.sh --only drift) can tell what
     // a plan of every app costs with and without the watch cache.
     let (wall, requests, cpu) = started;
@@ -1033,6 +1035,21 @@ async fn run_workflows_inner<R: RenderedApps>(
             }
             None => BTreeMap::new(),
         };
+        // Placements on clusters the registry lacks are skipped, not refused; the app keeps
+        // whatever it has there (those clusters are never collected as departed).
+        let unreachable = match (fleet, apps.get(&observation.desired.app)) {
+            (Some(fleet), Some(app)) => crate::workflow::unreachable_placements(app, &spec, fleet),
+            _ => Vec::new(),
+        };
+        for skipped in &unreachable {
+            tracing::warn!(
+                app.namespace = %observation.desired.app.namespace,
+                app.name = %observation.desired.app.name,
+                cluster = %skipped.cluster,
+                "{}",
+                skipped.message()
+            );
+        }
         // Where the app may now be deployed is recorded first, so clusters it leaves later
         // are known (`workflow::collect_departed`).
         let placed = crate::workflow::placed_clusters(&spec, &targets, cluster.name());
@@ -1063,14 +1080,20 @@ async fn run_workflows_inner<R: RenderedApps>(
         .await
         {
             Ok(mut report) => {
+                report.warnings = unreachable
+                    .iter()
+                    .map(|skipped| skipped.message())
+                    .collect();
                 if let Some(fleet) = fleet
                     && report.state.phase == WorkflowPhase::Succeeded
                 {
+                    let mut kept = placed.clone();
+                    kept.extend(unreachable.iter().map(|skipped| skipped.cluster.clone()));
                     let collected = crate::workflow::collect_departed(
                         fleet,
                         cluster,
                         &observation.desired,
-                        &placed,
+                        &kept,
                         &options.tracker_namespace,
                         &options.apply,
                     )
@@ -1122,6 +1145,24 @@ impl LivePlan {
             .retain(|observation| !apps.contains_key(&observation.desired.app));
         rest
     }
+}
+
+/// The warnings of workflows that ran (placements skipped because their cluster is not
+/// registered), one line per warning naming its app.
+pub fn workflow_warnings(results: &[WorkflowResult]) -> Vec<String> {
+    results
+        .iter()
+        .filter_map(|result| match result {
+            WorkflowResult::Ran(report) => Some(report),
+            _ => None,
+        })
+        .flat_map(|report| {
+            report
+                .warnings
+                .iter()
+                .map(|warning| format!("app {}: warning: {warning}", report.app))
+        })
+        .collect()
 }
 
 /// Workflow outcomes as apply reports, for callers that report per app (the agent's commit

@@ -6,16 +6,23 @@
 
 use analyzer::RenderOutput;
 
+use crate::namespaces::{self, CreateNamespaces};
 use crate::plan::{Plan, PlanTarget};
 use crate::planner::{DesiredApp, LiveObjects, PlanOptions, builtin_scope, plan_all, plan_app};
 
 /// Plans every app of `output` against an empty cluster. Blocked apps get no changes and keep
-/// their diagnostics; `revision` is the git revision the snapshot was read at, if any.
+/// their diagnostics; `revision` is the git revision the snapshot was read at, if any. Every
+/// namespace the apps create objects in is missing there, so each is planned for creation
+/// unless `create_namespaces` says never (`crate::namespaces`).
 ///
 /// Deviation: resource policies (`apply-once`, `read-only`, `shared-resource`, ...) are not
 /// seen here, because the render output does not carry the apps' policies; against an empty
 /// cluster only `read-only` would change the result (it would skip the create).
-pub fn plan_against_empty_cluster(output: &RenderOutput, revision: Option<&str>) -> Plan {
+pub fn plan_against_empty_cluster(
+    output: &RenderOutput,
+    revision: Option<&str>,
+    create_namespaces: CreateNamespaces,
+) -> Plan {
     let empty = LiveObjects::default();
     let options = PlanOptions::default();
     let app_plans = output
@@ -31,11 +38,16 @@ pub fn plan_against_empty_cluster(output: &RenderOutput, revision: Option<&str>)
             plan_app(&desired, &empty, None, &options)
         })
         .collect();
-    plan_all(
+    let mut plan = plan_all(
         app_plans,
         PlanTarget::EmptyCluster,
         output.diagnostics.clone(),
-    )
+    );
+    if create_namespaces == CreateNamespaces::WhenMissing {
+        let missing = namespaces::wanted(&plan.apps).into_keys().collect();
+        namespaces::add_creations(&mut plan.apps, &missing, &options.cluster);
+    }
+    plan
 }
 
 #[cfg(test)]
@@ -82,7 +94,7 @@ mod tests {
             )],
             diagnostics: Vec::new(),
         };
-        let plan = plan_against_empty_cluster(&output, Some("abc123"));
+        let plan = plan_against_empty_cluster(&output, Some("abc123"), CreateNamespaces::Never);
         assert_eq!(plan.target, PlanTarget::EmptyCluster);
         let change = &plan.apps[0].changes[0];
         assert_eq!(change.action, Action::Create);
@@ -91,6 +103,29 @@ mod tests {
         assert_eq!(plan.apps[0].revision.as_deref(), Some("abc123"));
         assert!(plan.has_changes());
         assert!(!plan.has_errors());
+    }
+
+    #[test]
+    fn the_apps_namespaces_are_created_first_unless_told_never() {
+        let output = RenderOutput {
+            apps: vec![app(
+                "web",
+                vec![rendered("web", deployment("web"))],
+                Vec::new(),
+            )],
+            diagnostics: Vec::new(),
+        };
+        let plan = plan_against_empty_cluster(&output, None, CreateNamespaces::WhenMissing);
+        let changes: Vec<String> = plan.apps[0]
+            .changes
+            .iter()
+            .map(|change| format!("{} {}", change.action.as_str(), change.object))
+            .collect();
+        assert_eq!(
+            changes,
+            ["create Namespace/team-a", "create Deployment/team-a/web"]
+        );
+        assert!(crate::namespaces::is_creation(&plan.apps[0].changes[0]));
     }
 
     #[test]
@@ -107,7 +142,7 @@ mod tests {
             ],
             diagnostics: Vec::new(),
         };
-        let plan = plan_against_empty_cluster(&output, None);
+        let plan = plan_against_empty_cluster(&output, None, CreateNamespaces::Never);
         let actions: Vec<Vec<Action>> = plan
             .apps
             .iter()

@@ -81,6 +81,9 @@ pub struct PlanOptions {
     /// The target cluster's name, copied into every change.
     pub cluster: String,
     pub prune: Prune,
+    /// Whether missing namespaces of the apps' objects are planned for creation
+    /// (`crate::namespaces`; the planner itself does not look at it).
+    pub create_namespaces: crate::namespaces::CreateNamespaces,
 }
 
 /// Whether objects dropped from the render are deleted.
@@ -95,6 +98,7 @@ impl Default for PlanOptions {
         PlanOptions {
             cluster: "local".to_owned(),
             prune: Prune::Allowed,
+            create_namespaces: crate::namespaces::CreateNamespaces::default(),
         }
     }
 }

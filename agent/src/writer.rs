@@ -317,6 +317,39 @@ async fn ensure_namespace(cluster: &Cluster, namespace: &str) -> Result<(), kube
     applied.map(drop)
 }
 
+/// Creates `namespace` (an app namespace, `crate::namespaces`); one that exists already is left
+/// exactly as it is (a create, never an apply), and counts as done.
+///
+/// # Errors
+/// The apiserver refused the create for another reason or could not be reached.
+pub(crate) async fn create_namespace(
+    cluster: &Cluster,
+    namespace: &Namespace,
+) -> Result<(), kube::Error> {
+    let namespaces: Api<Namespace> = Api::all(cluster.client().clone());
+    cluster.throttle().await;
+    #[allow(clippy::disallowed_methods, reason = "the writer")]
+    let created = namespaces.create(&PostParams::default(), namespace).await;
+    let object_ref = ObjectRef {
+        api_version: "v1".to_owned(),
+        kind: "Namespace".to_owned(),
+        namespace: None,
+        name: namespace.metadata.name.clone().unwrap_or_default(),
+    };
+    note_write(cluster, &object_ref, &created, |created| {
+        created
+            .metadata
+            .resource_version
+            .clone()
+            .map_or(Written::Unknown, Written::Version)
+    });
+    match created {
+        Ok(_) => Ok(()),
+        Err(error) if has_status(&error, 409) => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
 /// One LIST page of the collection at `url`, read straight into `T` (JSON values, not typed
 /// objects). Raw requests are disallowed outside the writer because they could write; this one
 /// is a GET by construction.

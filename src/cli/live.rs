@@ -323,6 +323,9 @@ fn workflow_text(results: &[WorkflowResult], text: &mut String) -> bool {
                     apply_results_text(std::slice::from_ref(applied), Some(step), text);
                 }
                 let app = &report.app;
+                for warning in &report.warnings {
+                    let _ = writeln!(text, "app {app}: warning: {warning}");
+                }
                 // Clusters the app left that could not be collected (named in the message).
                 if let Some(message) = agent::workflow::collection_failure(&report.applies) {
                     failed = true;
@@ -420,6 +423,7 @@ fn live_options(cluster_args: &ClusterArgs, path: &Path) -> LiveOptions {
     LiveOptions {
         plan: PlanOptions {
             cluster: cluster_args.cluster_name.clone(),
+            create_namespaces: cluster_args.create_namespaces(),
             ..PlanOptions::default()
         },
         apply: ApplyOptions {

@@ -218,6 +218,23 @@ pub struct ClusterArgs {
     /// rendered are deleted. Defaults to the repository's absolute path.
     #[arg(long)]
     pub source: Option<String>,
+
+    /// Do not create the apps' missing namespaces. By default each is planned as a create and
+    /// created before the app's objects, labelled `driftless.dev/created-namespace`, and never
+    /// pruned.
+    #[arg(long)]
+    pub no_create_namespaces: bool,
+}
+
+impl ClusterArgs {
+    /// Whether missing app namespaces are created.
+    pub fn create_namespaces(&self) -> agent::namespaces::CreateNamespaces {
+        if self.no_create_namespaces {
+            agent::namespaces::CreateNamespaces::Never
+        } else {
+            agent::namespaces::CreateNamespaces::WhenMissing
+        }
+    }
 }
 
 /// Output formats of `driftless plan`.

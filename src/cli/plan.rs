@@ -22,7 +22,11 @@ pub fn run(args: &PlanArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> {
         None => {
             let repo = analyze_repo(&args.path)?;
             report_render_diagnostics(&repo, style);
-            let plan = agent::offline_plan::plan_against_empty_cluster(&repo.output, None);
+            let plan = agent::offline_plan::plan_against_empty_cluster(
+                &repo.output,
+                None,
+                args.cluster.create_namespaces(),
+            );
             (repo, plan)
         }
     };

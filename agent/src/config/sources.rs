@@ -36,6 +36,8 @@ pub struct SourceFile {
     pub boundary: Option<BoundaryFile>,
     pub previews: Option<PreviewsFile>,
     pub service_account: Option<ServiceAccountFile>,
+    /// Whether the apps' missing namespaces are created (default true).
+    pub create_namespaces: Option<bool>,
 }
 
 /// Include and exclude globs, relative to the repository root.
@@ -75,6 +77,8 @@ pub struct SourceConfig {
     pub previews: PreviewPolicy,
     /// The ServiceAccount its apps are applied as; `None`: the agent's own identity.
     pub service_account: Option<ServiceAccountRef>,
+    /// Whether the apps' missing namespaces are created (`createNamespaces`, on by default).
+    pub create_namespaces: crate::namespaces::CreateNamespaces,
 }
 
 /// Include and exclude globs over repository paths.
@@ -278,6 +282,10 @@ pub(super) fn check_source(
         boundary: std::sync::Arc::new(boundary),
         previews,
         service_account,
+        create_namespaces: match source.create_namespaces {
+            Some(false) => crate::namespaces::CreateNamespaces::Never,
+            Some(true) | None => crate::namespaces::CreateNamespaces::WhenMissing,
+        },
     })
 }
 

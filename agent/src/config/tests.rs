@@ -51,6 +51,7 @@ sources:
       token: { env: GIT_TOKEN }
   - name: local
     url: file:///srv/git/local
+    createNamespaces: false
 clusters:
   - name: prod
     kubeconfig: kube/prod.yaml
@@ -106,7 +107,15 @@ fn full_config_is_checked_into_typed_values() {
         }
         other => panic!("expected a token, got {other:?}"),
     }
+    assert_eq!(
+        platform.create_namespaces,
+        crate::namespaces::CreateNamespaces::WhenMissing
+    );
     let local = &config.sources[1];
+    assert_eq!(
+        local.create_namespaces,
+        crate::namespaces::CreateNamespaces::Never
+    );
     assert_eq!(local.branch, "main");
     assert_eq!(local.poll_interval, Duration::from_secs(60));
     assert_eq!(

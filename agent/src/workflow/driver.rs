@@ -58,6 +58,9 @@ pub struct WorkflowReport {
     pub ran: Vec<String>,
     /// Every apply made, in order: per step, then the final garbage-collecting apply.
     pub applies: Vec<(String, AppApplyReport)>,
+    /// What the caller should know but that failed nothing (placements skipped because their
+    /// cluster is not registered: `fleet::unreachable_placements`).
+    pub warnings: Vec<String>,
 }
 
 impl WorkflowReport {
@@ -99,6 +102,7 @@ pub async fn run_workflow(
         state: WorkflowState::new(spec, revision, now()),
         ran: Vec::new(),
         applies: Vec::new(),
+        warnings: Vec::new(),
     };
     loop {
         // Re-read every round: `driftless resume` may have marked a step meanwhile.
@@ -453,12 +457,18 @@ async fn apply_step(
         prune,
         ..options.plan.clone()
     };
-    let plan = planner::plan_app(
+    let mut plan = planner::plan_app(
         &observation.desired,
         &observation.live,
         observation.tracker.as_ref(),
         &plan_options,
     );
+    crate::namespaces::plan_creations(
+        cluster,
+        std::slice::from_mut(&mut plan),
+        plan_options.create_namespaces,
+    )
+    .await;
     let applied = apply::apply_app(cluster, &store, &observation, &plan, &options.apply).await;
     let outcome = applied.outcome.clone();
     applies.push((label.to_owned(), applied));
@@ -971,6 +981,7 @@ async fn collect_garbage(
         state: state.clone(),
         ran: Vec::new(),
         applies: Vec::new(),
+        warnings: Vec::new(),
     };
     let mut placed: BTreeMap<String, (&Cluster, DesiredApp)> = BTreeMap::new();
     for (step, step_targets) in targets {

@@ -301,8 +301,15 @@ pub fn step_targets<'a>(
                 ));
                 continue;
             }
+            // Clusters the registry does not have are skipped (reported by
+            // `unreachable_placements`): the step places on the others, if any.
+            let reachable = topology.map(|topology| reachable_only(topology, &fleet.registry));
+            if reachable.as_ref().is_some_and(Option::is_none) {
+                continue;
+            }
+            let reachable = reachable.flatten();
             let placements = match placement::placements(
-                &topology.into_iter().collect::<Vec<_>>(),
+                &reachable.as_deref().into_iter().collect::<Vec<_>>(),
                 &fleet.registry,
                 &app_ref.namespace,
             ) {
@@ -330,15 +337,110 @@ pub fn step_targets<'a>(
                 });
             }
         }
-        if !step_targets.is_empty() {
-            targets.insert(step.name.clone(), step_targets);
-        }
+        // Even with no target left (every cluster unreachable): a deploy step absent here
+        // would deploy the whole app to the workflow's own cluster.
+        targets.insert(step.name.clone(), step_targets);
     }
     if issues.is_empty() {
         Ok(targets)
     } else {
         Err(issues)
     }
+}
+
+/// A placement a deploy step cannot make: its topology names a cluster the registry does not
+/// have (a cluster not given with `--cluster`, or not in `clusters:` of `driftless.yaml`). The
+/// step deploys to its other placements; the app's objects already on that cluster are left
+/// as they are (never collected while the topology still names it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreachable {
+    pub step: String,
+    pub topology: String,
+    pub cluster: String,
+}
+
+impl Unreachable {
+    /// The warning shown for it, saying what to do.
+    pub fn message(&self) -> String {
+        format!(
+            "deploy step {:?}: topology policy {:?} places the app on cluster {:?}, which is not registered, so that placement is skipped (register it with `--cluster {}=KUBECONFIG` or in `clusters:` of driftless.yaml)",
+            self.step, self.topology, self.cluster, self.cluster
+        )
+    }
+}
+
+/// The placements of `spec`'s deploy steps whose cluster the registry does not have, in step
+/// order ([`step_targets`] skips them).
+pub fn unreachable_placements(
+    app: &Application,
+    spec: &WorkflowSpec,
+    fleet: &Fleet,
+) -> Vec<Unreachable> {
+    let mut unreachable = Vec::new();
+    for step in deploy_steps(spec) {
+        let topologies = step
+            .properties
+            .get("policies")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter_map(|name| app.spec.policies.iter().find(|policy| policy.name == name))
+            .filter(|policy| policy.policy_type == "topology");
+        for topology in topologies {
+            for cluster in unregistered_clusters(topology, &fleet.registry) {
+                unreachable.push(Unreachable {
+                    step: step.name.clone(),
+                    topology: topology.name.clone(),
+                    cluster: cluster.to_owned(),
+                });
+            }
+        }
+    }
+    unreachable
+}
+
+/// The clusters `topology` names that `registry` does not have (`local` always exists: it is
+/// the registry's first cluster).
+fn unregistered_clusters<'p>(topology: &'p Policy, registry: &[ClusterConfig]) -> Vec<&'p str> {
+    topology
+        .properties
+        .as_ref()
+        .and_then(|properties| properties.get("clusters"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|cluster| {
+            *cluster != placement::LOCAL_CLUSTER
+                && !registry.iter().any(|known| known.name == *cluster)
+        })
+        .collect()
+}
+
+/// `topology` without the clusters the registry does not have: `Some` of the topology itself
+/// when it names none such, `Some` of a copy naming only the registered ones, `None` when it
+/// names no registered cluster at all.
+fn reachable_only<'p>(
+    topology: &'p Policy,
+    registry: &[ClusterConfig],
+) -> Option<std::borrow::Cow<'p, Policy>> {
+    let unregistered = unregistered_clusters(topology, registry);
+    if unregistered.is_empty() {
+        return Some(std::borrow::Cow::Borrowed(topology));
+    }
+    let mut reduced = topology.clone();
+    let clusters = reduced
+        .properties
+        .as_mut()
+        .and_then(|properties| properties.get_mut("clusters"))
+        .and_then(Value::as_array_mut)?;
+    clusters.retain(|cluster| {
+        cluster
+            .as_str()
+            .is_none_or(|cluster| !unregistered.contains(&cluster))
+    });
+    (!clusters.is_empty()).then_some(std::borrow::Cow::Owned(reduced))
 }
 
 /// `rendered` moved into `namespace` (a topology's `namespace`): objects in the app's
@@ -599,6 +701,7 @@ async fn prune_everything(
     let plan_options = PlanOptions {
         cluster: cluster.name().to_owned(),
         prune: Prune::Allowed,
+        ..PlanOptions::default()
     };
     let plan = planner::plan_app(
         &observation.desired,
@@ -793,6 +896,63 @@ spec:
         assert_eq!(issues.len(), 1, "{issues:?}");
         assert_eq!(issues[0].rule, "unknown-cluster");
         assert!(issues[0].message.contains("edges"), "{issues:?}");
+    }
+
+    #[tokio::test]
+    async fn a_cluster_the_registry_lacks_is_skipped_with_a_warning_and_the_rest_deploys() {
+        let (_, app_ref, _, mut fleet) = setup(&["east", "west"]);
+        let text = APP.replace(
+            "    - {name: big,",
+            "    - {name: far, type: topology, properties: {clusters: [staging]}}
+    - {name: mixed, type: topology, properties: {clusters: [local, staging]}}
+    - {name: big,",
+        );
+        let (app, spec) = {
+            let text = text.split("  workflow:").next().unwrap().to_owned()
+                + "  workflow:\n    steps:\n"
+                + "      - {name: remote, type: deploy, properties: {policies: [far]}}
+      - {name: both, type: deploy, properties: {policies: [mixed]}}
+";
+            let app: Application = serde_saphyr::from_str(&text).unwrap();
+            let ctx = WorkflowContext {
+                policies: app.spec.policies.iter().collect(),
+                clusters: Some(fleet.names()),
+            };
+            let (spec, issues) = build_workflow(&app, &ctx);
+            assert!(issues.is_empty(), "refused: {issues:?}");
+            (app, spec.unwrap())
+        };
+        if let Some(renders) = fleet.placements.get_mut(&app_ref) {
+            renders.push(render(&app_ref, "far", "far"));
+            renders.push(render(&app_ref, "mixed", "mixed"));
+        }
+        let targets = step_targets(&app, &app_ref, &spec, &fleet).unwrap();
+        // Present but empty: an absent step would deploy the whole app to the hub.
+        assert_eq!(summary(&targets["remote"]), vec![]);
+        assert_eq!(
+            summary(&targets["both"]),
+            vec![row(0, "hub", "apps", "mixed")]
+        );
+        let unreachable = unreachable_placements(&app, &spec, &fleet);
+        let summary: Vec<(&str, &str, &str)> = unreachable
+            .iter()
+            .map(|skipped| {
+                (
+                    skipped.step.as_str(),
+                    skipped.topology.as_str(),
+                    skipped.cluster.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [("remote", "far", "staging"), ("both", "mixed", "staging")]
+        );
+        let message = unreachable[0].message();
+        assert!(
+            message.contains("skipped") && message.contains("--cluster staging=KUBECONFIG"),
+            "{message}"
+        );
     }
 
     /// The app with `steps` as its workflow, built against the `setup` fleet.

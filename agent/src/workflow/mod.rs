@@ -37,9 +37,9 @@ pub use driver::{DriverOptions, WorkflowReport, now, run_workflow};
 pub use duration::{DurationError, parse_duration};
 pub use engine::{Dispatch, ResumeError, StepOutcome, advance, record, resume};
 pub use fleet::{
-    Fleet, FleetConnectError, PlannedTarget, StepTargets, Target, collect_departed,
+    Fleet, FleetConnectError, PlannedTarget, StepTargets, Target, Unreachable, collect_departed,
     collection_failure, in_namespace, needs_placements, placed_clusters, placements_of,
-    record_placements, step_targets,
+    record_placements, step_targets, unreachable_placements,
 };
 pub use notify::send_notification;
 pub use spec::{

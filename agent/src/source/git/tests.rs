@@ -86,6 +86,7 @@ fn source_config(url: &str, include: &[&str], exclude: &[&str]) -> Arc<SourceCon
         boundary: Arc::default(),
         previews: Default::default(),
         service_account: None,
+        create_namespaces: crate::namespaces::CreateNamespaces::default(),
     })
 }
 
