@@ -61,6 +61,7 @@ use crate::forge::{CommitStatus, Forge, ForgeError, PullRequest, StatusState};
 use crate::live::{self, LiveOptions, LivePlan, Orphans, SharedApps};
 use crate::metrics::{ApiTarget, ErrorKind, Metrics};
 use crate::plan::{Action, AppPlan, Plan};
+use crate::prune_guard::{self, Approval, Evidence, PassBudget};
 use crate::report::{MarkdownOptions, plan_human, plan_markdown};
 use crate::schedule::DriftTimer;
 use crate::server::{self, PageApp, PlanPage, PlanStore, ServerState, SourceTrigger};
@@ -327,6 +328,9 @@ struct Rendered {
 struct Selected {
     output: Arc<SharedApps>,
     sources: Arc<SourceMap>,
+    /// The objects of the whole render (every app, not only those selected): what a pass's
+    /// prunes are a share of.
+    source_objects: usize,
 }
 
 /// An app's result from the deploy that last planned it, kept while its render is unchanged.
@@ -373,6 +377,9 @@ struct SourceWorker {
     /// The next deploy must look for apps removed from Git (list every tracker): true until a
     /// deploy has looked and deleted all it found.
     gc_pending: bool,
+    /// The commit whose deploy its prune budget held, with the approval stored then: a
+    /// different approval deploys it again.
+    awaiting_approval: Option<(CommitId, Approval)>,
 }
 
 impl SourceWorker {
@@ -399,6 +406,7 @@ impl SourceWorker {
             records: BTreeMap::new(),
             unsettled: std::collections::BTreeSet::new(),
             gc_pending: true,
+            awaiting_approval: None,
         }
     }
 
@@ -451,7 +459,16 @@ impl SourceWorker {
             !matches!(outcome, PollOutcome::Failed { .. }),
         );
         match outcome {
-            PollOutcome::Unchanged { .. } => {}
+            PollOutcome::Unchanged { .. } => {
+                // A deploy held by its prune budget runs again once a new approval is stored.
+                if let Some((commit, seen)) = self.awaiting_approval.clone() {
+                    let stored = self.stored_approval().await;
+                    if stored != seen {
+                        tracing::info!(source = %self.config.name, commit = %commit, "prune approval changed; deploying again");
+                        self.deploy(commit).await;
+                    }
+                }
+            }
             PollOutcome::Changed(change) => {
                 let needs_render = change.touches_source || self.deployed.is_none();
                 tracing::info!(
@@ -666,6 +683,8 @@ impl SourceWorker {
         let mut options = self.live_options(cluster);
         // Health also evaluates the definitions' healthPolicy/customStatus CUE.
         options.statuses = inputs.statuses;
+        options.evidence = evidence_of(rendered);
+        options.budget = self.budget(rendered, commit).await;
         let keep = if apply {
             live::Keep::ForWholeApply {
                 workflows: &workflows,
@@ -721,6 +740,39 @@ impl SourceWorker {
         })
     }
 
+    /// The prune approval stored for this source (none when it cannot be read).
+    async fn stored_approval(&self) -> Approval {
+        let cluster = &self.shared.cluster;
+        match crate::prune_approval::read(
+            cluster,
+            crate::tracker::DEFAULT_NAMESPACE,
+            &self.config.name,
+        )
+        .await
+        {
+            Ok(approval) => approval,
+            Err(error) => {
+                tracing::warn!(%error, "reading the prune approval failed; nothing is approved");
+                Approval::None
+            }
+        }
+    }
+
+    /// The prune budget of a pass deploying `commit`, with the approval stored in the
+    /// cluster (an approval that cannot be read approves nothing).
+    async fn budget(&self, rendered: &Selected, commit: &CommitId) -> PassBudget {
+        PassBudget {
+            budget: self.config.prune,
+            approval: self.stored_approval().await,
+            source_objects: Some(rendered.source_objects),
+            revision: Some(commit.to_string()),
+            how_to_approve: format!(
+                "approved with `driftless approve-prune --source {} --revision {commit} --objects {{objects}}`",
+                self.config.name
+            ),
+        }
+    }
+
     fn live_options(&self, cluster: &Cluster) -> LiveOptions {
         let mut options = LiveOptions::default();
         options.plan.cluster = cluster.name().to_owned();
@@ -761,6 +813,7 @@ impl SourceWorker {
             let selected = Selected {
                 output: selection.output.clone(),
                 sources: rendered.sources.clone(),
+                source_objects: object_count(&rendered.output),
             };
             // Apps with a workflow are applied step by step by it (agent::workflow), the rest
             // as a whole (the plan already dropped what that apply does not read).
@@ -770,7 +823,9 @@ impl SourceWorker {
             let (rest, plan) = partition(plan, &workflows);
             let mut reports = self.apply(&cluster, rest).await;
             note_memory("apply");
-            let driver = live::driver_options(&self.live_options(&cluster), WORKFLOW_WAIT);
+            let mut driver_live = self.live_options(&cluster);
+            driver_live.evidence = evidence_of(&selected);
+            let driver = live::driver_options(&driver_live, WORKFLOW_WAIT);
             let fleet = self.fleet_for(&commit, &workflows).await;
             let results = live::run_workflows(&cluster, &plan, &*selected.output, &workflows, Some(&fleet), &driver).await;
             drop(plan);
@@ -837,7 +892,20 @@ impl SourceWorker {
                     self.unsettled.insert(app.app.clone());
                 }
             }
-            let (summary_state, mut summary) = summarize(&results, &failed);
+            let (mut summary_state, mut summary) = summarize(&results, &failed);
+            // A pass held by its prune budget says so on the commit, with the count, and waits
+            // for an approval (polled, see `poll_step`).
+            self.awaiting_approval = None;
+            if let Some(held) = whole_plan
+                .diagnostics
+                .iter()
+                .find(|diagnostic| diagnostic.rule == prune_guard::RULE_PRUNE_BUDGET)
+            {
+                summary_state = StatusState::Failure;
+                summary = held.message.clone();
+                let seen = self.stored_approval().await;
+                self.awaiting_approval = Some((commit.clone(), seen));
+            }
             if selection.n_unchanged > 0 {
                 summary = format!(
                     "{summary}; {} app(s) unchanged, not planned",
@@ -1065,6 +1133,7 @@ impl SourceWorker {
             let selected = Selected {
                 output: selection.output,
                 sources: rendered.sources.clone(),
+                source_objects: object_count(&rendered.output),
             };
             let (live_plan, _) = self
                 .plan(&selected, commit, &selection.orphans, false)
@@ -1129,6 +1198,7 @@ impl SourceWorker {
                 diagnostics: deployed.output.diagnostics.clone(),
             }),
             sources: deployed.sources.clone(),
+            source_objects: object_count(&deployed.output),
         };
         let span = tracing::info_span!("drift", source = %self.config.name, commit = %commit, revision = commit.short());
         async {
@@ -1504,6 +1574,23 @@ fn page_rows(results: &AppResults) -> Vec<PageApp> {
             description: description.clone(),
         })
         .collect()
+}
+
+/// The number of objects a render holds, every app's.
+fn object_count(output: &SharedOutput) -> usize {
+    output
+        .apps
+        .iter()
+        .map(|app| analyzer::ObjectsForm::len(&app.objects))
+        .sum()
+}
+
+/// Whether a render loaded well enough to prune: the files that did not load, named.
+fn evidence_of(rendered: &Selected) -> Evidence {
+    let app_diagnostics = rendered.output.apps.iter().flat_map(|app| &app.diagnostics);
+    Evidence::of_render(&rendered.output.diagnostics, app_diagnostics, &|file| {
+        Some(rendered.sources.path(file).to_owned())
+    })
 }
 
 fn no_apps_message(output: &SharedOutput) -> String {

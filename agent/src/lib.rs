@@ -20,6 +20,8 @@ pub mod placement;
 pub mod plan;
 pub mod planner;
 pub mod policy;
+pub mod prune_approval;
+pub mod prune_guard;
 pub mod redact;
 pub mod report;
 pub mod rollout;

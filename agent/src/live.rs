@@ -16,7 +16,8 @@ use crate::health::status::ComponentStatus;
 use crate::health::{self, AppHealth};
 use crate::observe::{self, AppObservation, OrphanObservation};
 use crate::plan::{AppPlan, Plan, PlanTarget};
-use crate::planner::{self, LiveObjects, Observed, PlanOptions};
+use crate::planner::{self, LiveObjects, Observed, PlanOptions, Prune};
+use crate::prune_guard::{self, Evidence, PassBudget};
 use crate::rollout::RolloutPlan;
 use crate::tracker_store::TrackerStore;
 use crate::workflow::{
@@ -34,6 +35,12 @@ pub struct LiveOptions {
     /// Per app, its components' status CUE (`health::status::from_application`); apps missing
     /// here are rated by their objects' kinds only.
     pub statuses: BTreeMap<AppRef, Vec<ComponentStatus>>,
+    /// What the caller knows of the source beyond the render handed to the plan (the files
+    /// that did not load, by name). The plan also finds the render's own errors outside apps
+    /// itself: either being incomplete holds every prune of the pass ([`prune_guard`]).
+    pub evidence: Evidence,
+    /// How much the pass may prune before it waits for approval.
+    pub budget: PassBudget,
 }
 
 impl Default for LiveOptions {
@@ -43,6 +50,8 @@ impl Default for LiveOptions {
             apply: ApplyOptions::default(),
             tracker_namespace: crate::tracker::DEFAULT_NAMESPACE.to_owned(),
             statuses: BTreeMap::new(),
+            evidence: Evidence::Complete,
+            budget: PassBudget::default(),
         }
     }
 }
@@ -341,6 +350,7 @@ async fn plan_desired<A: AppRender>(
         cluster.requests(),
         process_cpu_seconds(),
     );
+    let evidence = pass_evidence(&diagnostics, &options.evidence);
     let mut store = TrackerStore::new(cluster, &options.tracker_namespace);
     let rendered: Option<BTreeSet<AppRef>> =
         matches!(orphans, Orphans::NotRendered).then(|| desired.apps());
@@ -386,7 +396,10 @@ async fn plan_desired<A: AppRender>(
     let mut observations = Vec::new();
     let mut app_plans = Vec::new();
     let mut from_cache = 0;
+    // The objects that stay, for the prune budget's share.
+    let mut planned_objects = 0;
     while let Some(group) = groups.next_group() {
+        planned_objects += group.iter().map(|app| app.objects.len()).sum::<usize>();
         let stats = observe::prefetch(cluster, &group, tracker_namespace).await;
         from_cache += stats.cached;
         // Observed and planned a chunk at a time: each chunk's live objects (parsed from the
@@ -451,6 +464,20 @@ async fn plan_desired<A: AppRender>(
             &options.plan,
         ));
     }
+    let removed: BTreeSet<AppRef> = orphans.iter().map(|orphan| orphan.app.clone()).collect();
+    if let Evidence::Incomplete(reason) = &evidence {
+        prune_guard::hold_prunes(&mut app_plans, &removed, reason);
+    }
+    let prunes = prune_guard::count_prunes(&app_plans);
+    let kept = options.budget.source_objects.unwrap_or(planned_objects);
+    if let Some(reason) = options.budget.exceeded(prunes, kept) {
+        prune_guard::hold_prunes(&mut app_plans, &removed, &reason);
+        diagnostics.push(analyzer::Diagnostic::error(
+            prune_guard::RULE_PRUNE_BUDGET,
+            reason,
+            None,
+        ));
+    }
     let mut plan = planner::plan_all(
         app_plans,
         PlanTarget::Clusters(vec![cluster.name().to_owned()]),
@@ -477,6 +504,15 @@ async fn plan_desired<A: AppRender>(
         health,
         // Set by the caller: the agent moves its own in rather than copying them.
         statuses: BTreeMap::new(),
+    }
+}
+
+/// The evidence of a pass: the caller's, unless the render's own diagnostics show it
+/// incomplete (a caller can only add doubt, never remove it).
+fn pass_evidence(diagnostics: &[analyzer::Diagnostic], given: &Evidence) -> Evidence {
+    match (given, Evidence::of_render(diagnostics, [], &|_| None)) {
+        (Evidence::Incomplete(reason), _) => Evidence::Incomplete(reason.clone()),
+        (Evidence::Complete, found) => found,
     }
 }
 
@@ -1080,12 +1116,10 @@ async fn run_workflows_inner<R: RenderedApps>(
         .await
         {
             Ok(mut report) => {
-                report.warnings = unreachable
-                    .iter()
-                    .map(|skipped| skipped.message())
-                    .collect();
+                // A pass that may prune nothing leaves the departed clusters for the next one.
                 if let Some(fleet) = fleet
                     && report.state.phase == WorkflowPhase::Succeeded
+                    && options.plan.prune == Prune::Allowed
                 {
                     let mut kept = placed.clone();
                     kept.extend(unreachable.iter().map(|skipped| skipped.cluster.clone()));
@@ -1113,8 +1147,13 @@ async fn run_workflows_inner<R: RenderedApps>(
 
 /// Driver options matching a live apply's, driving each workflow for at most `wait`.
 pub fn driver_options(options: &LiveOptions, wait: std::time::Duration) -> DriverOptions {
+    let mut plan = options.plan.clone();
+    // A pass that may prune nothing garbage-collects nothing after its workflows either.
+    if matches!(options.evidence, Evidence::Incomplete(_)) {
+        plan.prune = Prune::Disabled;
+    }
     DriverOptions {
-        plan: options.plan.clone(),
+        plan,
         apply: options.apply.clone(),
         tracker_namespace: options.tracker_namespace.clone(),
         wait,

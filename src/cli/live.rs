@@ -13,11 +13,13 @@ use agent::apply::{AppApplyReport, ApplyOptions, ApplyOutcome};
 use agent::cluster::{Cluster, ClusterOptions};
 use agent::live::{
     LiveOptions, LivePlan, WorkflowResult, applications_from_sources, apply_live_except,
-    plan_live_report, plan_live_taking, policies_of, read_health, run_workflows, uses_workflow,
+    driver_options, plan_live_report, plan_live_taking, policies_of, read_health, run_workflows,
+    uses_workflow,
 };
 use agent::planner::PlanOptions;
+use agent::prune_guard::{Approval, Evidence, PassBudget};
 use agent::report::{DiagnosticStyle, plan_human, render_diagnostics};
-use agent::workflow::{DriverOptions, WorkflowPhase};
+use agent::workflow::WorkflowPhase;
 use analyzer::AppRef;
 use analyzer::model::Application;
 use anyhow::Context as _;
@@ -121,7 +123,9 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
             &args.path,
             &mut repo,
             &applications,
-            Purpose::Apply,
+            Purpose::Apply {
+                approve_prune: args.approve_prune,
+            },
         )
         .await;
         tracing::info!(requests = cluster.requests(), rss = %memory(), "planned");
@@ -134,7 +138,9 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
             write_stderr("apply cancelled\n");
             return Ok(Outcome::Blocked);
         }
-        let options = live_options(&args.cluster, &args.path);
+        let mut options = live_options(&args.cluster, &args.path);
+        options.evidence = evidence_of(&repo);
+        options.budget = budget(args.approve_prune);
         applications.retain(|_, app| uses_workflow(app));
         let workflow_apps = applications;
         let skip: BTreeSet<AppRef> = workflow_apps.keys().cloned().collect();
@@ -144,13 +150,7 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
         let mut failed = apply_results_text(&reports, None, &mut text);
         if !workflow_apps.is_empty() {
             let fleet = fleet(args, &workflow_apps).await?;
-            let driver = DriverOptions {
-                plan: options.plan.clone(),
-                apply: options.apply.clone(),
-                tracker_namespace: options.tracker_namespace.clone(),
-                wait: Duration::from_secs(args.workflow_wait),
-                poll: Duration::from_secs(1),
-            };
+            let driver = driver_options(&options, Duration::from_secs(args.workflow_wait));
             let results = run_workflows(
                 &cluster,
                 &live_plan,
@@ -292,13 +292,29 @@ fn apply_results_text(reports: &[AppApplyReport], step: Option<&str>, text: &mut
                 failed = true;
                 writeln!(
                     text,
-                    "app {}: apply stopped, nothing pruned: {reason}",
-                    report.app
+                    "app {}: apply stopped, {}: {reason}",
+                    report.app,
+                    pruned_text(report)
                 )
             }
         };
     }
     failed
+}
+
+/// What a stopped apply pruned before it stopped, as the results say: never "nothing" when
+/// an object was deleted.
+fn pruned_text(report: &AppApplyReport) -> String {
+    let pruned = report
+        .objects
+        .iter()
+        .filter(|object| object.action == agent::plan::Action::Delete && object.error.is_none())
+        .count();
+    match pruned {
+        0 => "nothing pruned".to_owned(),
+        1 => "after pruning 1 object".to_owned(),
+        n => format!("after pruning {n} objects"),
+    }
 }
 
 /// Appends each app's workflow: the applies of its steps, every step's phase, and where the
@@ -387,13 +403,20 @@ async fn plan_with(
 ) -> LivePlan {
     let policies = policies_of(applications);
     let mut options = live_options(cluster_args, path);
+    options.evidence = evidence_of(repo);
+    options.budget = budget(matches!(
+        purpose,
+        Purpose::Apply {
+            approve_prune: true
+        }
+    ));
     // Health reads the built-in definitions' status CUE (repository definitions are not
     // exposed by the render yet).
     options.statuses =
         agent::health::status::of_applications(applications, &analyzer::Definitions::builtin());
     // The rendered objects move into the plan: nothing after it reads them from the render.
     match purpose {
-        Purpose::Apply => {
+        Purpose::Apply { .. } => {
             plan_live_taking(cluster, &mut repo.output, &policies, None, &options).await
         }
         // Nothing is applied: each namespace's live objects are dropped once planned.
@@ -403,11 +426,35 @@ async fn plan_with(
     }
 }
 
+/// Whether the repository loaded well enough to prune: the files that did not load, named.
+fn evidence_of(repo: &RenderedRepo) -> Evidence {
+    let app_diagnostics = repo.output.apps.iter().flat_map(|app| &app.diagnostics);
+    Evidence::of_render(&repo.output.diagnostics, app_diagnostics, &|file| {
+        Some(repo.sources.path(file).to_owned())
+    })
+}
+
 /// What a live plan is for: an apply needs every observation, a report only the plan.
 #[derive(Debug, Clone, Copy)]
 enum Purpose {
-    Apply,
+    /// With `--approve-prune`, prunes beyond the budget too.
+    Apply {
+        approve_prune: bool,
+    },
     Report,
+}
+
+/// The prune budget of `driftless apply` (the defaults), overridden by `--approve-prune`.
+fn budget(approve_prune: bool) -> PassBudget {
+    PassBudget {
+        approval: if approve_prune {
+            Approval::Any
+        } else {
+            Approval::None
+        },
+        how_to_approve: "approved with `driftless apply --approve-prune`".to_owned(),
+        ..PassBudget::default()
+    }
 }
 
 fn live_options(cluster_args: &ClusterArgs, path: &Path) -> LiveOptions {
@@ -433,6 +480,8 @@ fn live_options(cluster_args: &ClusterArgs, path: &Path) -> LiveOptions {
         tracker_namespace: cluster_args.tracker_namespace.clone(),
         // Filled in by `plan_with`, which has the rendered repository.
         statuses: std::collections::BTreeMap::new(),
+        evidence: Evidence::Complete,
+        budget: PassBudget::default(),
     }
 }
 

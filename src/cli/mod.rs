@@ -5,6 +5,7 @@
 
 mod agent_cmd;
 mod analyze;
+mod approve_prune;
 mod live;
 mod plan;
 mod render;
@@ -86,6 +87,10 @@ pub enum Command {
     /// marks the steps resumed in the workflow state stored in the cluster, and the next apply
     /// or agent pass continues from there.
     Resume(resume::ResumeArgs),
+    /// Approve the prunes of a commit that the agent held because they exceed the source's
+    /// prune budget (`prune:` in `driftless.yaml`): stores the approval in the cluster, for
+    /// that commit and at most `--objects` objects; the agent then deploys the commit again.
+    ApprovePrune(approve_prune::ApprovePruneArgs),
 }
 
 /// Arguments of `driftless render`.
@@ -166,6 +171,10 @@ pub struct ApplyArgs {
     /// Apply without asking for confirmation.
     #[arg(long)]
     pub yes: bool,
+    /// Prune even beyond the prune budget (more than 50 objects, or more than 30% of the
+    /// repository's objects, in one apply): without it, such an apply prunes nothing.
+    #[arg(long)]
+    pub approve_prune: bool,
 
     /// How long apps with a workflow keep being driven (steps waiting for health, durations,
     /// other apps) before the command returns; the next apply or agent pass continues from the
@@ -282,6 +291,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Apply(args) => live::run(&args, style),
         Command::Agent(args) => agent_cmd::run(&args),
         Command::Resume(args) => resume::run(&args),
+        Command::ApprovePrune(args) => approve_prune::run(&args),
     }
 }
 

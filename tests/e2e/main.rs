@@ -11,6 +11,7 @@ mod support;
 
 mod agent;
 mod cluster;
+mod failclosed;
 mod fleet;
 mod plan_apply;
 mod scale;

@@ -15,6 +15,7 @@ use super::boundary::{
     check_boundary, check_previews, check_service_account,
 };
 use super::{Checker, RepoSlug, Secret, SecretRef, is_dns_label};
+use crate::prune_guard::PruneBudget;
 
 const DEFAULT_BRANCH: &str = "main";
 const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(60);
@@ -38,6 +39,16 @@ pub struct SourceFile {
     pub service_account: Option<ServiceAccountFile>,
     /// Whether the apps' missing namespaces are created (default true).
     pub create_namespaces: Option<bool>,
+    /// How much one pass may prune before it waits for approval.
+    pub prune: Option<PruneFile>,
+}
+
+/// A source's prune budget as written (`prune: {maxObjects, maxPercent}`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PruneFile {
+    pub max_objects: Option<usize>,
+    pub max_percent: Option<Spanned<usize>>,
 }
 
 /// Include and exclude globs, relative to the repository root.
@@ -79,6 +90,7 @@ pub struct SourceConfig {
     pub service_account: Option<ServiceAccountRef>,
     /// Whether the apps' missing namespaces are created (`createNamespaces`, on by default).
     pub create_namespaces: crate::namespaces::CreateNamespaces,
+    pub prune: PruneBudget,
 }
 
 /// Include and exclude globs over repository paths.
@@ -271,6 +283,21 @@ pub(super) fn check_source(
     boundary.reserved_namespaces = vec![crate::tracker::DEFAULT_NAMESPACE.to_owned()];
     let previews = check_previews(source.previews);
     let service_account = check_service_account(checker, field, source.service_account);
+    let mut prune = PruneBudget::default();
+    if let Some(written) = source.prune {
+        prune.max_objects = written.max_objects.unwrap_or(prune.max_objects);
+        if let Some(percent) = written.max_percent {
+            if (1..=100).contains(&percent.value) {
+                prune.max_percent = percent.value;
+            } else {
+                checker.problem(
+                    format!("{field}.prune.maxPercent"),
+                    &percent,
+                    "must be between 1 and 100",
+                );
+            }
+        }
+    }
     (checker.problems.len() == n_problems).then(|| SourceConfig {
         name: source.name.value,
         url,
@@ -286,6 +313,7 @@ pub(super) fn check_source(
             Some(false) => crate::namespaces::CreateNamespaces::Never,
             Some(true) | None => crate::namespaces::CreateNamespaces::WhenMissing,
         },
+        prune,
     })
 }
 

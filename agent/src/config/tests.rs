@@ -356,3 +356,25 @@ fn shipped_examples_match_the_schema() {
     assert_eq!(config.clusters[0].kubeconfig, None, "in-cluster config");
     assert_eq!(config.server.listen.port(), 8080);
 }
+
+#[test]
+fn a_prune_budget_is_read_with_its_defaults_and_a_bad_share_is_named() {
+    let config = parse(
+        "sources:\n  - name: a\n    url: https://example.com/o/r.git\n    prune: { maxObjects: 7 }\n  - name: b\n    url: https://example.com/o/s.git\n",
+    )
+    .unwrap();
+    assert_eq!(config.sources[0].prune.max_objects, 7);
+    assert_eq!(config.sources[0].prune.max_percent, 30);
+    assert_eq!(
+        config.sources[1].prune,
+        crate::prune_guard::PruneBudget::default()
+    );
+    let problems = problems(
+        "sources:\n  - name: a\n    url: https://example.com/o/r.git\n    prune: { maxPercent: 0 }\n",
+    );
+    let by_field: Vec<(&str, u64)> = problems
+        .iter()
+        .map(|p| (p.field.as_str(), p.line))
+        .collect();
+    assert_eq!(by_field, vec![("sources[0].prune.maxPercent", 4)]);
+}

@@ -453,8 +453,14 @@ async fn apply_step(
     subset.objects.extend(extras);
     let store = TrackerStore::new(cluster, &options.tracker_namespace);
     let observation = observe::observe_app(cluster, &store, subset, FIELD_MANAGER).await;
+    // A pass whose options disable pruning (its evidence is incomplete) never prunes, whatever
+    // the step asks.
     let plan_options = PlanOptions {
-        prune,
+        prune: if options.plan.prune == Prune::Disabled {
+            Prune::Disabled
+        } else {
+            prune
+        },
         ..options.plan.clone()
     };
     let mut plan = planner::plan_app(

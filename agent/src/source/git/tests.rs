@@ -87,6 +87,7 @@ fn source_config(url: &str, include: &[&str], exclude: &[&str]) -> Arc<SourceCon
         previews: Default::default(),
         service_account: None,
         create_namespaces: crate::namespaces::CreateNamespaces::default(),
+        prune: Default::default(),
     })
 }
 

@@ -1,0 +1,502 @@
+//! Fail closed: nothing is deleted on incomplete information. `driftless apply` and the agent
+//! against the real cluster (the agent with the real Gitea), each case ending with no object of
+//! another app touched and nothing pruned that must stay.
+//!
+//! Each test shares one repository and one first apply between its cases: a case breaks the
+//! repository, checks that nothing was pruned, and repairs it for the next.
+
+use std::collections::BTreeMap;
+use std::process::Output;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Result, ensure};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::ListParams;
+use serde_json::json;
+
+use crate::support::agent::{AgentProcess, WorkTree, free_port, wait_for};
+use crate::support::apps::config_map_app;
+use crate::support::cli::{Repo, driftless};
+use crate::support::cluster::{TestCluster, TestNamespace};
+use crate::support::gitea::Gitea;
+
+/// A repository definition: a component rendering one ConfigMap `<component>-map`.
+const SETTINGS_MAP_DEFINITION: &str = r#""settings-map": {
+	type: "component"
+	description: "One ConfigMap holding a color"
+	attributes: workload: definition: {
+		apiVersion: "v1"
+		kind:       "ConfigMap"
+	}
+}
+template: {
+	output: {
+		apiVersion: "v1"
+		kind:       "ConfigMap"
+		metadata: name: context.name + "-map"
+		data: color: parameter.color
+	}
+	parameter: color: string
+}
+"#;
+
+/// The app `name` in `namespace` with one `settings-map` component (the repository's own
+/// definition).
+fn settings_map_app(name: &str, namespace: &str) -> String {
+    format!(
+        "apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  components:
+    - name: {name}
+      type: settings-map
+      properties:
+        color: blue
+"
+    )
+}
+
+/// `manifest` with a tab put into the indentation of its `spec:` block: not YAML any more.
+fn with_tab(manifest: &str) -> String {
+    let broken = manifest.replacen("\n  components:", "\n\tcomponents:", 1);
+    assert_ne!(broken, manifest, "the manifest has a components block");
+    broken
+}
+
+/// Name → resourceVersion of the app ConfigMaps of the namespace (trackers aside).
+async fn config_map_versions(
+    cluster: &TestCluster,
+    namespace: &str,
+) -> Result<BTreeMap<String, String>> {
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), namespace);
+    Ok(config_maps
+        .list(&ListParams::default().labels("!driftless.dev/tracker"))
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|config_map| {
+            let name = config_map.metadata.name?;
+            (name != "kube-root-ca.crt").then_some((name, config_map.metadata.resource_version?))
+        })
+        .collect())
+}
+
+fn apply(cluster: &TestCluster, repo: &Repo) -> Result<Output> {
+    driftless(
+        cluster,
+        &[
+            "apply",
+            repo.path_str()?,
+            "--yes",
+            "--tracker-namespace",
+            &repo.tracker_namespace,
+        ],
+    )
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// The apply failed (an app is blocked), said why, and left every ConfigMap as it was.
+async fn expect_held(
+    cluster: &TestCluster,
+    repo: &Repo,
+    namespace: &str,
+    before: &BTreeMap<String, String>,
+    says: &[&str],
+) -> Result<()> {
+    let output = apply(cluster, repo)?;
+    let text = text(&output);
+    ensure!(
+        !output.status.success(),
+        "a blocked apply must fail:\n{text}"
+    );
+    for expected in says {
+        ensure!(
+            text.contains(expected),
+            "the apply should say {expected:?}:\n{text}"
+        );
+    }
+    let after = config_map_versions(cluster, namespace).await?;
+    ensure!(
+        &after == before,
+        "objects were pruned or touched: before {before:?}, after {after:?}\n{text}"
+    );
+    Ok(())
+}
+
+/// `driftless apply` prunes nothing on incomplete information: a file with a tab in its
+/// indentation (the headline bug: its app was pruned), an app whose render starts failing, a
+/// removed definition, and a definition that no longer loads while another app leaves Git.
+/// Then, with every file loading again, a deleted file's app is pruned as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_prunes_nothing_on_incomplete_information() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "failclosed-cli").await?;
+    let ns = namespace.name.as_str();
+    let repo = Repo::new(&namespace)?;
+    let definitions = repo.path().join("definitions");
+    std::fs::create_dir_all(&definitions)?;
+    let definition = definitions.join("settings-map.cue");
+    std::fs::write(&definition, SETTINGS_MAP_DEFINITION)?;
+    let alpha = config_map_app("alpha", ns, "blue");
+    let beta = config_map_app("beta", ns, "blue");
+    repo.write_app("alpha", &alpha)?;
+    repo.write_app("beta", &beta)?;
+    repo.write_app("gamma", &settings_map_app("gamma", ns))?;
+    let first = apply(&cluster, &repo)?;
+    ensure!(first.status.success(), "first apply:\n{}", text(&first));
+    let deployed = config_map_versions(&cluster, ns).await?;
+    assert_eq!(
+        deployed.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["alpha-settings", "beta-settings", "gamma-map"]
+    );
+
+    // A broken YAML file: its app is kept, blocked, and the file is named.
+    repo.write_app("alpha", &with_tab(&alpha))?;
+    expect_held(
+        &cluster,
+        &repo,
+        ns,
+        &deployed,
+        &["apps/alpha.yaml did not load", "prune-held"],
+    )
+    .await?;
+    repo.write_app("alpha", &alpha)?;
+
+    // An app whose render starts failing: blocked, its objects stay.
+    repo.write_app(
+        "beta",
+        &beta.replace("type: k8s-objects", "type: no-such-type"),
+    )?;
+    expect_held(&cluster, &repo, ns, &deployed, &["no-such-type"]).await?;
+    repo.write_app("beta", &beta)?;
+
+    // A removed definition: the app using it is blocked, its objects stay.
+    std::fs::remove_file(&definition)?;
+    expect_held(&cluster, &repo, ns, &deployed, &["settings-map"]).await?;
+
+    // A definition that no longer loads holds every prune of the pass, even of an app whose
+    // file was deleted meanwhile.
+    std::fs::write(
+        &definition,
+        SETTINGS_MAP_DEFINITION.replace("data: color:", "data: ) color:"),
+    )?;
+    std::fs::remove_file(repo.path().join("apps/beta.yaml"))?;
+    expect_held(
+        &cluster,
+        &repo,
+        ns,
+        &deployed,
+        &["definitions/settings-map.cue did not load"],
+    )
+    .await?;
+
+    // Every file loads again: the deleted file's app is pruned, and only it.
+    std::fs::write(&definition, SETTINGS_MAP_DEFINITION)?;
+    let last = apply(&cluster, &repo)?;
+    ensure!(last.status.success(), "last apply:\n{}", text(&last));
+    let mut expected = deployed.clone();
+    expected.remove("beta-settings");
+    assert_eq!(config_map_versions(&cluster, ns).await?, expected);
+    Ok(())
+}
+
+/// The agent prunes nothing on a commit whose files do not load: a tab put into one app's
+/// file keeps that app's objects and fails its commit status, naming the file; the other app
+/// is untouched. A commit whose app fails to render keeps its objects too. A commit that
+/// deletes the file then prunes the app.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_prunes_nothing_for_a_broken_commit() -> Result<()> {
+    let gitea = Gitea::shared()?;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "failclosed-agent").await?;
+    let ns = namespace.name.as_str();
+    let agent = GiteaAgent::start(&gitea, &cluster, "failclosed-agent").await?;
+    let tree = &agent.tree;
+    let alpha = config_map_app("alpha", ns, "blue");
+    let beta = config_map_app("beta", ns, "blue");
+    tree.write("apps/alpha.yaml", &alpha)?;
+    tree.write("apps/beta.yaml", &beta)?;
+    let first = tree.commit_and_push("two apps", "main")?;
+    let (first_summary, _) = agent.summary(&first).await?;
+    assert_eq!(first_summary.0, "success", "{first_summary:?}");
+    let deployed = config_map_versions(&cluster, ns).await?;
+    assert_eq!(
+        deployed.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["alpha-settings", "beta-settings"]
+    );
+
+    // A tab in alpha's indentation: alpha is kept and its status names the file.
+    tree.write("apps/alpha.yaml", &with_tab(&alpha))?;
+    let broken = tree.commit_and_push("a tab in alpha", "main")?;
+    let ((state, description), statuses) = agent.summary(&broken).await?;
+    assert_eq!(state, "failure", "{description}");
+    let alpha_status = statuses
+        .get(&format!("driftless/{ns}/alpha"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(alpha_status.0, "failure", "{statuses:?}");
+    assert!(
+        alpha_status.1.contains("apps/alpha.yaml did not load"),
+        "{alpha_status:?}"
+    );
+    assert_eq!(config_map_versions(&cluster, ns).await?, deployed);
+
+    // Repaired, then beta's render fails: beta is kept.
+    tree.write("apps/alpha.yaml", &alpha)?;
+    tree.write(
+        "apps/beta.yaml",
+        &beta.replace("type: k8s-objects", "type: no-such-type"),
+    )?;
+    let failing = tree.commit_and_push("beta fails to render", "main")?;
+    let ((state, description), _) = agent.summary(&failing).await?;
+    assert_eq!(state, "failure", "{description}");
+    assert_eq!(config_map_versions(&cluster, ns).await?, deployed);
+
+    // Positive evidence: beta's file is deleted, every file loads. Beta goes, alpha stays.
+    std::fs::remove_file(tree.dir.path().join("apps/beta.yaml"))?;
+    let removed = tree.commit_and_push("beta leaves", "main")?;
+    let ((state, description), _) = agent.summary(&removed).await?;
+    assert_eq!(state, "success", "{description}");
+    let mut expected = deployed.clone();
+    expected.remove("beta-settings");
+    assert_eq!(config_map_versions(&cluster, ns).await?, expected);
+    agent.stop()?;
+    Ok(())
+}
+
+/// `driftless apply` holds a mass prune: removing 9 of 12 apps prunes nothing, fails and says
+/// how to approve; `--approve-prune` then prunes them, and only them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_holds_a_mass_prune_until_approved() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "failclosed-budget").await?;
+    let ns = namespace.name.as_str();
+    let repo = Repo::new(&namespace)?;
+    for index in 0..12 {
+        let name = format!("app-{index}");
+        repo.write_app(&name, &config_map_app(&name, ns, "blue"))?;
+    }
+    let first = apply(&cluster, &repo)?;
+    ensure!(first.status.success(), "first apply:\n{}", text(&first));
+    let deployed = config_map_versions(&cluster, ns).await?;
+    assert_eq!(deployed.len(), 12);
+    for index in 3..12 {
+        std::fs::remove_file(repo.path().join(format!("apps/app-{index}.yaml")))?;
+    }
+    expect_held(
+        &cluster,
+        &repo,
+        ns,
+        &deployed,
+        &[
+            "9 prune(s) held by the prune budget (75% of 12 objects",
+            "driftless apply --approve-prune",
+        ],
+    )
+    .await?;
+    let approved = driftless(
+        &cluster,
+        &[
+            "apply",
+            repo.path_str()?,
+            "--yes",
+            "--approve-prune",
+            "--tracker-namespace",
+            &repo.tracker_namespace,
+        ],
+    )?;
+    ensure!(
+        approved.status.success(),
+        "approved apply:\n{}",
+        text(&approved)
+    );
+    let kept: BTreeMap<String, String> = deployed
+        .into_iter()
+        .filter(|(name, _)| {
+            ["app-0-settings", "app-1-settings", "app-2-settings"].contains(&name.as_str())
+        })
+        .collect();
+    assert_eq!(config_map_versions(&cluster, ns).await?, kept);
+    Ok(())
+}
+
+/// The agent holds a commit that removes 90% of a source's apps: nothing is pruned, the
+/// commit's summary status fails naming the count, and `driftless approve-prune` (stored in
+/// the cluster) lets the agent prune them, and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_holds_a_mass_prune_until_approved() -> Result<()> {
+    let gitea = Gitea::shared()?;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "failclosed-approve").await?;
+    let ns = namespace.name.as_str();
+    let agent = GiteaAgent::start(&gitea, &cluster, "failclosed-approve").await?;
+    for index in 0..10 {
+        let name = format!("app-{index}");
+        agent.tree.write(
+            &format!("apps/{name}.yaml"),
+            &config_map_app(&name, ns, "blue"),
+        )?;
+    }
+    let first = agent.tree.commit_and_push("ten apps", "main")?;
+    let (summary, _) = agent.summary(&first).await?;
+    assert_eq!(summary.0, "success", "{summary:?}");
+    let deployed = config_map_versions(&cluster, ns).await?;
+    assert_eq!(deployed.len(), 10);
+
+    for index in 1..10 {
+        std::fs::remove_file(agent.tree.dir.path().join(format!("apps/app-{index}.yaml")))?;
+    }
+    let mass = agent.tree.commit_and_push("nine apps leave", "main")?;
+    let ((state, description), _) = agent.summary(&mass).await?;
+    assert_eq!(state, "failure", "{description}");
+    assert!(
+        description.starts_with("9 prune(s) held by the prune budget (90% of 10 objects"),
+        "{description}"
+    );
+    assert!(
+        description.contains("approved with `driftless approve-prune"),
+        "{description}"
+    );
+    assert_eq!(config_map_versions(&cluster, ns).await?, deployed);
+
+    let approve = driftless(
+        &cluster,
+        &[
+            "approve-prune",
+            "--source",
+            &agent.source,
+            "--revision",
+            &mass,
+            "--objects",
+            "9",
+        ],
+    )?;
+    ensure!(
+        approve.status.success(),
+        "approve-prune:\n{}",
+        text(&approve)
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    wait_for("the approved prunes", || async {
+        let left = config_maps
+            .list(&ListParams::default().labels("!driftless.dev/tracker"))
+            .await?
+            .items
+            .len();
+        // app-0's ConfigMap and the root CA.
+        Ok((left == 2).then_some(()))
+    })
+    .await?;
+    let kept: BTreeMap<String, String> = deployed
+        .into_iter()
+        .filter(|(name, _)| name == "app-0-settings")
+        .collect();
+    assert_eq!(config_map_versions(&cluster, ns).await?, kept);
+    let (summary, _) = agent.summary(&mass).await?;
+    assert_eq!(summary.0, "success", "{summary:?}");
+    agent.stop()?;
+    Ok(())
+}
+
+/// The agent over a fresh Gitea repository, polling every second, with commit statuses.
+struct GiteaAgent<'a> {
+    gitea: &'a Gitea,
+    repo: String,
+    source: String,
+    tree: WorkTree,
+    process: AgentProcess,
+    _work: tempfile::TempDir,
+}
+
+impl<'a> GiteaAgent<'a> {
+    async fn start(gitea: &'a Gitea, cluster: &TestCluster, prefix: &str) -> Result<Self> {
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
+        let repo = format!("{prefix}-{}-{nanos:x}", std::process::id());
+        let source = format!("{prefix}-{:x}", nanos & 0xffff_ffff);
+        gitea
+            .api(
+                reqwest::Method::POST,
+                "/user/repos",
+                Some(json!({"name": repo, "default_branch": "main"})),
+            )
+            .await?;
+        let tree = WorkTree::new(gitea.push_url(&repo))?;
+        let work = tempfile::tempdir()?;
+        let port = free_port()?;
+        let config = work.path().join("driftless.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "sources:
+  - name: {source}
+    url: {clone_url}
+    branch: main
+    pollInterval: 1s
+    credentials: {{ token: {{ env: E2E_GIT_TOKEN }} }}
+clusters:
+  - name: local
+    kubeconfig: {kubeconfig}
+forge:
+  kind: gitea
+  baseUrl: {gitea_url}
+  token: {{ env: E2E_FORGE_TOKEN }}
+server:
+  listen: 127.0.0.1:{port}
+cacheDir: {cache}
+",
+                clone_url = gitea.clone_url(&repo),
+                kubeconfig = cluster.kubeconfig.display(),
+                gitea_url = gitea.url,
+                cache = work.path().join("cache").display(),
+            ),
+        )?;
+        let process = AgentProcess::start(
+            &config,
+            &[
+                ("E2E_GIT_TOKEN", &gitea.token),
+                ("E2E_FORGE_TOKEN", &gitea.token),
+            ],
+            port,
+        )?;
+        Ok(GiteaAgent {
+            gitea,
+            repo,
+            source,
+            tree,
+            process,
+            _work: work,
+        })
+    }
+
+    /// The final summary status of `commit` (state, description), with every latest status.
+    async fn summary(
+        &self,
+        commit: &str,
+    ) -> Result<((String, String), BTreeMap<String, (String, String)>)> {
+        wait_for(&format!("the summary status of {commit}"), || async {
+            let statuses = self.gitea.latest_statuses(&self.repo, commit).await?;
+            Ok(statuses
+                .get("driftless")
+                .filter(|(state, _)| state != "pending")
+                .cloned()
+                .map(|summary| (summary, statuses)))
+        })
+        .await
+    }
+
+    fn stop(self) -> Result<()> {
+        self.process.stop_checked(&[&self.gitea.token])?;
+        Ok(())
+    }
+}
