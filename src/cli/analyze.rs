@@ -7,12 +7,12 @@ use agent::report::sarif::sarif_string;
 use agent::report::{DiagnosticStyle, render_diagnostics};
 use analyzer::{Diagnostic, Severity};
 
-use super::repo::analyze_repo;
+use super::repo::analyze_repo_for;
 use super::terminal::write_stdout;
 use super::{AnalyzeArgs, AnalyzeFormat, Outcome};
 
 pub fn run(args: &AnalyzeArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> {
-    let repo = analyze_repo(&args.path)?;
+    let repo = analyze_repo_for(&args.path, args.kube.kube_version.clone())?;
     let diagnostics: Vec<&Diagnostic> = repo
         .output
         .diagnostics

@@ -104,6 +104,9 @@ pub struct RenderArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = RenderFormat::Yaml)]
     pub output: RenderFormat,
+
+    #[command(flatten)]
+    pub kube: repo::KubeVersionArg,
 }
 
 /// Output formats of `driftless render`.
@@ -126,6 +129,9 @@ pub struct AnalyzeArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = AnalyzeFormat::Human)]
     pub output: AnalyzeFormat,
+
+    #[command(flatten)]
+    pub kube: repo::KubeVersionArg,
 }
 
 /// Output formats of `driftless analyze`.
@@ -158,6 +164,9 @@ pub struct PlanArgs {
 
     #[command(flatten)]
     pub cluster: ClusterArgs,
+
+    #[command(flatten)]
+    pub kube: repo::KubeVersionArg,
 }
 
 /// Arguments of `driftless apply`.

@@ -7,7 +7,7 @@ use agent::plan::Plan;
 use agent::report::json::plan_json_string;
 use agent::report::{DiagnosticStyle, MarkdownOptions, plan_human, plan_markdown};
 
-use super::repo::{analyze_repo, report_render_diagnostics};
+use super::repo::{analyze_repo_for, report_render_diagnostics};
 use super::terminal::write_stdout;
 use super::{Outcome, PlanArgs, PlanFormat};
 
@@ -15,12 +15,16 @@ pub fn run(args: &PlanArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> {
     // The analysis runs inside plan: its errors block only the affected app. A live plan
     // renders for the cluster's own version, so it connects first.
     let (repo, plan): (_, Plan) = match &args.cluster.kubeconfig {
+        Some(_) if args.kube.kube_version.is_some() => anyhow::bail!(
+            "--kube-version is for offline plans: a plan with --kubeconfig renders for the \
+             cluster's own version; drop one of the two"
+        ),
         Some(_) => {
             let (repo, live_plan) = super::live::plan(&args.cluster, &args.path, style)?;
             (repo, live_plan.plan)
         }
         None => {
-            let repo = analyze_repo(&args.path)?;
+            let repo = analyze_repo_for(&args.path, args.kube.kube_version.clone())?;
             report_render_diagnostics(&repo, style);
             let plan = agent::offline_plan::plan_against_empty_cluster(
                 &repo.output,

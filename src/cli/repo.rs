@@ -18,21 +18,13 @@ pub struct RenderedRepo {
     pub sources: SourceMap,
 }
 
-/// Reads `path` and renders every app in it.
+/// Reads `path` and renders every app in it for a cluster of `cluster_version` (`None`:
+/// Kubernetes 1.34, see [`offline_render_options`]): live applies render what the target
+/// cluster's templates see.
 ///
 /// # Errors
 ///
 /// When `path` cannot be read. Problems in the repository are diagnostics, not errors.
-pub fn render_repo(path: &Path) -> anyhow::Result<RenderedRepo> {
-    render_repo_for(path, None)
-}
-
-/// [`render_repo`] for a cluster of `cluster_version` (`None`: Kubernetes 1.34, see
-/// [`offline_render_options`]): live applies render what the target cluster's templates see.
-///
-/// # Errors
-///
-/// When `path` cannot be read.
 pub fn render_repo_for(
     path: &Path,
     cluster_version: Option<analyzer::ClusterVersion>,
@@ -55,18 +47,9 @@ pub fn render_repo_for(
     Ok(RenderedRepo { output, sources })
 }
 
-/// Reads `path` and analyzes every app in it: the render plus the analysis rules, with the
-/// severity settings of the repository's `driftless.yaml` (its `analysis` and `clusters`),
-/// when there is one.
-///
-/// # Errors
-///
-/// When `path` cannot be read, or its `driftless.yaml` is invalid.
-pub fn analyze_repo(path: &Path) -> anyhow::Result<RenderedRepo> {
-    analyze_repo_for(path, None)
-}
-
-/// [`analyze_repo`] for a cluster of `cluster_version` (`None`: the analysis' target release).
+/// Reads `path` and analyzes every app in it for a cluster of `cluster_version` (`None`: the
+/// analysis' target release): the render plus the analysis rules, with the severity settings
+/// of the repository's `driftless.yaml` (its `analysis` and `clusters`), when there is one.
 ///
 /// # Errors
 ///
@@ -114,6 +97,42 @@ pub fn has_errors(output: &RenderOutput) -> bool {
         .iter()
         .any(|diagnostic| diagnostic.severity == analyzer::Severity::Error)
         || output.apps.iter().any(analyzer::RenderedApp::is_blocked)
+}
+
+/// `--kube-version` of `render`, `analyze` and `plan`: the Kubernetes version templates render
+/// for (`context.clusterVersion`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct KubeVersionArg {
+    /// The Kubernetes version templates render for (`context.clusterVersion`): `1.30`, or
+    /// `vela-offline` for what `vela dry-run --offline` renders (no version: templates take
+    /// their legacy branches). Default: 1.34, the release the analysis checks API versions
+    /// against. A plan with `--kubeconfig` renders for the cluster's own version.
+    #[arg(long, value_name = "VERSION", value_parser = parse_kube_version)]
+    pub kube_version: Option<analyzer::ClusterVersion>,
+}
+
+/// Parses `--kube-version`: `MAJOR.MINOR` (a leading `v` and a patch version are accepted,
+/// `v1.30.2`), or `vela-offline`.
+///
+/// # Errors
+///
+/// When the text is neither, with what to write instead.
+pub fn parse_kube_version(text: &str) -> Result<analyzer::ClusterVersion, String> {
+    if text == "vela-offline" {
+        return Ok(analyzer::ClusterVersion::vela_offline());
+    }
+    let numbers: Vec<&str> = text.trim_start_matches('v').split('.').collect();
+    match numbers.as_slice() {
+        [major, minor] | [major, minor, _] => match (major.parse(), minor.parse()) {
+            (Ok(major), Ok(minor)) => Ok(analyzer::ClusterVersion::release(major, minor)),
+            _ => Err(format!(
+                "`{text}` is not a Kubernetes version: write MAJOR.MINOR (1.30) or vela-offline"
+            )),
+        },
+        _ => Err(format!(
+            "`{text}` is not a Kubernetes version: write MAJOR.MINOR (1.30) or vela-offline"
+        )),
+    }
 }
 
 /// Render options without a cluster: Kubernetes 1.34, the version the analysis (and so `plan`)

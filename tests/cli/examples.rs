@@ -211,3 +211,49 @@ fn a_closed_stdout_is_not_an_error() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
 }
+
+/// Templates branch on `context.clusterVersion`: `--kube-version` picks the release they
+/// render for, and `vela-offline` reproduces `vela dry-run --offline` (no version at all).
+#[test]
+fn kube_version_picks_the_templates_branches() {
+    let cron_job_api = |args: &[&str]| {
+        let run = driftless(&[&["render", "examples/repo", "-o", "json"], args].concat());
+        assert_eq!(run.code, 0, "{run:?}");
+        let objects: Vec<serde_json::Value> = serde_json::from_str(&run.stdout).unwrap();
+        let cron_job = objects
+            .iter()
+            .find(|object| object["kind"] == "CronJob")
+            .expect("the example repository renders a CronJob");
+        cron_job["apiVersion"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(cron_job_api(&[]), "batch/v1");
+    assert_eq!(cron_job_api(&["--kube-version", "1.24"]), "batch/v1beta1");
+    assert_eq!(cron_job_api(&["--kube-version", "v1.25.3"]), "batch/v1");
+    assert_eq!(
+        cron_job_api(&["--kube-version", "vela-offline"]),
+        "batch/v1beta1"
+    );
+
+    let bad = driftless(&["analyze", "examples/repo", "--kube-version", "latest"]);
+    assert_eq!(bad.code, 1, "{bad:?}");
+    assert!(
+        bad.stderr
+            .contains("write MAJOR.MINOR (1.30) or vela-offline"),
+        "{bad:?}"
+    );
+    // A live plan renders for the cluster's own version: asking for another is refused
+    // before any connection is made.
+    let live = driftless(&[
+        "plan",
+        "examples/repo",
+        "--kube-version",
+        "1.30",
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+    ]);
+    assert_ne!(live.code, 0, "{live:?}");
+    assert!(
+        live.stderr.contains("--kube-version is for offline plans"),
+        "{live:?}"
+    );
+}
