@@ -183,10 +183,12 @@ pub async fn run(
             forge_repo: source_config.forge_repo.clone(),
             notify: notify.clone(),
         });
+        let cluster = source_cluster(&shared.cluster, &source_config, &config)?;
         workers.push(SourceWorker::new(
             git,
             source_config,
             shared.clone(),
+            cluster,
             notify,
         ));
     }
@@ -276,16 +278,52 @@ async fn connect_cluster(config: &Config) -> Result<Arc<Cluster>, AgentError> {
                 })?
         }
         None => {
-            // In-cluster service account (or $KUBECONFIG), as kube's `Client::try_default`.
-            let client = kube::Client::try_default()
-                .await
-                .map_err(AgentError::DefaultClientFailed)?;
-            Cluster::from_client(client, &options)
+            // In-cluster service account (or $KUBECONFIG), as kube's `Client::try_default`;
+            // the configuration is kept for sources that apply as a ServiceAccount.
+            let kube_config = kube::Config::infer().await.map_err(|error| {
+                AgentError::DefaultClientFailed(kube::Error::InferConfig(error))
+            })?;
+            Cluster::from_config(kube_config, &options).map_err(|source| {
+                AgentError::ClusterConnectFailed {
+                    cluster: options.name.clone(),
+                    source,
+                }
+            })?
         }
     };
     // The agent plans every app on each drift check: it keeps the collections it reads
     // current through watches (`watch_cache` has the rules).
     Ok(Arc::new(cluster.with_watch_cache()))
+}
+
+/// The cluster a source's apps are planned and applied through: the agent's own, or, with a
+/// `serviceAccount`, the same cluster with object reads and writes made as that ServiceAccount
+/// (the apiserver's RBAC bounds the source).
+fn source_cluster(
+    cluster: &Arc<Cluster>,
+    source: &SourceConfig,
+    config: &Config,
+) -> Result<Arc<Cluster>, AgentError> {
+    let Some(account) = &source.service_account else {
+        return Ok(cluster.clone());
+    };
+    let options = ClusterOptions {
+        name: cluster.name().to_owned(),
+        qps: f64::from(config.qps),
+        burst: config.burst,
+        ..ClusterOptions::default()
+    };
+    let groups = vec![
+        "system:serviceaccounts".to_owned(),
+        format!("system:serviceaccounts:{}", account.namespace),
+    ];
+    cluster
+        .impersonating(&account.user_name(), groups, &options)
+        .map(Arc::new)
+        .map_err(|source| AgentError::ClusterConnectFailed {
+            cluster: cluster.name().to_owned(),
+            source,
+        })
 }
 
 /// What every source task shares.
@@ -361,6 +399,8 @@ struct SourceWorker {
     git: GitSource,
     config: Arc<SourceConfig>,
     shared: Arc<Shared>,
+    /// The cluster this source plans and applies through (see [`source_cluster`]).
+    cluster: Arc<Cluster>,
     notify: Arc<Notify>,
     deployed: Option<Deployed>,
     /// The head commit last previewed, per pull request.
@@ -387,6 +427,7 @@ impl SourceWorker {
         git: GitSource,
         config: Arc<SourceConfig>,
         shared: Arc<Shared>,
+        cluster: Arc<Cluster>,
         notify: Arc<Notify>,
     ) -> SourceWorker {
         let drift_timer = shared
@@ -397,6 +438,7 @@ impl SourceWorker {
             git,
             config,
             shared,
+            cluster,
             notify,
             deployed: None,
             previewed: BTreeMap::new(),
@@ -571,6 +613,8 @@ impl SourceWorker {
         if let Ok(version) = crate::observe::cluster_version(&self.shared.cluster).await {
             options.render.cluster_version = version;
         }
+        // The source's boundary: violations block their app, visible in previews.
+        options.config.boundary = Some(self.config.boundary.clone());
         let started = Instant::now();
         let cache = self.cache.clone();
         let repo = self.git.repo().clone();
@@ -664,10 +708,11 @@ impl SourceWorker {
         rendered: &Selected,
         commit: &CommitId,
         orphans: &Orphans,
-        apply: bool,
+        purpose: PlanPurpose,
     ) -> (LivePlan, BTreeMap<AppRef, analyzer::model::Application>) {
+        let apply = purpose == PlanPurpose::Apply;
         let started = Instant::now();
-        let cluster = &self.shared.cluster;
+        let cluster = &self.cluster;
         // Each manifest is parsed once, for the policies, the status CUE and the workflows,
         // and only workflow apps keep theirs.
         let inputs = live::plan_inputs(
@@ -676,7 +721,10 @@ impl SourceWorker {
             &self.shared.definitions,
         );
         note_memory("plan inputs");
-        let policies = inputs.policies;
+        let mut policies = inputs.policies;
+        if purpose == PlanPurpose::Preview {
+            without_take_over(&mut policies);
+        }
         let workflows = inputs.workflows;
         // The live planner observes one app at a time: one permit covers it.
         let _permit = self.shared.work_permits.acquire().await.ok();
@@ -778,6 +826,7 @@ impl SourceWorker {
         options.plan.cluster = cluster.name().to_owned();
         options.plan.create_namespaces = self.config.create_namespaces;
         options.apply.source = Some(self.config.name.clone());
+        options.apply.boundary = Some(self.config.boundary.clone());
         options
     }
 
@@ -817,8 +866,10 @@ impl SourceWorker {
             };
             // Apps with a workflow are applied step by step by it (agent::workflow), the rest
             // as a whole (the plan already dropped what that apply does not read).
-            let (plan, workflows) = self.plan(&selected, &commit, &selection.orphans, true).await;
-            let cluster = self.shared.cluster.clone();
+            let (plan, workflows) = self
+                .plan(&selected, &commit, &selection.orphans, PlanPurpose::Apply)
+                .await;
+            let cluster = self.cluster.clone();
             let whole_plan = plan.plan.clone();
             let (rest, plan) = partition(plan, &workflows);
             let mut reports = self.apply(&cluster, rest).await;
@@ -1095,6 +1146,12 @@ impl SourceWorker {
             {
                 continue;
             }
+            if let Err(refusal) = self.config.previews.admits(&pull.author, pull.from_fork) {
+                // Nothing of an untrusted pull request is rendered or planned.
+                tracing::info!(pull = pull.number, author = %pull.author, %refusal, "pull request not previewed");
+                self.previewed.insert(pull.number, pull.head_commit.clone());
+                continue;
+            }
             let repo_has_head = self
                 .git
                 .repo()
@@ -1136,7 +1193,7 @@ impl SourceWorker {
                 source_objects: object_count(&rendered.output),
             };
             let (live_plan, _) = self
-                .plan(&selected, commit, &selection.orphans, false)
+                .plan(&selected, commit, &selection.orphans, PlanPurpose::Preview)
                 .await;
             let plan = &live_plan.plan;
             let limit = self
@@ -1186,7 +1243,7 @@ impl SourceWorker {
 
     /// Re-plans the deployed revision against the cluster; reports or corrects drift.
     async fn drift_check(&mut self) {
-        let cluster = self.shared.cluster.clone();
+        let cluster = self.cluster.clone();
         let (Some(deployed), Some(drift)) = (&self.deployed, self.shared.drift.clone()) else {
             return;
         };
@@ -1206,7 +1263,16 @@ impl SourceWorker {
             // Only a correction applies: a report keeps nothing of the observations.
             let correct = drift.mode == DriftMode::Correct;
             let (live_plan, workflows) = self
-                .plan(&rendered, &commit, &Orphans::NotRendered, correct)
+                .plan(
+                    &rendered,
+                    &commit,
+                    &Orphans::NotRendered,
+                    if correct {
+                        PlanPurpose::Apply
+                    } else {
+                        PlanPurpose::Report
+                    },
+                )
                 .await;
             let mut drifted = Vec::new();
             for app_plan in &live_plan.plan.apps {
@@ -1298,6 +1364,26 @@ impl SourceWorker {
 /// Logs (debug) the agent's resident memory and its peak so far at the end of a phase of a
 /// deploy or drift check: the phase where the peak grows is the one that sets it (
 /// `hack/scale.sh` runs the agent with these lines on). Nothing where there is no procfs.
+/// What a plan is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PlanPurpose {
+    /// A deploy or a drift correction: the plan is applied.
+    Apply,
+    /// A drift report: only the plan.
+    Report,
+    /// A pull request's preview: only the plan, and without the pull request's `take-over`
+    /// policies, so that a preview never adopts (nor shows the live values of) objects its
+    /// app does not already own.
+    Preview,
+}
+
+/// Drops every `take-over` policy.
+fn without_take_over(policies: &mut BTreeMap<AppRef, Vec<analyzer::model::Policy>>) {
+    for app_policies in policies.values_mut() {
+        app_policies.retain(|policy| policy.policy_type != "take-over");
+    }
+}
+
 fn note_memory(phase: &str) {
     if !tracing::enabled!(tracing::Level::DEBUG) {
         return;

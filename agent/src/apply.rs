@@ -36,6 +36,8 @@ pub struct ApplyOptions {
     pub source: Option<String>,
     /// How long a custom resource waits for its CRD to be established.
     pub crd_timeout: Duration,
+    /// What the source may touch; an app with an object outside is refused whole.
+    pub boundary: Option<std::sync::Arc<analyzer::boundary::SourceBoundary>>,
 }
 
 impl Default for ApplyOptions {
@@ -43,6 +45,7 @@ impl Default for ApplyOptions {
         ApplyOptions {
             source: None,
             crd_timeout: Duration::from_secs(60),
+            boundary: None,
         }
     }
 }
@@ -116,6 +119,12 @@ pub async fn apply_app(
             conflict.object,
             conflict.reason.as_deref().unwrap_or("not ours")
         ));
+        return report;
+    }
+    if let Some(refusal) = options.boundary.as_deref().and_then(|boundary| {
+        crate::boundary::refusal(boundary, cluster.name(), &observation.desired)
+    }) {
+        report.outcome = ApplyOutcome::Failed(refusal);
         return report;
     }
 

@@ -80,12 +80,22 @@ pub enum ClusterError {
         #[source]
         source: kube::Error,
     },
+    #[error(
+        "cluster {cluster} was connected without a client configuration; impersonation needs one"
+    )]
+    ImpersonationUnavailable { cluster: String },
 }
 
 /// A connected cluster.
 pub struct Cluster {
     name: String,
     client: Client,
+    /// The client object reads and writes go through when a source applies as a
+    /// ServiceAccount ([`Cluster::impersonating`]): the apiserver's RBAC for that account then
+    /// decides. Trackers, discovery and lists stay with `client`, the agent's own identity.
+    object_client: Option<Client>,
+    /// How `client` was built, kept so that an impersonating client can be built from it.
+    config: Option<kube::Config>,
     limiter: RateLimiter,
     /// Per `apiVersion`: the resources it serves, or `None` when the group-version is not served.
     discovery: Mutex<BTreeMap<String, Option<ServedResources>>>,
@@ -217,12 +227,61 @@ impl Cluster {
         config.connect_timeout = Some(options.timeout);
         config.read_timeout = Some(options.timeout);
         config.write_timeout = Some(options.timeout);
+        Cluster::from_config(config, options)
+    }
+
+    /// Connects with a client configuration (kubeconfig or in-cluster), keeping it so that
+    /// [`Cluster::impersonating`] can build a client from it.
+    ///
+    /// # Errors
+    ///
+    /// [`ClusterError::ClientBuildFailed`] when the client cannot be built.
+    pub fn from_config(
+        config: kube::Config,
+        options: &ClusterOptions,
+    ) -> Result<Cluster, ClusterError> {
         let client =
-            Client::try_from(config).map_err(|source| ClusterError::ClientBuildFailed {
+            Client::try_from(config.clone()).map_err(|source| ClusterError::ClientBuildFailed {
                 cluster: options.name.clone(),
                 source,
             })?;
-        Ok(Cluster::from_client(client, options))
+        let mut cluster = Cluster::from_client(client, options);
+        cluster.config = Some(config);
+        Ok(cluster)
+    }
+
+    /// The same cluster, with object reads and writes made as `user` through impersonation
+    /// (`system:serviceaccount:<namespace>:<name>`), so that the apiserver's RBAC for that
+    /// account bounds what is applied. The agent's own identity needs the `impersonate` verb
+    /// on that ServiceAccount. No watch cache: every object read asks the apiserver as `user`.
+    ///
+    /// # Errors
+    ///
+    /// [`ClusterError::ImpersonationUnavailable`] when this cluster was not built from a
+    /// configuration, [`ClusterError::ClientBuildFailed`] when the client cannot be built.
+    pub fn impersonating(
+        &self,
+        user: &str,
+        groups: Vec<String>,
+        options: &ClusterOptions,
+    ) -> Result<Cluster, ClusterError> {
+        let Some(config) = &self.config else {
+            return Err(ClusterError::ImpersonationUnavailable {
+                cluster: self.name.clone(),
+            });
+        };
+        let mut impersonated = config.clone();
+        impersonated.auth_info.impersonate = Some(user.to_owned());
+        impersonated.auth_info.impersonate_groups = Some(groups);
+        let object_client =
+            Client::try_from(impersonated).map_err(|source| ClusterError::ClientBuildFailed {
+                cluster: self.name.clone(),
+                source,
+            })?;
+        let mut cluster = Cluster::from_client(self.client.clone(), options);
+        cluster.object_client = Some(object_client);
+        cluster.config = Some(config.clone());
+        Ok(cluster)
     }
 
     /// A cluster no request can reach (connections refused at once): every request counts,
@@ -241,6 +300,8 @@ impl Cluster {
         Cluster {
             name: options.name.clone(),
             client,
+            object_client: None,
+            config: None,
             limiter: RateLimiter::new(options.qps, options.burst),
             discovery: Mutex::new(BTreeMap::new()),
             prefetched: std::sync::Mutex::new(BTreeMap::new()),
@@ -596,11 +657,12 @@ impl Cluster {
     /// A throttled handle on one object's resource.
     pub async fn api(&self, resolved: &Resolved, object: &ObjectRef) -> Api<DynamicObject> {
         self.throttle().await;
+        let client = self.object_client.as_ref().unwrap_or(&self.client).clone();
         match (&resolved.scope, &object.namespace) {
             (Scope::Namespaced, Some(namespace)) => {
-                Api::namespaced_with(self.client.clone(), namespace, &resolved.resource)
+                Api::namespaced_with(client, namespace, &resolved.resource)
             }
-            _ => Api::all_with(self.client.clone(), &resolved.resource),
+            _ => Api::all_with(client, &resolved.resource),
         }
     }
 }

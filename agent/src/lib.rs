@@ -5,6 +5,7 @@
 pub mod agent_loop;
 pub mod apply;
 pub mod backoff;
+pub mod boundary;
 pub mod cluster;
 pub mod config;
 pub mod diff;

@@ -378,3 +378,91 @@ fn a_prune_budget_is_read_with_its_defaults_and_a_bad_share_is_named() {
         .collect();
     assert_eq!(by_field, vec![("sources[0].prune.maxPercent", 4)]);
 }
+
+#[test]
+fn source_boundaries_previews_and_service_accounts() {
+    let config = parse(
+        r#"
+sources:
+  - name: team-a
+    url: https://git.example.com/team-a/apps.git
+    boundary:
+      namespaces: [team-a, "team-a-*"]
+      deniedKinds: [Secret]
+    previews: { fromForks: true, authors: [alice] }
+    serviceAccount: { namespace: team-a, name: deployer }
+  - name: open
+    url: https://git.example.com/open/apps.git
+"#,
+    )
+    .unwrap();
+    let team_a = &config.sources[0];
+    let boundary = &team_a.boundary;
+    assert!(boundary.check_namespace("team-a-dev").is_ok());
+    assert!(boundary.check_namespace("kube-system").is_err());
+    assert!(boundary.check_namespace("driftless-system").is_err());
+    assert_eq!(boundary.cluster_scoped_kinds, Some(Vec::new()));
+    assert!(
+        boundary
+            .check_object("v1", "Secret", "db", Some("team-a"))
+            .is_err()
+    );
+    assert_eq!(team_a.previews.admits("alice", true), Ok(()));
+    assert_eq!(
+        team_a.previews.admits("mallory", false),
+        Err(PreviewRefusal::AuthorNotListed("mallory".into()))
+    );
+    assert_eq!(
+        team_a
+            .service_account
+            .as_ref()
+            .map(ServiceAccountRef::user_name),
+        Some("system:serviceaccount:team-a:deployer".to_owned())
+    );
+    // Nothing declared: anywhere but the tracker namespace; no fork previews.
+    let open = &config.sources[1];
+    assert!(open.boundary.check_namespace("kube-system").is_ok());
+    assert!(open.boundary.check_namespace("driftless-system").is_err());
+    assert_eq!(open.boundary.cluster_scoped_kinds, None);
+    assert_eq!(open.previews.admits("anyone", false), Ok(()));
+    assert_eq!(
+        open.previews.admits("anyone", true),
+        Err(PreviewRefusal::FromFork)
+    );
+    assert_eq!(open.service_account, None);
+}
+
+#[test]
+fn bad_boundary_globs_and_service_accounts_name_the_field() {
+    let problems = problems(
+        r#"
+sources:
+  - name: team-a
+    url: https://git.example.com/team-a/apps.git
+    boundary: { namespaces: ["team-[a"] }
+    serviceAccount: { namespace: Team_A, name: deployer }
+"#,
+    );
+    let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "sources[0].boundary.namespaces[0]",
+            "sources[0].serviceAccount.namespace"
+        ]
+    );
+}
+
+#[test]
+fn short_api_tokens_and_bad_trusted_headers_are_refused() {
+    let problems = problems(
+        r#"
+sources: [{ name: a, url: "https://h/o/r.git" }]
+server:
+  apiToken: { env: HOOK_SECRET }
+  trustedHeader: "bad header"
+"#,
+    );
+    let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
+    assert_eq!(fields, ["server.apiToken", "server.trustedHeader"]);
+}

@@ -64,6 +64,8 @@ pub(crate) struct PullBody {
     pub(crate) title: String,
     pub(crate) head: BranchBody,
     pub(crate) base: BranchBody,
+    #[serde(default)]
+    pub(crate) user: Option<UserBody>,
 }
 
 #[derive(Deserialize)]
@@ -71,6 +73,21 @@ pub(crate) struct BranchBody {
     #[serde(rename = "ref", default)]
     pub(crate) branch: String,
     pub(crate) sha: String,
+    /// `null` when the head's repository was deleted.
+    #[serde(default)]
+    pub(crate) repo: Option<RepoBody>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct RepoBody {
+    #[serde(default)]
+    pub(crate) full_name: String,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct UserBody {
+    #[serde(default)]
+    pub(crate) login: String,
 }
 
 #[derive(Deserialize)]
@@ -101,11 +118,18 @@ pub(crate) fn pulls_from(
                         pull.number, pull.head.sha
                     ),
                 })?;
+            // A head whose repository is unknown counts as a fork: previews fail closed.
+            let from_fork = match (&pull.head.repo, &pull.base.repo) {
+                (Some(head), Some(base)) => head.full_name != base.full_name,
+                _ => true,
+            };
             Ok(PullRequest {
                 number: pull.number,
                 title: pull.title,
                 head_commit,
                 base_branch: pull.base.branch,
+                author: pull.user.map(|user| user.login).unwrap_or_default(),
+                from_fork,
             })
         })
         .collect()

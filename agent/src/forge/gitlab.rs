@@ -69,6 +69,18 @@ struct MergeRequestBody {
     title: String,
     sha: String,
     target_branch: String,
+    #[serde(default)]
+    author: Option<AuthorBody>,
+    #[serde(default)]
+    source_project_id: Option<u64>,
+    #[serde(default)]
+    target_project_id: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct AuthorBody {
+    #[serde(default)]
+    username: String,
 }
 
 /// GitLab's name for a state: it has `failed` where the others have `failure` and `error`.
@@ -116,11 +128,21 @@ async fn open_pulls(rest: &RestClient, repo: &RepoSlug) -> Result<Vec<PullReques
             path: path_of(1),
             message: format!("merge request {} has head sha {:?}", body.iid, body.sha),
         })?;
+        // A source project that is unknown counts as a fork: previews fail closed.
+        let from_fork = match (body.source_project_id, body.target_project_id) {
+            (Some(source), Some(target)) => source != target,
+            _ => true,
+        };
         pulls.push(PullRequest {
             number: body.iid,
             title: body.title,
             head_commit,
             base_branch: body.target_branch,
+            author: body
+                .author
+                .map(|author| author.username)
+                .unwrap_or_default(),
+            from_fork,
         });
     }
     pulls.sort();

@@ -86,6 +86,10 @@ pub struct PullRequest {
     pub head_commit: CommitId,
     /// The branch the PR merges into.
     pub base_branch: String,
+    /// The login of who opened it (`""` when the forge did not say).
+    pub author: String,
+    /// Its head lives in another repository than its base (or the forge did not say where).
+    pub from_fork: bool,
 }
 
 /// The id of a comment on the forge.

@@ -153,7 +153,7 @@ async fn open_merge_requests_are_paged_and_sorted() {
         (
             "GET /api/v4/projects/platform%2Fapps/merge_requests?state=opened&per_page=100&page=2",
             200,
-            json!([{"iid": 7, "title": "seven", "sha": sha('c').to_string(), "target_branch": "release", "source_branch": "y"}]),
+            json!([{"iid": 7, "title": "seven", "sha": sha('c').to_string(), "target_branch": "release", "source_branch": "y", "author": {"username": "alice"}, "source_project_id": 4, "target_project_id": 4}]),
         ),
     ])
     .await;
@@ -166,6 +166,8 @@ async fn open_merge_requests_are_paged_and_sorted() {
             title: "seven".into(),
             head_commit: sha('c'),
             base_branch: "release".into(),
+            author: "alice".into(),
+            from_fork: false,
         }
     );
     assert_eq!(pulls[100].number, 200);
