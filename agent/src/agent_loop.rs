@@ -56,7 +56,7 @@ use tracing::Instrument;
 use crate::apply::{AppApplyReport, ApplyOutcome};
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::config::{Config, DriftMode, RepoSlug, SourceConfig};
-use crate::forge::outbox::{ForgeOp, Outbox, RetryPolicy};
+use crate::forge::outbox::{ForgeOp, Outbox, OutboxConfig};
 use crate::forge::{CommitStatus, Forge, ForgeError, PullRequest, StatusState};
 use crate::live::{self, LiveOptions, LivePlan, Orphans, SharedApps};
 use crate::metrics::{ApiTarget, ErrorKind, Metrics};
@@ -143,7 +143,7 @@ pub async fn run(
             let (outbox, task) = Outbox::start(
                 forge.clone(),
                 metrics.clone(),
-                RetryPolicy::default(),
+                OutboxConfig::in_cache_dir(&config.cache_dir),
                 shutdown_rx.clone(),
             );
             (Some(forge), Some(outbox), Some(task))

@@ -525,8 +525,8 @@ impl Drop for ForgeRelay {
 }
 
 /// The forge is down while a commit is pushed: the agent deploys it anyway, counts the failed
-/// forge calls, and once the forge is back every status it queued lands, pending before
-/// success, on the right commit.
+/// forge calls, and once the forge is back the newest status of each context lands on the
+/// right commit (the `pending` it queued was superseded before it could be sent).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forge_outage_delays_statuses_but_not_deploys() -> Result<()> {
     let gitea = Gitea::shared()?;
@@ -596,10 +596,98 @@ async fn forge_outage_delays_statuses_but_not_deploys() -> Result<()> {
             .map(|(_, state, _)| state.clone())
             .collect()
     };
-    assert_eq!(states("driftless"), ["pending", "success"], "{history:?}");
-    assert_eq!(states(&app_context), ["pending", "success"], "{history:?}");
+    assert_eq!(states("driftless"), ["success"], "{history:?}");
+    assert_eq!(states(&app_context), ["success"], "{history:?}");
 
     agent.stop_checked(&[&gitea.token])?;
+    Ok(())
+}
+
+/// The agent crashes while the forge is down, with statuses queued: they were saved in the
+/// cache directory, and the next run delivers them once the forge is back, although it no
+/// longer watches that repository (so it cannot have made them again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_restarted_while_the_forge_is_down_loses_no_status() -> Result<()> {
+    let gitea = Gitea::shared()?;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "restart").await?;
+    let ns = namespace.name.as_str();
+    let (repo, source, commit) = repo_with_one_app(&gitea, "restart", ns).await?;
+    let mut relay = ForgeRelay::new(&gitea.url)?;
+    let work = tempfile::tempdir()?;
+    let port = free_port()?;
+    let config = work.path().join("driftless.yaml");
+    std::fs::write(
+        &config,
+        single_source_config(
+            &source,
+            &gitea.clone_url(&repo),
+            &cluster,
+            &relay.url(),
+            None,
+            port,
+            work.path(),
+        ),
+    )?;
+    let agent = AgentProcess::start(&config, &[("E2E_FORGE_TOKEN", &gitea.token)], port)?;
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    wait_for("the app to be deployed while the forge is down", || async {
+        Ok(config_maps.get_opt("app-settings").await?)
+    })
+    .await?;
+    let outbox = work.path().join("cache/forge-outbox.json");
+    let app_context = format!("driftless/{ns}/app");
+    wait_for("the final statuses to be saved in the outbox", || async {
+        let text = std::fs::read_to_string(&outbox).unwrap_or_default();
+        let saved: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        let final_state = |context: &str| {
+            saved["operations"].as_array().is_some_and(|ops| {
+                ops.iter().any(|op| {
+                    op["commit"] == commit.as_str()
+                        && op["context"] == context
+                        && op["state"] == "success"
+                })
+            })
+        };
+        Ok((final_state("driftless") && final_state(&app_context)).then_some(()))
+    })
+    .await?;
+    // A crash: SIGKILL, no shutdown path.
+    drop(agent);
+
+    // The next run watches another repository only, with the same cache directory.
+    let other_namespace = TestNamespace::new(&cluster, "restart-other").await?;
+    let (other_repo, other_source, _) =
+        repo_with_one_app(&gitea, "restart-other", &other_namespace.name).await?;
+    std::fs::write(
+        &config,
+        single_source_config(
+            &other_source,
+            &gitea.clone_url(&other_repo),
+            &cluster,
+            &relay.url(),
+            None,
+            port,
+            work.path(),
+        ),
+    )?;
+    let agent = AgentProcess::start(&config, &[("E2E_FORGE_TOKEN", &gitea.token)], port)?;
+    relay.up().await?;
+    let latest = wait_for("the saved statuses to land", || async {
+        let latest = gitea.latest_statuses(&repo, &commit).await?;
+        Ok(
+            (latest.contains_key("driftless") && latest.contains_key(&app_context))
+                .then_some(latest),
+        )
+    })
+    .await?;
+    assert_eq!(latest["driftless"].0, "success", "{latest:?}");
+    assert_eq!(latest[&app_context].0, "success", "{latest:?}");
+    let log = agent.stop_checked(&[&gitea.token])?;
+    ensure!(
+        log.contains("resuming the forge outbox of the last run"),
+        "the second run did not resume the saved outbox; log:\n{log}"
+    );
     Ok(())
 }
 

@@ -16,6 +16,7 @@ pub mod outbox;
 mod rest;
 
 use std::fmt;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 
@@ -107,6 +108,16 @@ pub enum ForgeError {
         status: u16,
         message: String,
     },
+    /// The forge asked us to slow down (429, or GitHub's 403 with rate-limit headers) and said
+    /// when to come back.
+    #[error("{method} {path}: HTTP {status}: rate limited; retry in {}s: {message}", retry_after.as_secs())]
+    RateLimited {
+        method: &'static str,
+        path: String,
+        status: u16,
+        retry_after: Duration,
+        message: String,
+    },
     /// The forge could not be reached (connection refused, timeout).
     #[error("{method} {path}: {message}")]
     Unreachable {
@@ -127,10 +138,29 @@ impl ForgeError {
     /// Whether retrying later can help: network errors, rate limits and server errors.
     pub fn is_retryable(&self) -> bool {
         match self {
-            ForgeError::Unreachable { .. } => true,
+            ForgeError::Unreachable { .. } | ForgeError::RateLimited { .. } => true,
             ForgeError::RequestFailed { status, .. } => *status == 429 || *status >= 500,
             ForgeError::BadResponse { .. } => false,
         }
+    }
+}
+
+impl ForgeError {
+    /// How long the forge asked us to wait before the next call, when it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ForgeError::RateLimited { retry_after, .. } => Some(*retry_after),
+            _ => None,
+        }
+    }
+
+    /// Whether the failure is the forge's as a whole (down, or rate limiting this token), so
+    /// that every other call would fail the same way now, rather than this one call's.
+    pub fn affects_every_call(&self) -> bool {
+        matches!(
+            self,
+            ForgeError::Unreachable { .. } | ForgeError::RateLimited { .. }
+        )
     }
 }
 

@@ -1,7 +1,7 @@
 //! The REST plumbing Gitea and GitHub share: JSON requests with a token header, paginated
 //! lists, and errors that name the method and path but never a header.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -23,6 +23,10 @@ pub(crate) struct RestClient {
 /// Forge answers larger than this are cut off when read into an error message.
 const ERROR_BODY_LIMIT: usize = 300;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The wait after a rate-limited answer that does not say how long.
+const DEFAULT_RATE_LIMIT_WAIT: Duration = Duration::from_secs(60);
+/// The longest wait a forge can ask for; beyond it we try again anyway.
+const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(3600);
 
 impl RestClient {
     pub(crate) fn new(
@@ -122,6 +126,7 @@ impl RestClient {
                 message: error_chain(&error),
             })?;
         let status = response.status();
+        let header_wait = rate_limit_wait(status.as_u16(), response.headers(), SystemTime::now());
         let text = response
             .text()
             .await
@@ -131,18 +136,68 @@ impl RestClient {
                 message: error_chain(&error),
             })?;
         if !status.is_success() {
+            let message = redact(
+                &super::truncate_chars(text.trim(), ERROR_BODY_LIMIT),
+                &self.authorization,
+            );
+            let wait = header_wait.or_else(|| rate_limit_wait_by_body(status.as_u16(), &text));
+            if let Some(retry_after) = wait {
+                return Err(ForgeError::RateLimited {
+                    method,
+                    path: path.to_owned(),
+                    status: status.as_u16(),
+                    retry_after,
+                    message,
+                });
+            }
             return Err(ForgeError::RequestFailed {
                 method,
                 path: path.to_owned(),
                 status: status.as_u16(),
-                message: redact(
-                    &super::truncate_chars(text.trim(), ERROR_BODY_LIMIT),
-                    &self.authorization,
-                ),
+                message,
             });
         }
         Ok(text)
     }
+}
+
+/// The wait a rate-limited answer asks for: `Retry-After` (seconds), or GitHub's
+/// `x-ratelimit-remaining: 0` with `x-ratelimit-reset` (epoch seconds), on a 403 (GitHub's
+/// primary and secondary limits) or a 429. `None` for any other answer, and for a 429 that
+/// says nothing (retried with the usual backoff).
+fn rate_limit_wait(
+    status: u16,
+    headers: &reqwest::header::HeaderMap,
+    now: SystemTime,
+) -> Option<Duration> {
+    if status != 403 && status != 429 {
+        return None;
+    }
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(str::trim)
+    };
+    let wait = if let Some(retry_after) = header("retry-after") {
+        // An HTTP date instead of seconds is rare; a minute is GitHub's advice without one.
+        retry_after
+            .parse::<u64>()
+            .map_or(DEFAULT_RATE_LIMIT_WAIT, Duration::from_secs)
+    } else if header("x-ratelimit-remaining") == Some("0") {
+        let reset = header("x-ratelimit-reset")?.parse::<u64>().ok()?;
+        let reset = UNIX_EPOCH.checked_add(Duration::from_secs(reset))?;
+        reset.duration_since(now).unwrap_or_default()
+    } else {
+        return None;
+    };
+    Some(wait.clamp(Duration::from_secs(1), MAX_RATE_LIMIT_WAIT))
+}
+
+/// GitHub's secondary rate limit can come as a bare 403 whose message says so.
+fn rate_limit_wait_by_body(status: u16, body: &str) -> Option<Duration> {
+    (status == 403 && body.to_ascii_lowercase().contains("rate limit"))
+        .then_some(DEFAULT_RATE_LIMIT_WAIT)
 }
 
 /// Removes the token from a forge-provided message, in case a forge echoes it back.
@@ -190,6 +245,65 @@ mod tests {
     fn redacts_echoed_tokens() {
         let auth = RestClient::with_scheme("token", &Secret::new("abc123"));
         assert_eq!(redact("bad token abc123 here", &auth), "bad token *** here");
+    }
+
+    #[test]
+    fn rate_limit_waits_come_from_the_headers() {
+        use reqwest::header::{HeaderMap, HeaderValue};
+        let now = UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut map = HeaderMap::new();
+            for (name, value) in pairs {
+                map.insert(*name, HeaderValue::from_static(value));
+            }
+            map
+        };
+        // GitHub's secondary limit: 403 with Retry-After.
+        assert_eq!(
+            rate_limit_wait(403, &headers(&[("retry-after", "30")]), now),
+            Some(Duration::from_secs(30))
+        );
+        // The primary limit: remaining 0, reset in 90 s.
+        let exhausted = headers(&[
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", "1000090"),
+        ]);
+        assert_eq!(
+            rate_limit_wait(403, &exhausted, now),
+            Some(Duration::from_secs(90))
+        );
+        // A reset already past still waits a second; an absurd wait is capped.
+        let past = headers(&[
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", "999000"),
+        ]);
+        assert_eq!(
+            rate_limit_wait(429, &past, now),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(
+            rate_limit_wait(429, &headers(&[("retry-after", "99999999")]), now),
+            Some(MAX_RATE_LIMIT_WAIT)
+        );
+        // A plain 403 is a permission problem; other statuses never wait.
+        assert_eq!(rate_limit_wait(403, &headers(&[]), now), None);
+        let remaining = headers(&[
+            ("x-ratelimit-remaining", "12"),
+            ("x-ratelimit-reset", "1000090"),
+        ]);
+        assert_eq!(rate_limit_wait(403, &remaining, now), None);
+        assert_eq!(
+            rate_limit_wait(500, &headers(&[("retry-after", "5")]), now),
+            None
+        );
+        assert_eq!(
+            rate_limit_wait_by_body(403, "You have exceeded a secondary rate limit."),
+            Some(DEFAULT_RATE_LIMIT_WAIT)
+        );
+        assert_eq!(
+            rate_limit_wait_by_body(403, "Resource not accessible"),
+            None
+        );
     }
 
     #[test]
