@@ -30,9 +30,11 @@ use support::{TxtarFile, files_with_suffix, json_equal, parse_txtar, shared_dir}
 
 /// The number of archives that must pass. Never lower it to make a change pass.
 ///
-/// 407 passed when it was last raised; it sits 2 lower because `cycle/comprehension` and
-/// `cycle/evaluate` take seconds in a debug build and hit [`TIMEOUT`] on a loaded machine.
-const PASS_FLOOR: usize = 405;
+/// 414 passed when it was last raised; it sits 3 lower because `cycle/comprehension`,
+/// `cycle/evaluate` and `benchmarks/issue1684` take seconds in a debug build and hit
+/// [`TIMEOUT`] on a loaded machine. The archives that disagree are listed in CONFORMANCE.md
+/// with the reason each is out of scope.
+const PASS_FLOOR: usize = 411;
 
 /// How long one archive may evaluate before it counts as a hang. Passing archives take well
 /// under a second even in debug builds.

@@ -1,6 +1,9 @@
 //! Predeclared functions (`len`, `div`, ...) and the standard packages KubeVela's definitions
 //! import: `strings`, `strconv`, `list`, `math`, `struct`, `encoding/json`, `encoding/base64`,
-//! `encoding/yaml`. Functions not listed here produce `unsupported: <pkg>.<name>`.
+//! `encoding/yaml`; `more.rs` adds `path`, `crypto/sha256`, `crypto/sha512` and
+//! `encoding/hex`. Functions not listed produce `unsupported: <pkg>.<name>`.
+
+mod more;
 
 use std::rc::Rc;
 
@@ -128,7 +131,11 @@ const FUNCTIONS: &[&str] = &[
 
 /// The canonical name of an importable package, if supported.
 pub fn package(path: &str) -> Option<&'static str> {
-    PACKAGES.iter().find(|p| **p == path).copied()
+    PACKAGES
+        .iter()
+        .chain(more::PACKAGES)
+        .find(|p| **p == path)
+        .copied()
 }
 
 pub fn predeclared(name: &str) -> &'static str {
@@ -157,7 +164,14 @@ pub fn member(pkg: &'static str, name: &str, span: Span) -> R {
         }
         _ => {}
     }
-    match FUNCTIONS.iter().find(|f| **f == full) {
+    if let Some(atom) = more::constant(&full) {
+        return R::Atom(atom);
+    }
+    match FUNCTIONS
+        .iter()
+        .chain(more::FUNCTIONS)
+        .find(|f| **f == full)
+    {
         Some(f) => R::Func(f),
         None => R::Err(Error::new(
             ErrorKind::Unsupported,
@@ -332,6 +346,7 @@ fn call_inner(a: &mut Args<'_, '_>) -> Result<R, Error> {
                 .map(|n| R::Atom(Atom::Int(n)))
                 .ok_or_else(|| a.fail("integer overflow"))
         }
+        _ if more::FUNCTIONS.contains(&name) => more::call(a),
         _ if name.starts_with("strings.") => strings(a),
         _ if name.starts_with("strconv.") => strconv(a),
         _ if name.starts_with("list.") => list(a),

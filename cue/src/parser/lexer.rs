@@ -697,7 +697,7 @@ impl Lexer<'_> {
         let close_end = self.pos + quotes + shape.hashes as usize;
         let mut end_start = self.pos;
         if shape.multiline {
-            // The closing quotes must be alone on their line, after optional indentation.
+            // The closing quotes alone on their line give the indentation to strip.
             let line_start = self.src[segment_start..self.pos]
                 .iter()
                 .rposition(|&byte| byte == b'\n')
@@ -718,11 +718,10 @@ impl Lexer<'_> {
                     // An empty multi-line literal: the newline is in the opening token.
                     end_start = segment_start;
                 }
-                _ => self.error(
-                    self.pos as u32,
-                    close_end as u32,
-                    "closing multi-line quote must be on its own line",
-                ),
+                // Text before the closing quotes on their line: CUE v0.14 accepts it, strips
+                // no indentation and keeps that last line (a tab-indented `x"""` line exports
+                // as a tab and `x`).
+                _ => end_start = self.pos,
             }
         }
         self.push_segment(segment_start, end_start);
