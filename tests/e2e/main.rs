@@ -15,5 +15,6 @@ mod failclosed;
 mod fleet;
 mod plan_apply;
 mod scale;
+mod secrets;
 mod watch_cache;
 mod workflow;
