@@ -96,14 +96,13 @@ pub(super) fn check_server(checker: &mut Checker<'_>, server: Option<ServerFile>
     if api_token
         .as_ref()
         .is_some_and(|token| token.expose().len() < 16)
+        && let Some(spanned) = &server.api_token
     {
-        if let Some(spanned) = &server.api_token {
-            checker.problem(
-                "server.apiToken",
-                spanned,
-                "is shorter than 16 characters; use a long random token (openssl rand -hex 32)",
-            );
-        }
+        checker.problem(
+            "server.apiToken",
+            spanned,
+            "is shorter than 16 characters; use a long random token (openssl rand -hex 32)",
+        );
     }
     let trusted_header = server.trusted_header.as_ref().and_then(|name| {
         match axum::http::HeaderName::from_bytes(name.value.trim().as_bytes()) {
