@@ -9,6 +9,11 @@
 # app.ini, data/, repos/, logs/, the admin user's API token in `token` (mode 600) and `env`
 # (GITEA_URL, GITEA_USER, GITEA_TOKEN_FILE) for scripts. The admin user is `driftless`.
 # Progress and errors go to stderr; stdout carries only the two lines above.
+#
+# With DRIFTLESS_GITEA_SECURE=1 (when the instance is first started), Gitea serves HTTPS with a
+# certificate from a throwaway CA made here (tls/ca.pem; 127.0.0.1 and localhost) instead of
+# HTTP, and runs its built-in SSH server (no sshd) as user `git`; `env` then also holds
+# GITEA_CA_FILE and GITEA_SSH_PORT.
 set -euo pipefail
 
 START_TIMEOUT=${DRIFTLESS_START_TIMEOUT:-120} # seconds
@@ -25,19 +30,50 @@ say() { printf '==> [gitea %s] %s\n' "$NAME" "$*" >&2; }
 die() { printf 'gitea.sh [%s]: error: %s\n' "${NAME:-?}" "$*" >&2; exit 1; }
 
 usage() {
-  sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
 # The recorded pid is alive and is still the process we started.
 gitea_alive() { recorded_alive "$GDIR/gitea.pid" "$GDIR/gitea.start"; }
 
-base_url() { printf 'http://127.0.0.1:%s' "$(cat "$GDIR/port")"; }
+secure() { [[ -s $GDIR/tls/ca.pem ]]; }
+
+base_url() {
+  local scheme=http
+  secure && scheme=https
+  printf '%s://127.0.0.1:%s' "$scheme" "$(cat "$GDIR/port")"
+}
+
+# curl trusting the instance's CA when it has one.
+gitea_curl() {
+  if secure; then curl --cacert "$GDIR/tls/ca.pem" "$@"; else curl "$@"; fi
+}
 
 healthy() {
   [[ -f $GDIR/port && -s $GDIR/token ]] || return 1
   gitea_alive || return 1
-  curl -sS --fail --max-time 5 -o /dev/null "$(base_url)/api/healthz"
+  gitea_curl -sS --fail --max-time 5 -o /dev/null "$(base_url)/api/healthz"
+}
+
+# A throwaway CA and a server certificate for 127.0.0.1 and localhost, in $GDIR/tls.
+make_tls() {
+  local tls=$GDIR/tls
+  mkdir -p "$tls"
+  (
+    umask 077
+    openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=driftless e2e test CA" \
+      -keyout "$tls/ca.key" -out "$tls/ca.pem.tmp" \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign"
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+      -keyout "$tls/server.key" -out "$tls/server.csr"
+    printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "basicConstraints=CA:FALSE" \
+      "keyUsage=digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" >"$tls/server.ext"
+    openssl x509 -req -days 30 -in "$tls/server.csr" -CA "$tls/ca.pem.tmp" -CAkey "$tls/ca.key" \
+      -CAcreateserial -extfile "$tls/server.ext" -out "$tls/server.pem"
+  ) >"$GDIR/logs/tls.log" 2>&1 || { tail -n 20 "$GDIR/logs/tls.log" >&2; die "making the test CA failed"; }
+  # ca.pem last: its presence marks the instance as secure.
+  mv "$tls/ca.pem.tmp" "$tls/ca.pem"
 }
 
 log_tail() {
@@ -69,9 +105,13 @@ reserve_port() {
   exec 8>"$CACHE/gitea/.ports.lock"
   flock 8
   # Ports of other Gitea instances and clusters under this cache (some globs may match nothing).
-  reserved=$({ cat "$CACHE"/gitea/*/port "$CACHE"/clusters/*/ports 2>/dev/null || true; } | sed 's/^[A-Z_]*=//' | tr '\n' ' ')
+  reserved=$({ cat "$CACHE"/gitea/*/port "$CACHE"/gitea/*/ssh_port "$CACHE"/clusters/*/ports 2>/dev/null || true; } | sed 's/^[A-Z_]*=//' | tr '\n' ' ')
   pick_port "$reserved"
   printf '%s\n' "$PICKED_PORT" >"$GDIR/port"
+  if [[ ${DRIFTLESS_GITEA_SECURE:-} == 1 ]]; then
+    pick_port "$reserved $PICKED_PORT"
+    printf '%s\n' "$PICKED_PORT" >"$GDIR/ssh_port"
+  fi
   exec 8>&-
 }
 
@@ -87,13 +127,11 @@ WORK_PATH = $GDIR/work
 I_AM_BEING_UNSAFE_RUNNING_AS_ROOT = true
 
 [server]
-PROTOCOL = http
 HTTP_ADDR = 127.0.0.1
 HTTP_PORT = $port
 DOMAIN = 127.0.0.1
-ROOT_URL = http://127.0.0.1:$port/
-DISABLE_SSH = true
-START_SSH_SERVER = false
+ROOT_URL = $(base_url)/
+$(server_transport_ini)
 OFFLINE_MODE = true
 LFS_START_SERVER = false
 APP_DATA_PATH = $GDIR/data
@@ -149,6 +187,18 @@ LEVEL = Warn
 INI
 }
 
+# The [server] lines that differ between plain and secure instances.
+server_transport_ini() {
+  if secure; then
+    printf '%s\n' "PROTOCOL = https" "CERT_FILE = $GDIR/tls/server.pem" "KEY_FILE = $GDIR/tls/server.key" \
+      "DISABLE_SSH = false" "START_SSH_SERVER = true" "BUILTIN_SSH_SERVER_USER = git" \
+      "SSH_DOMAIN = 127.0.0.1" "SSH_LISTEN_HOST = 127.0.0.1" \
+      "SSH_PORT = $(cat "$GDIR/ssh_port")" "SSH_LISTEN_PORT = $(cat "$GDIR/ssh_port")"
+  else
+    printf '%s\n' "PROTOCOL = http" "DISABLE_SSH = true" "START_SSH_SERVER = false"
+  fi
+}
+
 cmd_up() {
   mkdir -p "$CACHE/gitea"
   exec 9>"$CACHE/gitea/$NAME.lock"
@@ -178,6 +228,10 @@ cmd_up() {
   trap 'exit 143' TERM
   reserve_port
   port=$(cat "$GDIR/port")
+  if [[ ${DRIFTLESS_GITEA_SECURE:-} == 1 ]]; then
+    require_tools openssl
+    make_tls
+  fi
   write_ini "$port" "$static_root"
   local c=(--config "$GDIR/app.ini" --work-path "$GDIR/work")
 
@@ -204,12 +258,15 @@ cmd_up() {
   launch "$GDIR/logs/gitea.log" "$GDIR/gitea.pid" "$GDIR/gitea.start" "$BIN/gitea" "${c[@]}" web
 
   local deadline=$((SECONDS + START_TIMEOUT))
-  until curl -sS --fail --max-time 5 -o /dev/null "$(base_url)/api/healthz" 2>/dev/null; do
+  until gitea_curl -sS --fail --max-time 5 -o /dev/null "$(base_url)/api/healthz" 2>/dev/null; do
     gitea_alive || { log_tail; die "gitea exited during start-up"; }
     ((SECONDS < deadline)) || { log_tail; die "timed out after ${START_TIMEOUT}s waiting for /api/healthz"; }
     sleep 0.25
   done
   printf 'GITEA_URL=%s\nGITEA_USER=%s\nGITEA_TOKEN_FILE=%s\n' "$(base_url)" "$ADMIN_USER" "$GDIR/token" >"$GDIR/env"
+  if secure; then
+    printf 'GITEA_CA_FILE=%s\nGITEA_SSH_PORT=%s\n' "$GDIR/tls/ca.pem" "$(cat "$GDIR/ssh_port")" >>"$GDIR/env"
+  fi
   trap - EXIT INT TERM
   say "ready in $((SECONDS - t0))s at $(base_url) (user $ADMIN_USER, token in $GDIR/token)"
   say "stop with: hack/gitea.sh down --name $NAME"
@@ -233,7 +290,8 @@ cmd_down() {
     port_listening "$port" && die "port $port still listening after stop"
   fi
   # Keep the logs for post-mortems; everything else is recreated by the next `up`.
-  rm -rf "$GDIR/work" "$GDIR/data" "$GDIR/repos" "$GDIR/token" "$GDIR/env" "$GDIR/port" "$GDIR/app.ini"
+  rm -rf "$GDIR/work" "$GDIR/data" "$GDIR/repos" "$GDIR/token" "$GDIR/env" "$GDIR/port" "$GDIR/app.ini" \
+    "$GDIR/ssh_port" "$GDIR/tls"
   say "stopped; no process or listening port remains"
 }
 

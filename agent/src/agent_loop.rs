@@ -42,7 +42,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use analyzer::{
@@ -160,9 +159,9 @@ pub async fn run(
         definitions: Arc::new(Definitions::builtin()),
         external_url: config.server.external_url.clone(),
         drift: config.drift.clone(),
-        polled_sources: AtomicUsize::new(0),
-        n_sources: config.sources.len(),
-        ready: Arc::new(AtomicBool::new(false)),
+        readiness: Arc::new(server::SourceReadiness::new(
+            config.sources.iter().map(|source| source.name.as_str()),
+        )),
         work_permits: Semaphore::new(config.concurrency.max(1)),
     });
 
@@ -202,7 +201,7 @@ pub async fn run(
         })?;
     let server_state = ServerState {
         metrics: metrics.clone(),
-        ready: shared.ready.clone(),
+        readiness: shared.readiness.clone(),
         webhook_secret: config.server.webhook_secret.clone(),
         triggers: Arc::new(triggers),
         plans: plans.clone(),
@@ -338,9 +337,8 @@ struct Shared {
     definitions: Arc<Definitions>,
     external_url: String,
     drift: Option<crate::config::DriftConfig>,
-    polled_sources: AtomicUsize,
-    n_sources: usize,
-    ready: Arc<AtomicBool>,
+    /// Which sources have fetched once (for `/readyz`) and which cannot fetch.
+    readiness: Arc<server::SourceReadiness>,
     /// `concurrency` permits: one per app being planned or applied, agent-wide.
     work_permits: Semaphore,
 }
@@ -406,7 +404,6 @@ struct SourceWorker {
     /// The head commit last previewed, per pull request.
     previewed: BTreeMap<u64, CommitId>,
     drift_timer: Option<DriftTimer>,
-    polled_once: bool,
     /// Per-app render and analysis results of the last snapshot rendered (deploy or preview).
     cache: Arc<std::sync::Mutex<SourceCache>>,
     /// Per app of the deployed revision, its last deploy's result.
@@ -443,7 +440,6 @@ impl SourceWorker {
             deployed: None,
             previewed: BTreeMap::new(),
             drift_timer,
-            polled_once: false,
             cache: Arc::new(std::sync::Mutex::new(SourceCache::default())),
             records: BTreeMap::new(),
             unsettled: std::collections::BTreeSet::new(),
@@ -500,6 +496,12 @@ impl SourceWorker {
             ApiTarget::Git,
             !matches!(outcome, PollOutcome::Failed { .. }),
         );
+        match &outcome {
+            PollOutcome::Failed { error, .. } => {
+                (self.shared.readiness).failed(&self.config.name, error.to_string());
+            }
+            _ => self.shared.readiness.fetched(&self.config.name),
+        }
         match outcome {
             PollOutcome::Unchanged { .. } => {
                 // A deploy held by its prune budget runs again once a new approval is stored.
@@ -545,13 +547,6 @@ impl SourceWorker {
                     "polling the source failed; keeping the last good revision"
                 );
                 wait = retry_in;
-            }
-        }
-        if !self.polled_once {
-            self.polled_once = true;
-            let polled = self.shared.polled_sources.fetch_add(1, Ordering::AcqRel) + 1;
-            if polled >= self.shared.n_sources {
-                self.shared.ready.store(true, Ordering::Release);
             }
         }
         self.preview_pulls().await;
@@ -1152,14 +1147,17 @@ impl SourceWorker {
                 self.previewed.insert(pull.number, pull.head_commit.clone());
                 continue;
             }
-            let repo_has_head = self
-                .git
-                .repo()
-                .has_commit(&pull.head_commit)
-                .unwrap_or(false);
-            if !repo_has_head {
-                // Pushed after our fetch (or from a fork we cannot fetch): the next poll fetches
-                // refs/pull/*/head again.
+            let has_head =
+                |git: &GitSource| git.repo().has_commit(&pull.head_commit).unwrap_or(false);
+            if !has_head(&self.git) {
+                // Only open pull requests' heads are fetched, when they are to be previewed.
+                if let Err(error) = self.git.fetch_pull(pull.number).await {
+                    tracing::warn!(pull = pull.number, error = %error, "fetching the pull request head failed");
+                }
+            }
+            if !has_head(&self.git) {
+                // Pushed after our fetch (or from a fork we cannot fetch): the next poll tries
+                // again.
                 tracing::debug!(pull = pull.number, "pull request head not fetched yet");
                 continue;
             }
@@ -1693,6 +1691,8 @@ fn no_apps_message(output: &SharedOutput) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
 
     fn app(namespace: &str, name: &str) -> AppRef {

@@ -213,6 +213,21 @@ impl Cluster {
                 source,
             }
         })?;
+        Cluster::connect_kubeconfig(file, kubeconfig, context, options).await
+    }
+
+    /// [`Cluster::connect`] with a kubeconfig already read (or merged from several files, as
+    /// `$KUBECONFIG` lists them); `path` names it in errors.
+    ///
+    /// # Errors
+    ///
+    /// See [`Cluster::connect`].
+    pub async fn connect_kubeconfig(
+        file: Kubeconfig,
+        kubeconfig: &Path,
+        context: Option<&str>,
+        options: &ClusterOptions,
+    ) -> Result<Cluster, ClusterError> {
         let kube_options = KubeConfigOptions {
             context: context.map(str::to_owned),
             ..KubeConfigOptions::default()

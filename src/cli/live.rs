@@ -485,18 +485,9 @@ fn live_options(cluster_args: &ClusterArgs, path: &Path) -> LiveOptions {
     }
 }
 
+/// The cluster found as kubectl finds it (see `kubeconfig`).
 async fn connect(cluster_args: &ClusterArgs) -> anyhow::Result<Cluster> {
-    let kubeconfig = cluster_args
-        .kubeconfig
-        .as_deref()
-        .context("a live plan needs --kubeconfig")?;
-    let options = ClusterOptions {
-        name: cluster_args.cluster_name.clone(),
-        qps: cluster_args.qps,
-        burst: cluster_args.burst,
-        timeout: Duration::from_secs(cluster_args.timeout_seconds),
-    };
-    Ok(Cluster::connect(kubeconfig, cluster_args.context.as_deref(), &options).await?)
+    super::kubeconfig::connect_args(cluster_args, "a live plan or apply").await
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

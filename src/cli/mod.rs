@@ -6,6 +6,7 @@
 mod agent_cmd;
 mod analyze;
 mod approve_prune;
+mod kubeconfig;
 mod live;
 mod plan;
 mod render;
@@ -162,6 +163,10 @@ pub struct PlanArgs {
     #[arg(long, default_value_t = 60_000)]
     pub markdown_limit: usize,
 
+    /// Plan against an empty cluster, whatever kubeconfig there is.
+    #[arg(long, conflicts_with_all = ["kubeconfig", "context"])]
+    pub offline: bool,
+
     #[command(flatten)]
     pub cluster: ClusterArgs,
 
@@ -204,12 +209,13 @@ pub struct ApplyArgs {
 /// The live cluster to plan against or apply to.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ClusterArgs {
-    /// The kubeconfig of the target cluster. Without it, `plan` plans against an empty cluster.
+    /// The kubeconfig of the target cluster; otherwise `$KUBECONFIG` (a path list), then
+    /// `~/.kube/config`, as kubectl reads them. With none, `plan` plans against an empty cluster.
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
 
     /// The kubeconfig context (the current context otherwise).
-    #[arg(long, value_name = "NAME", requires = "kubeconfig")]
+    #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
 
     /// The cluster's name in plans.

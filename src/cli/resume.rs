@@ -7,7 +7,7 @@ use std::time::Duration;
 use analyzer::AppRef;
 use anyhow::Context as _;
 
-use agent::cluster::{Cluster, ClusterOptions};
+use agent::cluster::ClusterOptions;
 use agent::workflow::{WorkflowStore, resume};
 
 use super::Outcome;
@@ -26,9 +26,10 @@ pub struct ResumeArgs {
     #[arg(long)]
     pub step: Option<String>,
 
-    /// The kubeconfig of the cluster holding the workflow state.
+    /// The kubeconfig of the cluster holding the workflow state; otherwise `$KUBECONFIG`, then
+    /// `~/.kube/config`, as kubectl reads them.
     #[arg(long, value_name = "FILE")]
-    pub kubeconfig: std::path::PathBuf,
+    pub kubeconfig: Option<std::path::PathBuf>,
 
     /// The kubeconfig context (the current context otherwise).
     #[arg(long, value_name = "NAME")]
@@ -59,7 +60,13 @@ async fn run_async(args: &ResumeArgs) -> anyhow::Result<Outcome> {
         burst: 40,
         timeout: Duration::from_secs(30),
     };
-    let cluster = Cluster::connect(&args.kubeconfig, args.context.as_deref(), &options).await?;
+    let cluster = super::kubeconfig::connect(
+        args.kubeconfig.as_deref(),
+        args.context.as_deref(),
+        &options,
+        "resume",
+    )
+    .await?;
     let app = AppRef {
         namespace: args.namespace.clone(),
         name: args.app.clone(),

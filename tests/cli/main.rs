@@ -4,6 +4,7 @@
 //! through the real binary.
 
 mod bad_input;
+mod deploy;
 mod examples;
 mod secrets;
 mod support;

@@ -32,6 +32,9 @@ pub fn driftless_in(cwd: &Path, args: &[&str]) -> Run {
         .current_dir(cwd)
         .env_remove("RUST_LOG")
         .env("NO_COLOR", "1")
+        // Independent of the runner's cluster: no $KUBECONFIG, and a home with no ~/.kube.
+        .env_remove("KUBECONFIG")
+        .env("HOME", cwd.join("no-such-home"))
         .output()
         .expect("the driftless binary runs");
     Run {

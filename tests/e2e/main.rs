@@ -13,6 +13,8 @@ mod agent;
 mod cluster;
 mod failclosed;
 mod fleet;
+mod git_transports;
+mod kubeconfig;
 mod plan_apply;
 mod scale;
 mod secrets;

@@ -38,6 +38,7 @@ mod forge;
 mod secret;
 mod server;
 mod sources;
+mod transport;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -56,6 +57,7 @@ pub use sources::{
     CredentialsFile, GitCredentials, PathFilter, PathMatch, PathsFile, SourceConfig, SourceFile,
     parse_duration,
 };
+pub use transport::{FetchFile, parse_size};
 
 use clusters::check_clusters;
 use drift::check_drift;

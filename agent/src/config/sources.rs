@@ -14,8 +14,12 @@ use super::boundary::{
     BoundaryFile, PreviewPolicy, PreviewsFile, ServiceAccountFile, ServiceAccountRef,
     check_boundary, check_previews, check_service_account,
 };
+use super::transport::{FetchFile, check_transport};
 use super::{Checker, RepoSlug, Secret, SecretRef, is_dns_label};
 use crate::prune_guard::PruneBudget;
+use crate::source::fetch::CaBundle;
+use crate::source::known_hosts::KnownHosts;
+use crate::source::relay::FetchBudget;
 
 const DEFAULT_BRANCH: &str = "main";
 const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(60);
@@ -41,6 +45,12 @@ pub struct SourceFile {
     pub create_namespaces: Option<bool>,
     /// How much one pass may prune before it waits for approval.
     pub prune: Option<PruneFile>,
+    /// SSH host keys trusted for this source, as `known_hosts` lines (required for SSH).
+    pub known_hosts: Option<Spanned<String>>,
+    /// PEM certificate authorities trusted for this HTTPS source, beside the system's.
+    pub ca_file: Option<Spanned<std::path::PathBuf>>,
+    /// The fetch's depth and network budget.
+    pub fetch: Option<Spanned<FetchFile>>,
 }
 
 /// A source's prune budget as written (`prune: {maxObjects, maxPercent}`).
@@ -61,12 +71,14 @@ pub struct PathsFile {
     pub exclude: Vec<Spanned<String>>,
 }
 
-/// Git credentials: a token (HTTP basic auth) or an SSH private key.
+/// Git credentials: a token or a password (HTTP basic auth) or an SSH private key.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CredentialsFile {
     pub username: Option<String>,
     pub token: Option<SecretRef>,
+    /// A password for HTTP basic auth (with `username`); the same as `token` on the wire.
+    pub password: Option<SecretRef>,
     pub ssh_key: Option<SecretRef>,
     pub ssh_key_passphrase: Option<SecretRef>,
 }
@@ -91,6 +103,14 @@ pub struct SourceConfig {
     /// Whether the apps' missing namespaces are created (`createNamespaces`, on by default).
     pub create_namespaces: crate::namespaces::CreateNamespaces,
     pub prune: PruneBudget,
+    /// Trusted SSH host keys; `None` only for non-SSH URLs.
+    pub known_hosts: Option<KnownHosts>,
+    /// Extra certificate authorities for HTTPS.
+    pub ca: Option<CaBundle>,
+    /// The network budget of each fetch.
+    pub fetch: FetchBudget,
+    /// Commits of history per fetch; 0 for all.
+    pub depth: u32,
 }
 
 /// Include and exclude globs over repository paths.
@@ -298,6 +318,14 @@ pub(super) fn check_source(
             }
         }
     }
+    let transport = check_transport(
+        checker,
+        field,
+        &url,
+        source.known_hosts,
+        source.ca_file,
+        source.fetch,
+    );
     (checker.problems.len() == n_problems).then(|| SourceConfig {
         name: source.name.value,
         url,
@@ -314,6 +342,10 @@ pub(super) fn check_source(
             Some(true) | None => crate::namespaces::CreateNamespaces::WhenMissing,
         },
         prune,
+        known_hosts: transport.known_hosts,
+        ca: transport.ca,
+        fetch: transport.fetch,
+        depth: transport.depth,
     })
 }
 
@@ -328,9 +360,17 @@ fn check_credentials(
         credentials.referenced.column(),
     );
     let value = &credentials.value;
-    match (&value.token, &value.ssh_key) {
+    let (token, token_field) = match (&value.token, &value.password) {
+        (Some(_), Some(_)) => {
+            checker.problem(field, credentials, "give `token` or `password`, not both");
+            return None;
+        }
+        (Some(token), None) => (Some(token), "token"),
+        (None, password) => (password.as_ref(), "password"),
+    };
+    match (token, &value.ssh_key) {
         (Some(token), None) => {
-            let token = checker.secret(&format!("{field}.token"), token, line, column)?;
+            let token = checker.secret(&format!("{field}.{token_field}"), token, line, column)?;
             Some(GitCredentials::Token {
                 // Gitea, GitHub and GitLab all accept any user name with a token as password.
                 username: value
@@ -369,12 +409,12 @@ fn check_credentials(
             checker.problem(
                 field,
                 credentials,
-                "give either `token` or `sshKey`, not both",
+                "give either `token` (or `password`) or `sshKey`, not both",
             );
             None
         }
         (None, None) => {
-            checker.problem(field, credentials, "give `token` or `sshKey`");
+            checker.problem(field, credentials, "give `token`, `password` or `sshKey`");
             None
         }
     }

@@ -1,5 +1,5 @@
 //! The agent's HTTP server (axum): `/healthz`, `/readyz`, `/metrics`, the webhook endpoints
-//! `/webhooks/gitea` and `/webhooks/github`, and the read-only plan pages `/plans/<commit>`.
+//! `/webhooks/gitea`, `/webhooks/github` and `/webhooks/gitlab`, and the read-only plan pages `/plans/<commit>`.
 //!
 //! The server holds no agent logic. A verified webhook only wakes the matching source's poller
 //! through its [`SourceTrigger`]; plan pages are read from the [`PlanStore`] the loop fills.
@@ -10,11 +10,11 @@
 
 pub mod auth;
 pub mod plan_page;
+pub mod readiness;
 pub mod webhook;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -30,6 +30,7 @@ use crate::config::{RepoSlug, Secret};
 use crate::metrics::{ErrorKind, Metrics};
 pub use auth::ApiAuth;
 pub use plan_page::{PageApp, PlanPage, PlanStore};
+pub use readiness::SourceReadiness;
 use webhook::WebhookFlavor;
 
 /// Wakes one source's poller.
@@ -45,8 +46,8 @@ pub struct SourceTrigger {
 #[derive(Debug, Clone)]
 pub struct ServerState {
     pub metrics: Arc<Metrics>,
-    /// Set once every source has been polled at least once.
-    pub ready: Arc<AtomicBool>,
+    /// Which sources have fetched, and which cannot.
+    pub readiness: Arc<SourceReadiness>,
     pub webhook_secret: Option<Secret>,
     pub triggers: Arc<Vec<SourceTrigger>>,
     pub plans: PlanStore,
@@ -88,6 +89,7 @@ pub fn router(state: ServerState) -> Router {
         .route("/metrics", get(metrics))
         .route("/webhooks/gitea", post(gitea_webhook))
         .route("/webhooks/github", post(github_webhook))
+        .route("/webhooks/gitlab", post(gitlab_webhook))
         .merge(protected)
         .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
         .layer(TimeoutLayer::with_status_code(
@@ -129,15 +131,13 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(state): State<ServerState>) -> Response {
-    if state.ready.load(Ordering::Acquire) {
-        (StatusCode::OK, "ready\n").into_response()
+    let (ready, text) = state.readiness.report();
+    let status = if ready {
+        StatusCode::OK
     } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "waiting for the first poll of every source\n",
-        )
-            .into_response()
-    }
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, text).into_response()
 }
 
 async fn metrics(State(state): State<ServerState>) -> Response {
@@ -183,6 +183,14 @@ async fn github_webhook(
     body: Bytes,
 ) -> Response {
     handle_webhook(&state, WebhookFlavor::GitHub, &headers, &body)
+}
+
+async fn gitlab_webhook(
+    State(state): State<ServerState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    handle_webhook(&state, WebhookFlavor::GitLab, &headers, &body)
 }
 
 fn handle_webhook(

@@ -24,7 +24,7 @@ async fn start(secret: Option<&str>) -> Running {
     let notify = Arc::new(Notify::new());
     let state = ServerState {
         metrics: Arc::new(Metrics::new()),
-        ready: Arc::new(AtomicBool::new(false)),
+        readiness: Arc::new(SourceReadiness::new(["platform"])),
         webhook_secret: secret.map(Secret::new),
         triggers: Arc::new(vec![SourceTrigger {
             source: "platform".into(),
@@ -74,8 +74,13 @@ async fn health_readiness_and_metrics() {
     let client = reqwest::Client::new();
     let get = |path: &str| client.get(format!("{}{path}", server.base)).send();
     assert_eq!(get("/healthz").await.unwrap().status(), 200);
-    assert_eq!(get("/readyz").await.unwrap().status(), 503);
-    server.state.ready.store(true, Ordering::Release);
+    let readyz = get("/readyz").await.unwrap();
+    assert_eq!(readyz.status(), 503);
+    assert_eq!(
+        readyz.text().await.unwrap(),
+        "not ready\nsource platform: waiting for its first fetch\n"
+    );
+    server.state.readiness.fetched("platform");
     assert_eq!(get("/readyz").await.unwrap().status(), 200);
     server.state.metrics.set_apps("platform", 2);
     let text = get("/metrics").await.unwrap().text().await.unwrap();

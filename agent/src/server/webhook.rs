@@ -1,8 +1,10 @@
-//! Webhook verification and parsing for Gitea and GitHub push and pull-request events.
+//! Webhook verification and parsing for Gitea, GitHub and GitLab push and pull (merge) request
+//! events.
 //!
-//! Both sign the raw body with HMAC-SHA256 under the shared secret: Gitea sends the hex digest
-//! in `X-Gitea-Signature`, GitHub sends `sha256=<hex>` in `X-Hub-Signature-256`. The comparison
-//! is constant-time (`Mac::verify_slice`). Only the repository identity is read from the body:
+//! Gitea and GitHub sign the raw body with HMAC-SHA256 under the shared secret: Gitea sends the
+//! hex digest in `X-Gitea-Signature`, GitHub sends `sha256=<hex>` in `X-Hub-Signature-256`.
+//! GitLab sends the secret itself as `X-Gitlab-Token`. Every comparison is constant-time
+//! (`Mac::verify_slice`, or a full-length XOR fold for GitLab's token). Only the repository identity is read from the body:
 //! the event only tells the agent *which* source to poll now; what changed comes from git.
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -16,6 +18,7 @@ use crate::config::{RepoSlug, Secret};
 pub enum WebhookFlavor {
     Gitea,
     GitHub,
+    GitLab,
 }
 
 impl WebhookFlavor {
@@ -24,6 +27,7 @@ impl WebhookFlavor {
         match self {
             WebhookFlavor::Gitea => "x-gitea-signature",
             WebhookFlavor::GitHub => "x-hub-signature-256",
+            WebhookFlavor::GitLab => "x-gitlab-token",
         }
     }
 
@@ -32,6 +36,7 @@ impl WebhookFlavor {
         match self {
             WebhookFlavor::Gitea => "x-gitea-event",
             WebhookFlavor::GitHub => "x-github-event",
+            WebhookFlavor::GitLab => "x-gitlab-event",
         }
     }
 }
@@ -64,6 +69,11 @@ pub fn verify_signature(
         WebhookFlavor::GitHub => signature
             .strip_prefix("sha256=")
             .ok_or(WebhookError::BadSignature)?,
+        WebhookFlavor::GitLab => {
+            return constant_time_eq(signature.as_bytes(), secret.expose().as_bytes())
+                .then_some(())
+                .ok_or(WebhookError::BadSignature);
+        }
     };
     let expected = hex::decode(hex_digest).map_err(|_| WebhookError::BadSignature)?;
     let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret.expose().as_bytes())
@@ -71,6 +81,11 @@ pub fn verify_signature(
     mac.update(body);
     mac.verify_slice(&expected)
         .map_err(|_| WebhookError::BadSignature)
+}
+
+/// Whether two byte strings are equal, in time that depends on their lengths only.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The hex HMAC-SHA256 of `body` under `secret`, as Gitea sends it (tests and tools).
@@ -92,6 +107,8 @@ pub struct EventRepository {
 #[derive(Deserialize)]
 struct Payload {
     repository: Option<RepositoryPayload>,
+    /// GitLab names the repository in `project`.
+    project: Option<ProjectPayload>,
 }
 
 #[derive(Deserialize)]
@@ -102,6 +119,14 @@ struct RepositoryPayload {
     html_url: Option<String>,
 }
 
+#[derive(Deserialize)]
+struct ProjectPayload {
+    path_with_namespace: Option<String>,
+    git_http_url: Option<String>,
+    git_ssh_url: Option<String>,
+    web_url: Option<String>,
+}
+
 /// Reads the repository out of a push or pull-request payload.
 ///
 /// # Errors
@@ -110,6 +135,18 @@ struct RepositoryPayload {
 pub fn parse_repository(body: &[u8]) -> Result<EventRepository, WebhookError> {
     let payload: Payload = serde_json::from_slice(body)
         .map_err(|error| WebhookError::BadPayload(error.to_string()))?;
+    if let Some(project) = payload.project {
+        return Ok(EventRepository {
+            slug: project
+                .path_with_namespace
+                .as_deref()
+                .and_then(RepoSlug::parse),
+            urls: [project.git_http_url, project.git_ssh_url, project.web_url]
+                .into_iter()
+                .flatten()
+                .collect(),
+        });
+    }
     let repository = payload
         .repository
         .ok_or_else(|| WebhookError::BadPayload("no `repository`".to_owned()))?;
@@ -192,6 +229,38 @@ mod tests {
             verify_signature(WebhookFlavor::Gitea, &secret, None, body),
             Err(WebhookError::MissingSignature)
         );
+    }
+
+    #[test]
+    fn gitlab_tokens_and_projects() {
+        let secret = Secret::new("s3cr3t");
+        let body = br#"{"object_kind":"push","project":{"path_with_namespace":"team/apps","git_http_url":"https://gitlab.example/team/apps.git","git_ssh_url":"git@gitlab.example:team/apps.git"}}"#;
+        assert_eq!(
+            verify_signature(WebhookFlavor::GitLab, &secret, Some("s3cr3t"), body),
+            Ok(())
+        );
+        for wrong in ["s3cr3u", "s3cr3", "", "s3cr3t-and-more"] {
+            assert_eq!(
+                verify_signature(WebhookFlavor::GitLab, &secret, Some(wrong), body),
+                Err(WebhookError::BadSignature),
+                "{wrong:?}"
+            );
+        }
+        assert_eq!(
+            verify_signature(WebhookFlavor::GitLab, &secret, None, body),
+            Err(WebhookError::MissingSignature)
+        );
+        let event = parse_repository(body).unwrap();
+        assert!(matches_source(
+            &event,
+            "git@gitlab.example:team/apps.git",
+            None
+        ));
+        assert!(matches_source(
+            &event,
+            "https://elsewhere/x",
+            RepoSlug::parse("team/apps").as_ref()
+        ));
     }
 
     #[test]

@@ -12,10 +12,13 @@
 //! covers its manifest and the definitions it uses) decides which apps go on to plan and apply,
 //! so a change under `definitions/` reaches exactly the apps using the changed definitions.
 //!
-//! Branches are fetched with `+refs/heads/*:refs/driftless/heads/*` and pull requests with
-//! `+refs/pull/*/head:refs/driftless/pull/*` (GitHub and Gitea both publish those; GitLab's
-//! `refs/merge-requests/*/head` go to `refs/driftless/merge-requests/*`), with pruning,
-//! so a deleted branch disappears locally and a force-push simply moves the ref.
+//! Only what is deployed or previewed is fetched, shallow (`fetch.depth`, 1 by default): the
+//! tracked branch into `refs/driftless/heads/<branch>`, and the head of each open pull request
+//! the agent previews into `refs/driftless/pull/<n>` (GitHub's and Gitea's `refs/pull/<n>/head`,
+//! GitLab's `refs/merge-requests/<n>/head`). A deleted branch is pruned and a force-push simply
+//! moves the ref. Transports, trust, credentials and the network budget are in
+//! [`super::fetch`]; files over the size cap fail the snapshot with a clear error, and git
+//! submodules (which are not followed) are reported as warnings naming their path.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -26,8 +29,9 @@ use std::time::Duration;
 use analyzer::{Snapshot, SourceFile};
 use sha2::{Digest, Sha256};
 
+use super::fetch::{self, FetchTarget};
 use crate::backoff::Backoff;
-use crate::config::{GitCredentials, PathMatch, SourceConfig};
+use crate::config::{PathMatch, SourceConfig};
 
 /// A full commit id (40 hex digits).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -76,6 +80,20 @@ pub enum SourceError {
     Unreachable { url: String, message: String },
     #[error("fetching {url}: {message}")]
     FetchFailed { url: String, message: String },
+    #[error("connecting to {url}: {message}")]
+    HostKeyRejected { url: String, message: String },
+    #[error("fetching {url}: {message}")]
+    OverBudget { url: String, message: String },
+    #[error(
+        "reading commit {commit}: {path} is {size} bytes, over the {cap}-byte cap per file \
+         (fetch.maxFileSize); exclude it with `paths.exclude` or raise the cap"
+    )]
+    FileTooLarge {
+        commit: String,
+        path: String,
+        size: u64,
+        cap: u64,
+    },
     #[error("branch {branch} does not exist on {url} (deleted?)")]
     BranchMissing { url: String, branch: String },
     #[error("reading commit {commit}: {message}")]
@@ -151,81 +169,32 @@ impl GitRepo {
         })
     }
 
-    /// Fetches every branch and pull-request head from the remote, pruning deleted ones.
+    /// Fetches the tracked branch (shallow, at the source's `fetch.depth`), pruning it when it
+    /// was deleted on the remote.
     ///
     /// # Errors
     ///
-    /// [`SourceError::AuthFailed`], [`SourceError::Unreachable`] or
-    /// [`SourceError::FetchFailed`], by libgit2's error class.
+    /// [`SourceError::AuthFailed`], [`SourceError::HostKeyRejected`],
+    /// [`SourceError::OverBudget`], [`SourceError::Unreachable`] or
+    /// [`SourceError::FetchFailed`].
     pub fn fetch(&self) -> Result<(), SourceError> {
         let repo = self.repository()?;
-        let url = &self.config.url;
-        let mut remote = repo
-            .remote_anonymous(url)
-            .map_err(|error| classify(url, &error))?;
-        let mut callbacks = git2::RemoteCallbacks::new();
-        let credentials = self.config.credentials.clone();
-        let mut attempts = 0u32;
-        callbacks.credentials(move |_url, username_from_url, allowed| {
-            // libgit2 calls back again after a rejected credential; offering the same one
-            // forever would loop, so the second call is an authentication failure.
-            attempts += 1;
-            if attempts > 1 {
-                return Err(git2::Error::new(
-                    git2::ErrorCode::Auth,
-                    git2::ErrorClass::Net,
-                    "the remote rejected the configured credentials",
-                ));
-            }
-            match &credentials {
-                Some(GitCredentials::Token { username, token })
-                    if allowed.contains(git2::CredentialType::USER_PASS_PLAINTEXT) =>
-                {
-                    git2::Cred::userpass_plaintext(username, token.expose())
-                }
-                Some(GitCredentials::SshKey {
-                    username,
-                    private_key,
-                    passphrase,
-                }) if allowed.contains(git2::CredentialType::SSH_KEY)
-                    || allowed.contains(git2::CredentialType::USERNAME) =>
-                {
-                    let user = username_from_url.unwrap_or(username);
-                    if allowed.contains(git2::CredentialType::USERNAME) {
-                        git2::Cred::username(user)
-                    } else {
-                        git2::Cred::ssh_key_from_memory(
-                            user,
-                            None,
-                            private_key.expose(),
-                            passphrase.as_ref().map(|p| p.expose()),
-                        )
-                    }
-                }
-                _ => Err(git2::Error::new(
-                    git2::ErrorCode::Auth,
-                    git2::ErrorClass::Net,
-                    "the remote asks for credentials and none (of the right kind) are configured",
-                )),
-            }
-        });
-        let mut options = git2::FetchOptions::new();
-        options
-            .remote_callbacks(callbacks)
-            .prune(git2::FetchPrune::On)
-            .download_tags(git2::AutotagOption::None);
-        remote
-            .fetch(
-                &[
-                    "+refs/heads/*:refs/driftless/heads/*",
-                    "+refs/pull/*/head:refs/driftless/pull/*",
-                    // GitLab publishes merge request heads here instead.
-                    "+refs/merge-requests/*/head:refs/driftless/merge-requests/*",
-                ],
-                Some(&mut options),
-                None,
-            )
-            .map_err(|error| classify(url, &error))
+        fetch::fetch(
+            &repo,
+            &self.config,
+            FetchTarget::Branch(&self.config.branch),
+        )
+    }
+
+    /// Fetches the head of pull request `number` (GitHub's and Gitea's `refs/pull/N/head`), for
+    /// a preview of an open pull request: closed ones are never fetched.
+    ///
+    /// # Errors
+    ///
+    /// As [`GitRepo::fetch`].
+    pub fn fetch_pull(&self, number: u64) -> Result<(), SourceError> {
+        let repo = self.repository()?;
+        fetch::fetch(&repo, &self.config, FetchTarget::Pull(number))
     }
 
     /// The commit at the tip of the tracked branch, as of the last fetch.
@@ -330,18 +299,24 @@ impl GitRepo {
             .and_then(|commit| commit.tree())
             .map_err(|error| read_failed(error.message().to_owned()))?;
         let mut blobs = Vec::new();
+        let mut submodules = Vec::new();
         tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
-            if entry.kind() == Some(git2::ObjectType::Blob)
-                && let Ok(name) = entry.name()
-            {
+            if let Ok(name) = entry.name() {
                 let path = format!("{root}{name}");
-                if self.config.paths.check(&path) == PathMatch::Included {
-                    blobs.push((path, entry.id()));
+                let included = self.config.paths.check(&path) == PathMatch::Included;
+                match entry.kind() {
+                    Some(git2::ObjectType::Blob) if included => blobs.push((path, entry.id())),
+                    Some(git2::ObjectType::Commit) if included => submodules.push(path),
+                    _ => {}
                 }
             }
             git2::TreeWalkResult::Ok
         })
         .map_err(|error| read_failed(error.message().to_owned()))?;
+        report_submodules(&self.config.name, commit, &submodules);
+        let odb = repo
+            .odb()
+            .map_err(|error| read_failed(error.message().to_owned()))?;
         let mut files: Vec<(SourceFile, Option<analyzer::BlobId>)> =
             Vec::with_capacity(blobs.len());
         // A poisoned lock only means a snapshot panicked half-way: its texts are still right.
@@ -357,6 +332,7 @@ impl GitRepo {
             let text = match known {
                 Some(text) => text,
                 None => {
+                    self.check_size(&odb, commit, &path, oid)?;
                     let blob = repo
                         .find_blob(oid)
                         .map_err(|error| read_failed(format!("{path}: {}", error.message())))?;
@@ -426,6 +402,9 @@ impl GitRepo {
             .diff_tree_to_tree(Some(&old_tree), Some(&new_tree), None)
             .map_err(|error| read_failed(new, error.message().to_owned()))?;
         let included = |path: &str| self.config.paths.check(path) == PathMatch::Included;
+        let odb = repo
+            .odb()
+            .map_err(|error| read_failed(new, error.message().to_owned()))?;
         let mut changes: Vec<analyzer::FileChange> = Vec::new();
         for delta in diff.deltas() {
             let (old_file, new_file) = (delta.old_file(), delta.new_file());
@@ -445,6 +424,11 @@ impl GitRepo {
             let Some(path) = new_path.filter(|path| !removed && included(path)) else {
                 continue;
             };
+            if new_file.mode() == git2::FileMode::Commit {
+                report_submodules(&self.config.name, new, &[path.to_owned()]);
+                continue;
+            }
+            self.check_size(&odb, new, path, new_file.id())?;
             let blob = repo
                 .find_blob(new_file.id())
                 .map_err(|error| read_failed(new, format!("{path}: {}", error.message())))?;
@@ -500,11 +484,52 @@ impl GitRepo {
         Ok(paths.into_iter().collect())
     }
 
+    /// Refuses a blob over the source's per-file cap, from its header (the blob is not read).
+    fn check_size(
+        &self,
+        odb: &git2::Odb<'_>,
+        commit: &CommitId,
+        path: &str,
+        oid: git2::Oid,
+    ) -> Result<(), SourceError> {
+        let cap = self.config.fetch.max_file_bytes;
+        let (size, _) = odb
+            .read_header(oid)
+            .map_err(|error| SourceError::ReadFailed {
+                commit: commit.to_string(),
+                message: format!("{path}: {}", error.message()),
+            })?;
+        if size as u64 > cap {
+            return Err(SourceError::FileTooLarge {
+                commit: commit.to_string(),
+                path: path.to_owned(),
+                size: size as u64,
+                cap,
+            });
+        }
+        Ok(())
+    }
+
     /// Whether any of `paths` passes the source's filter.
     pub fn touches_source(&self, paths: &[String]) -> bool {
         paths
             .iter()
             .any(|path| self.config.paths.check(path) == PathMatch::Included)
+    }
+}
+
+/// Submodules are not followed: their files are not part of the snapshot. Said once per
+/// snapshot, with the paths, so a missing file is easy to trace.
+fn report_submodules(source: &str, commit: &CommitId, paths: &[String]) {
+    if !paths.is_empty() {
+        tracing::warn!(
+            source,
+            commit = commit.short(),
+            submodules = ?paths,
+            "the commit has git submodules under the source's paths; submodules are not \
+             followed, so their files are not deployed (vendor them, or add the submodule's \
+             repository as a source of its own)"
+        );
     }
 }
 
@@ -515,7 +540,7 @@ fn read_oid(commit: &CommitId) -> Result<git2::Oid, SourceError> {
     })
 }
 
-fn classify(url: &str, error: &git2::Error) -> SourceError {
+pub(super) fn classify(url: &str, error: &git2::Error) -> SourceError {
     // A token in the URL (`https://TOKEN@host`) must not reach an error or a log.
     let message = crate::redact::url_credentials(error.message());
     let url = crate::redact::url_credentials(url);
@@ -666,6 +691,16 @@ impl GitSource {
                 last_good: self.last_good.clone(),
             },
         }
+    }
+
+    /// Fetches the head of pull request `number` on the blocking pool.
+    ///
+    /// # Errors
+    ///
+    /// See [`GitRepo::fetch_pull`].
+    pub async fn fetch_pull(&self, number: u64) -> Result<(), SourceError> {
+        let repo = self.repo.clone();
+        blocking(move || repo.fetch_pull(number)).await
     }
 
     /// A snapshot of `commit`, built on the blocking pool.

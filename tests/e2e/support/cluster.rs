@@ -142,11 +142,17 @@ impl Drop for OwnedCluster {
 /// Runs `hack/SCRIPT ARGS...` from the repository: its progress is shown on stderr as it happens,
 /// its stderr is kept for the error, and its stdout is returned.
 pub fn hack_script(script: &str, args: &[&str]) -> Result<String> {
+    hack_script_with_env(script, args, &[])
+}
+
+/// [`hack_script`] with extra environment variables.
+pub fn hack_script_with_env(script: &str, args: &[&str], env: &[(&str, &str)]) -> Result<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("hack")
         .join(script);
     let mut child = Command::new(&path)
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

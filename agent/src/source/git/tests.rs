@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::config::{PathFilter, SourceConfig};
+use crate::source::relay::FetchBudget;
 
 /// A "remote" repository the tests commit to directly.
 struct Remote {
@@ -28,25 +29,43 @@ impl Remote {
     /// Commits exactly `files` as the whole tree on top of `parent`, and points `branch` at it
     /// (forcibly, so this can also rewrite history).
     fn commit(&self, branch: &str, parent: Option<git2::Oid>, files: &[(&str, &str)]) -> git2::Oid {
+        // An in-memory index has no repository to write blobs to: write them here.
+        let entries: Vec<(&str, u32, git2::Oid)> = files
+            .iter()
+            .map(|(path, contents)| {
+                (
+                    *path,
+                    0o100644,
+                    self.repo.blob(contents.as_bytes()).unwrap(),
+                )
+            })
+            .collect();
+        self.commit_entries(branch, parent, &entries)
+    }
+
+    /// Commits exactly these `(path, mode, object)` entries (a gitlink has mode 0o160000).
+    fn commit_entries(
+        &self,
+        branch: &str,
+        parent: Option<git2::Oid>,
+        files: &[(&str, u32, git2::Oid)],
+    ) -> git2::Oid {
         let mut index = git2::Index::new().unwrap();
-        for (path, contents) in files {
-            let mut entry = git2::IndexEntry {
+        for (path, mode, id) in files {
+            let entry = git2::IndexEntry {
                 ctime: git2::IndexTime::new(0, 0),
                 mtime: git2::IndexTime::new(0, 0),
                 dev: 0,
                 ino: 0,
-                mode: 0o100644,
+                mode: *mode,
                 uid: 0,
                 gid: 0,
                 file_size: 0,
-                id: git2::Oid::ZERO_SHA1,
+                id: *id,
                 flags: 0,
                 flags_extended: 0,
                 path: path.as_bytes().to_vec(),
             };
-            entry.file_size = contents.len() as u32;
-            // An in-memory index has no repository to write blobs to: write them here.
-            entry.id = self.repo.blob(contents.as_bytes()).unwrap();
             index.add(&entry).unwrap();
         }
         let tree_id = index.write_tree_to(&self.repo).unwrap();
@@ -75,6 +94,15 @@ impl Remote {
 }
 
 fn source_config(url: &str, include: &[&str], exclude: &[&str]) -> Arc<SourceConfig> {
+    source_config_with(url, include, exclude, FetchBudget::default())
+}
+
+fn source_config_with(
+    url: &str,
+    include: &[&str],
+    exclude: &[&str],
+    fetch: FetchBudget,
+) -> Arc<SourceConfig> {
     Arc::new(SourceConfig {
         name: "test".to_owned(),
         url: url.to_owned(),
@@ -88,6 +116,10 @@ fn source_config(url: &str, include: &[&str], exclude: &[&str]) -> Arc<SourceCon
         service_account: None,
         create_namespaces: crate::namespaces::CreateNamespaces::default(),
         prune: Default::default(),
+        known_hosts: None,
+        ca: None,
+        fetch,
+        depth: 1,
     })
 }
 
@@ -322,7 +354,7 @@ async fn unreachable_remote_is_an_error_not_a_panic() {
 }
 
 #[tokio::test]
-async fn pull_request_heads_are_fetched() {
+async fn pull_request_heads_are_fetched_on_demand() {
     let remote = Remote::new();
     let base = remote.commit("main", None, &[("apps/a.yaml", APP)]);
     let head = remote.commit("feature", Some(base), &[("apps/a.yaml", "kind: Feature\n")]);
@@ -338,6 +370,9 @@ async fn pull_request_heads_are_fetched() {
     .await
     .unwrap();
     expect_changed(source.poll().await);
+    // Only the tracked branch is fetched by a poll; a pull request's head on demand.
+    assert_eq!(source.repo().pull_head(7).unwrap(), None);
+    source.fetch_pull(7).await.unwrap();
     let pull_head = source.repo().pull_head(7).unwrap().unwrap();
     assert_eq!(pull_head.as_str(), head.to_string());
     assert!(source.repo().has_commit(&pull_head).unwrap());
@@ -408,4 +443,167 @@ async fn changes_between_commits_carry_the_new_texts_of_the_source_files() {
         assert_eq!(change.blob_id, Some(ids[index]));
     }
     assert_eq!(changes[1].blob_id, None);
+}
+
+/// A TCP server that accepts every connection and then sends nothing (a black-holed remote).
+fn silent_server() -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handle = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        // Hold every connection open, read nothing, until the test process ends.
+        while let Ok((stream, _)) = listener.accept() {
+            held.push(stream);
+        }
+    });
+    (addr, handle)
+}
+
+/// Polls a source at `url` (a silent server) and expects the low-speed limit to end the fetch.
+async fn expect_stall(url: String) {
+    let budget = FetchBudget {
+        low_speed_time: Duration::from_secs(1),
+        ..FetchBudget::default()
+    };
+    let cache = tempfile::tempdir().unwrap();
+    let config = source_config_with(&url, &[], &[], budget);
+    let mut source = GitSource::open(cache.path().to_owned(), config)
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(30), source.poll())
+        .await
+        .unwrap_or_else(|_| panic!("{url}: the fetch hung past its low-speed limit"));
+    match outcome {
+        PollOutcome::Failed { error, .. } => {
+            assert!(
+                matches!(error, SourceError::OverBudget { .. }),
+                "{url}: {error:?}"
+            );
+            assert!(
+                error.to_string().contains("the transfer stalled"),
+                "{url}: {error}"
+            );
+        }
+        other => panic!("{url}: expected a failure, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn an_http_remote_that_accepts_and_sends_nothing_times_out() {
+    let (addr, _server) = silent_server();
+    expect_stall(format!("http://{addr}/owner/repo.git")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn an_https_remote_that_accepts_and_sends_nothing_times_out() {
+    let (addr, _server) = silent_server();
+    expect_stall(format!("https://{addr}/owner/repo.git")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn an_ssh_remote_that_accepts_and_sends_nothing_times_out() {
+    let (addr, _server) = silent_server();
+    expect_stall(format!("ssh://git@{addr}/owner/repo.git")).await;
+}
+
+#[tokio::test]
+async fn an_unreachable_ssh_host_is_unreachable_within_the_connect_timeout() {
+    // Nothing listens on port 9 of loopback: refused at once.
+    let cache = tempfile::tempdir().unwrap();
+    let config = source_config("ssh://git@127.0.0.1:9/owner/repo.git", &[], &[]);
+    let mut source = GitSource::open(cache.path().to_owned(), config)
+        .await
+        .unwrap();
+    match source.poll().await {
+        PollOutcome::Failed { error, .. } => {
+            assert!(
+                matches!(error, SourceError::Unreachable { .. }),
+                "{error:?}"
+            );
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_file_over_the_cap_fails_the_snapshot_by_name() {
+    let remote = Remote::new();
+    let big = "x".repeat(4096);
+    remote.commit(
+        "main",
+        None,
+        &[("apps/a.yaml", APP), ("apps/big.yaml", &big)],
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let budget = FetchBudget {
+        max_file_bytes: 1024,
+        ..FetchBudget::default()
+    };
+    let mut source = GitSource::open(
+        cache.path().to_owned(),
+        source_config_with(&remote.url, &[], &[], budget),
+    )
+    .await
+    .unwrap();
+    let change = expect_changed(source.poll().await);
+    let error = source.snapshot(change.commit.clone()).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            SourceError::FileTooLarge {
+                size: 4096,
+                cap: 1024,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("apps/big.yaml is 4096 bytes"),
+        "{error}"
+    );
+    // Excluded, it is never read.
+    let budget = FetchBudget {
+        max_file_bytes: 1024,
+        ..FetchBudget::default()
+    };
+    let cache = tempfile::tempdir().unwrap();
+    let config = source_config_with(&remote.url, &[], &["apps/big.yaml"], budget);
+    let mut source = GitSource::open(cache.path().to_owned(), config)
+        .await
+        .unwrap();
+    let change = expect_changed(source.poll().await);
+    let snapshot = source.snapshot(change.commit).await.unwrap();
+    assert_eq!(snapshot.files.len(), 1);
+}
+
+#[tokio::test]
+async fn submodules_are_left_out_of_the_snapshot() {
+    let remote = Remote::new();
+    let blob = remote.repo.blob(APP.as_bytes()).unwrap();
+    // A gitlink: a commit of another repository, which the cache never has.
+    let elsewhere = git2::Oid::from_str("0123456789abcdef0123456789abcdef01234567").unwrap();
+    remote.commit_entries(
+        "main",
+        None,
+        &[
+            ("apps/a.yaml", 0o100644, blob),
+            ("vendor/charts", 0o160000, elsewhere),
+        ],
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let mut source = GitSource::open(
+        cache.path().to_owned(),
+        source_config(&remote.url, &[], &[]),
+    )
+    .await
+    .unwrap();
+    let change = expect_changed(source.poll().await);
+    let snapshot = source.snapshot(change.commit).await.unwrap();
+    let paths: Vec<&str> = snapshot
+        .files
+        .iter()
+        .map(|file| file.path.as_str())
+        .collect();
+    assert_eq!(paths, vec!["apps/a.yaml"]);
 }
