@@ -1,8 +1,8 @@
 # syntax=docker/dockerfile:1
 #
 # The Driftless agent image. Build from the repository root:
-#   docker build -t driftless .
-#   docker run --rm -v "$PWD/examples/repo:/repo:ro" driftless plan /repo
+#   docker build -t driftless:0.1.0 .
+#   docker run --rm -v "$PWD/examples/repo:/repo:ro" driftless:0.1.0 plan /repo
 
 # ---- build ---------------------------------------------------------------------------------
 FROM rust:1-bookworm AS build
@@ -16,9 +16,11 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 
 # ---- runtime -------------------------------------------------------------------------------
 FROM debian:bookworm-slim
-# git for sources, CA certificates for HTTPS to git forges and Kubernetes API servers.
+# libssl3 for git2's https and ssh (the binary links the system OpenSSL; release binaries from
+# hack/release.sh vendor it instead), CA certificates for HTTPS to git forges and Kubernetes API
+# servers (the system trust store the agent uses, beside a source's own caFile).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git ca-certificates \
+    && apt-get install -y --no-install-recommends libssl3 ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 driftless \
     && useradd --system --uid 10001 --gid driftless --home-dir /var/cache/driftless \

@@ -9,7 +9,8 @@ GO_MIN_MINOR=24
 # command -> Debian package
 declare -A PACKAGES=(
   [curl]=curl [openssl]=openssl [ss]=iproute2 [setsid]=util-linux [flock]=util-linux
-  [git]=git [tail]=coreutils [sed]=sed [gcc]=gcc [jq]=jq
+  [git]=git [tail]=coreutils [sed]=sed [gcc]=gcc [pkg-config]=pkg-config [perl]=perl [make]=make [jq]=jq
+  [ssh-keygen]=openssh-client [ssh-keyscan]=openssh-client
 )
 
 die() { printf 'install-prereqs: error: %s\n' "$*" >&2; exit 1; }
@@ -32,6 +33,10 @@ missing=()
 for cmd in "${!PACKAGES[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${PACKAGES[$cmd]}")
 done
+# git2's https and ssh link OpenSSL: its headers come from libssl-dev.
+if ! pkg-config --exists openssl 2>/dev/null; then
+  missing+=(libssl-dev)
+fi
 if ((${#missing[@]})); then
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
   command -v apt-get >/dev/null 2>&1 ||
@@ -45,4 +50,4 @@ if ((${#missing[@]})); then
   "${sudo[@]}" apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >&2
 fi
-say "prerequisites present: $go_version, $(cargo --version), curl, openssl, ss, setsid, flock, gcc (cgo for Gitea's sqlite), jq (hack/demo.sh)"
+say "prerequisites present: $go_version, $(cargo --version), curl, openssl, ss, setsid, flock, gcc (cgo for Gitea's sqlite), libssl-dev (git2's https and ssh), openssh-client (SSH e2e tests), jq (hack/demo.sh)"

@@ -111,17 +111,26 @@ impl SecureGitea {
         )
         .await?;
         let host = self.url.trim_start_matches("https://");
-        let tree = WorkTree::new(format!(
+        let push_url = format!(
             "https://driftless:{}@{host}/driftless/{repo}.git",
             self.token
-        ))?;
-        tree.git(&[
-            "config",
-            "http.sslCAInfo",
-            &self.ca_file.display().to_string(),
-        ])?;
+        );
+        let tree = WorkTree::new(push_url.clone())?;
         tree.write("apps/app.yaml", &config_map_app(name, namespace, "blue"))?;
-        tree.commit_and_push("one app", "main")?;
+        tree.commit_all("one app")?;
+        // GIT_SSL_CAINFO, not http.sslCAInfo: the variable wins over the config when the
+        // runner's environment sets it.
+        let output = Command::new("git")
+            .args(["push", "-q", "-f", &push_url, "HEAD:refs/heads/main"])
+            .current_dir(tree.dir.path())
+            .env("GIT_SSL_CAINFO", &self.ca_file)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .output()?;
+        ensure!(
+            output.status.success(),
+            "git push failed: {}",
+            String::from_utf8_lossy(&output.stderr).replace(&self.token, "<token>")
+        );
         Ok(repo)
     }
 
