@@ -16,19 +16,21 @@ use super::{Outcome, PlanArgs, PlanFormat};
 pub fn run(args: &PlanArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> {
     // The analysis runs inside plan: its errors block only the affected app. A live plan
     // renders for the cluster's own version, so it connects first.
-    // `--kube-version` names the release to render for, which only an offline plan needs.
-    let offline =
-        args.offline || (args.kube.kube_version.is_some() && args.cluster.kubeconfig.is_none());
+    // `--kube-version` names the release to render for, which only an offline plan needs; a
+    // live plan renders for the cluster's own version. Refused before any kubeconfig is read.
+    if args.kube.kube_version.is_some() && args.cluster.kubeconfig.is_some() {
+        anyhow::bail!(
+            "--kube-version is for offline plans: a plan with --kubeconfig renders for the \
+             cluster's own version; drop one of the two"
+        );
+    }
+    let offline = args.offline || args.kube.kube_version.is_some();
     let target = kubeconfig::find(
         args.cluster.kubeconfig.as_deref(),
         offline,
         &KubeconfigEnv::from_process(),
     )?;
     let (repo, plan): (_, Plan) = match target {
-        Target::Live(_) if args.kube.kube_version.is_some() => anyhow::bail!(
-            "--kube-version is for offline plans: a plan with --kubeconfig renders for the \
-             cluster's own version; drop one of the two"
-        ),
         Target::Live(_) => {
             let (repo, live_plan) = super::live::plan(&args.cluster, &args.path, style)?;
             (repo, live_plan.plan)
