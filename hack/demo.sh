@@ -96,6 +96,7 @@ push_example() {
     # The credentials go through the environment of a helper, never a command line.
     GIT_TERMINAL_PROMPT=0 git -c credential.helper='!f() { echo username=demo; echo "password=$DEMO_PASSWORD"; }; f' \
       push -q "$GITEA_URL/$DEMO_USER/$REPO.git" HEAD:refs/heads/main
+    git rev-parse HEAD >"$DDIR/first-commit"
   ) >&2 || { rm -rf "$work"; die "pushing examples/repo to Gitea failed"; }
   rm -rf "$work"
 }
@@ -130,11 +131,10 @@ cacheDir: $DDIR/cache
 YAML
 }
 
-# Waits until the summary status (`driftless`) of the main branch's commit is final; prints it.
+# Waits until the summary status (`driftless`) of the pushed commit is final; prints it.
 wait_for_first_deploy() {
   local sha state deadline=$((SECONDS + DEPLOY_TIMEOUT))
-  sha=$(gitea_api GET "/repos/$DEMO_USER/$REPO/branches/main" | jq -r '.commit.id')
-  [[ $sha =~ ^[0-9a-f]{40}$ ]] || die "could not read the main branch's commit"
+  sha=$(cat "$DDIR/first-commit")
   while :; do
     state=$(gitea_api GET "/repos/$DEMO_USER/$REPO/commits/$sha/statuses?limit=50" |
       jq -r '[.[] | select(.context == "driftless")] | sort_by(.id) | last | .status // ""')

@@ -1116,6 +1116,10 @@ async fn run_workflows_inner<R: RenderedApps>(
         .await
         {
             Ok(mut report) => {
+                report.warnings = unreachable
+                    .iter()
+                    .map(|skipped| skipped.message())
+                    .collect();
                 // A pass that may prune nothing leaves the departed clusters for the next one.
                 if let Some(fleet) = fleet
                     && report.state.phase == WorkflowPhase::Succeeded

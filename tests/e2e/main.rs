@@ -11,6 +11,8 @@ mod support;
 
 mod agent;
 mod cluster;
+mod demo;
+mod examples;
 mod failclosed;
 mod fleet;
 mod git_transports;

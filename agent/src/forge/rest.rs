@@ -51,8 +51,10 @@ impl RestClient {
         })
     }
 
+    /// The `Authorization` value for `token`. A token read from a file keeps the file's
+    /// trailing newline (`config::secret`), which no header value may hold.
     pub(crate) fn with_scheme(scheme: &str, token: &Secret) -> Secret {
-        Secret::new(format!("{scheme} {}", token.expose()))
+        Secret::new(format!("{scheme} {}", token.expose().trim()))
     }
 
     /// Sends a request with an optional JSON body and reads a JSON answer.
@@ -240,6 +242,12 @@ pub(crate) fn segment(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_from_a_file_loses_its_trailing_newline() {
+        let header = RestClient::with_scheme("token", &Secret::new("abc123\n"));
+        assert_eq!(header.expose(), "token abc123");
+    }
 
     #[test]
     fn redacts_echoed_tokens() {
