@@ -5,6 +5,8 @@
 # Nothing in `hack/test.sh` needs it.
 #
 #   hack/build-vela.sh          # builds if needed; prints the path of the vela binary on stdout
+#   hack/build-vela.sh --bench  # also builds vela-render-bench (hack/vela-render-bench/) next to
+#                               # it, in the same wrapper module; prints that binary's path
 #
 # v1.11.0 is the release that pins cuelang.org/go v0.14.1, like the definitions in ../shared/kubevela.
 # `go install` cannot build it (its go.mod has replace directives), so a throwaway wrapper module
@@ -21,8 +23,17 @@ VELA_BIN=$BIN_DIR/vela
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'build-vela: error: %s\n' "$*" >&2; exit 1; }
 
-if [[ -x $VELA_BIN ]]; then
-  printf '%s\n' "$VELA_BIN"
+BENCH_BIN=$BIN_DIR/vela-render-bench
+BENCH_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/vela-render-bench
+WANT_BENCH=0
+case ${1:-} in
+  --bench) WANT_BENCH=1 ;;
+  "") ;;
+  *) die "unknown argument '$1' (usage: hack/build-vela.sh [--bench])" ;;
+esac
+
+if [[ -x $VELA_BIN ]] && { [[ $WANT_BENCH == 0 ]] || [[ -x $BENCH_BIN ]]; }; then
+  if [[ $WANT_BENCH == 1 ]]; then printf '%s\n' "$BENCH_BIN"; else printf '%s\n' "$VELA_BIN"; fi
   exit 0
 fi
 
@@ -33,6 +44,7 @@ mkdir -p "$CACHE/bin"
 STAGING=$(mktemp -d "$CACHE/bin/.vela-$VELA_VERSION.XXXXXX")
 trap 'rm -rf "$STAGING"' EXIT
 mkdir -p "$STAGING/src"
+# The wrapper module: vela and vela-render-bench are built from it, so both run the same KubeVela.
 cat >"$STAGING/src/go.mod" <<GOMOD
 module example.invalid/velabin
 
@@ -57,6 +69,10 @@ package tools
 
 import _ "github.com/oam-dev/kubevela/references/cmd/cli"
 GOSRC
+if [[ $WANT_BENCH == 1 ]]; then
+  mkdir -p "$STAGING/src/bench"
+  cp "$BENCH_SRC/main.go" "$STAGING/src/bench/main.go"
+fi
 # The checksum database has no entry for the kmodules/apiserver-runtime pseudo-version that the
 # replace pins (its lookup answers 404), although the module proxy serves it: skip the sumdb check for
 # that one module only, everything else is still verified.
@@ -64,14 +80,25 @@ export GONOSUMDB=github.com/kmodules/apiserver-runtime
 say "resolving the modules of kubevela $VELA_VERSION (first run downloads ~1 GB through the Go proxy)"
 (cd "$STAGING/src" && GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod tidy -e >&2) ||
   die "go mod tidy failed for kubevela $VELA_VERSION"
-say "building vela $VELA_VERSION (cold: 10-30 min)"
-(cd "$STAGING/src" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
-  -ldflags "-s -w -X github.com/oam-dev/kubevela/version.VelaVersion=$VELA_VERSION" \
-  -o "$STAGING/vela" github.com/oam-dev/kubevela/references/cmd/cli >&2) ||
-  die "go build of vela $VELA_VERSION failed"
+if [[ -x $VELA_BIN ]]; then
+  cp "$VELA_BIN" "$STAGING/vela"
+else
+  say "building vela $VELA_VERSION (cold: 10-30 min)"
+  (cd "$STAGING/src" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+    -ldflags "-s -w -X github.com/oam-dev/kubevela/version.VelaVersion=$VELA_VERSION" \
+    -o "$STAGING/vela" github.com/oam-dev/kubevela/references/cmd/cli >&2) ||
+    die "go build of vela $VELA_VERSION failed"
+fi
+if [[ $WANT_BENCH == 1 ]]; then
+  say "building vela-render-bench against vela $VELA_VERSION"
+  (cd "$STAGING/src" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+    -ldflags "-s -w -X github.com/oam-dev/kubevela/version.VelaVersion=$VELA_VERSION" \
+    -o "$STAGING/vela-render-bench" ./bench >&2) ||
+    die "go build of vela-render-bench failed"
+fi
 rm -rf "$STAGING/src"
 rm -rf "$BIN_DIR"
 mv "$STAGING" "$BIN_DIR"
 trap - EXIT
 say "vela $VELA_VERSION installed in $BIN_DIR"
-printf '%s\n' "$VELA_BIN"
+if [[ $WANT_BENCH == 1 ]]; then printf '%s\n' "$BENCH_BIN"; else printf '%s\n' "$VELA_BIN"; fi

@@ -13,8 +13,14 @@
 # measured the same way (one process per app, `driftless render FILE`), and in batch (one process
 # over the 1,000-app repository, divided by 1,000), which is how the agent renders.
 #
+# In process: vela-render-bench (hack/vela-render-bench/, built by `hack/build-vela.sh --bench`)
+# loads the same definitions once and renders all 1,000 apps through KubeVela's own dry-run
+# package in one Go process: KubeVela's renderer without process start-up. Its time leaves out
+# reading the files and loading the definitions; Driftless's batch time includes both, and its
+# process start-up. The last column is the per-app ratio against that in-process figure.
+#
 # Env: CARGO_TARGET_DIR (default target), SCALE_BIN_DIR (use the binaries there, build nothing), SCALE_WORK (default /tmp/driftless-scale), KUBEVELA.
-# The vela binary is not built here (a 10-minute Go build): run hack/build-vela.sh first.
+# The Go binaries are not built here (a 10-minute Go build): run hack/build-vela.sh --bench first.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,11 +32,13 @@ KUBEVELA=${KUBEVELA:-$ROOT/../shared/kubevela}
 [[ -d $KUBEVELA/vela-templates/definitions/internal ]] || KUBEVELA=/work/shared/kubevela
 INTERNAL=$KUBEVELA/vela-templates/definitions/internal
 VELA=${DRIFTLESS_CACHE:-$HOME/.cache/driftless}/bin/vela-v1.11.0/vela
+VELA_BENCH=${DRIFTLESS_CACHE:-$HOME/.cache/driftless}/bin/vela-v1.11.0/vela-render-bench
 
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'vela-compare.sh: error: %s\n' "$*" >&2; exit 1; }
 
-[[ -x $VELA ]] || die "no vela binary at $VELA: run hack/build-vela.sh first"
+[[ -x $VELA ]] || die "no vela binary at $VELA: run hack/build-vela.sh --bench first"
+[[ -x $VELA_BENCH ]] || die "no vela-render-bench at $VELA_BENCH: run hack/build-vela.sh --bench first"
 [[ -d $INTERNAL ]] || die "KubeVela's definitions not found under $KUBEVELA"
 [[ $SAMPLE =~ ^[1-9][0-9]*$ ]] || die "SAMPLE must be a positive number, not '$SAMPLE'"
 
@@ -104,10 +112,18 @@ start=$(now)
 end=$(now)
 batch_ms=$(per_app_ms "$start" "$end" 1000)
 
+say "KubeVela's dry-run package in one process: the same 1,000 apps"
+bench_json=$("$VELA_BENCH" -d "$WORK/defs" -apps "$WORK/repo/apps" 2>"$WORK/bench.err") ||
+  { cat "$WORK/bench.err" >&2; die "vela-render-bench failed"; }
+inprocess_ms=$(printf '%s' "$bench_json" | sed -E 's/.*"per_app_ms":([0-9.]+).*/\1/')
+inprocess_objects=$(printf '%s' "$bench_json" | sed -E 's/.*"objects":([0-9]+).*/\1/')
+say "vela-render-bench: $bench_json"
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0fx", a / b }'; }
-printf '\n| renderer | per app | objects (sample) | vela / driftless |\n|---|---|---|---|\n'
-printf '| `vela dry-run --offline` v1.11.0, one process per app | %s ms | %s | 1x |\n' "$vela_ms" "$vela_objects"
-printf '| `driftless render FILE`, one process per app | %s ms | %s | %s |\n' "$driftless_ms" "$driftless_objects" "$(ratio "$vela_ms" "$driftless_ms")"
-printf '| `driftless render` over 1,000 apps, one process | %s ms | - | %s |\n' "$batch_ms" "$(ratio "$vela_ms" "$batch_ms")"
+printf '\n| renderer | per app | objects | vela / driftless |\n|---|---|---|---|\n'
+printf '| `vela dry-run --offline` v1.11.0, one process per app | %s ms | %s (sample) | 1x |\n' "$vela_ms" "$vela_objects"
+printf '| `driftless render FILE`, one process per app | %s ms | %s (sample) | %s |\n' "$driftless_ms" "$driftless_objects" "$(ratio "$vela_ms" "$driftless_ms")"
+printf '| KubeVela v1.11.0 dry-run package, 1,000 apps in one process | %s ms | %s | 1x |\n' "$inprocess_ms" "$inprocess_objects"
+printf '| `driftless render` over the same 1,000 apps, one process | %s ms | - | %s |\n' "$batch_ms" "$(ratio "$inprocess_ms" "$batch_ms")"
 printf '\nsample: %s apps; machine: %s cores, load average %s; %s\n' "$SAMPLE" "$(nproc)" \
   "$(cut -d' ' -f1-3 /proc/loadavg)" "$(date -u +%Y-%m-%dT%H:%MZ)"
