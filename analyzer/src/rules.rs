@@ -85,9 +85,19 @@ pub const RULES: &[Rule] = &[
         "properties do not satisfy the definition's `parameter` schema",
     ),
     rule(
+        "invalid-value",
+        Severity::Error,
+        "a field the API server's validation rejects: a name, port, quantity, env var name, volume mount, restart policy, ...",
+    ),
+    rule(
         "missing-field",
         Severity::Error,
         "a required field (`kind`, `metadata.name`, a component's `name` or `type`) is missing",
+    ),
+    rule(
+        "missing-kind",
+        Severity::Error,
+        "a rendered object has no `apiVersion` or no `kind`",
     ),
     rule(
         "missing-probes",
@@ -160,6 +170,11 @@ pub const RULES: &[Rule] = &[
         "a rendered object does not match its kind's OpenAPI schema (Kubernetes 1.34 or a CRD in the repository)",
     ),
     rule(
+        "selector-mismatch",
+        Severity::Error,
+        "a workload's selector is missing, empty or does not match its pod template's labels",
+    ),
+    rule(
         "source-boundary",
         Severity::Error,
         "an object or topology cluster is outside its source's declared boundary, or in the reserved tracker namespace",
@@ -216,7 +231,7 @@ pub const RULES: &[Rule] = &[
     ),
     rule(
         "unknown-property",
-        Severity::Warning,
+        Severity::Error,
         "a property the definition's `parameter` does not declare (did you mean ...?)",
     ),
     rule(
@@ -233,6 +248,11 @@ pub const RULES: &[Rule] = &[
         "unknown-workflow-step-type",
         Severity::Error,
         "no WorkflowStepDefinition has the step's type",
+    ),
+    rule(
+        "unserved-api",
+        Severity::Error,
+        "a rendered object's `apiVersion` and `kind` are not served by the target Kubernetes release or the repository's CRDs (did you mean ...?)",
     ),
     rule(
         "unsupported-definition",

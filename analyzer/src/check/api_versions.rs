@@ -1,7 +1,19 @@
-//! The API versions Kubernetes removed or deprecated, from the upstream deprecation guide
-//! (<https://kubernetes.io/docs/reference/using-api/deprecation-guide/>), with the release
-//! that removed each and its replacement. Used by `removed-api-version` and
+//! The API versions the target Kubernetes release serves, and those it removed or deprecated.
+//!
+//! Served: the group-versions a default kube-apiserver 1.34 enables
+//! (`stableAPIGroupVersionsEnabledByDefault` in upstream's `pkg/controlplane/instance.go`, plus
+//! the apiextensions and apiregistration servers' `v1`; every beta and alpha group-version of
+//! 1.34 is disabled by default), with the kinds the generated schema has for them. Used by
+//! `unserved-api`.
+//!
+//! Retired: the upstream deprecation guide
+//! (<https://kubernetes.io/docs/reference/using-api/deprecation-guide/>) and the
+//! `+k8s:prerelease-lifecycle-gen` markers of the 1.34 API types, with the release that
+//! deprecated and removed each and its replacement. Used by `removed-api-version` and
 //! `deprecated-api-version`.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::OnceLock;
 
 /// The Kubernetes release the analysis targets (`1.34`).
 pub(crate) const TARGET_VERSION: (u32, u32) = (1, 34);
@@ -348,4 +360,115 @@ pub(crate) fn lookup(api_version: &str, kind: &str) -> Option<&'static RetiredAp
 pub(crate) fn is_removed(api: &RetiredApi) -> bool {
     api.removed_in
         .is_some_and(|minor| (1, minor) <= TARGET_VERSION)
+}
+
+/// The group-versions a default kube-apiserver of the target release serves.
+pub(crate) const SERVED_GROUP_VERSIONS: &[&str] = &[
+    "v1",
+    "admissionregistration.k8s.io/v1",
+    "apiextensions.k8s.io/v1",
+    "apiregistration.k8s.io/v1",
+    "apps/v1",
+    "authentication.k8s.io/v1",
+    "authorization.k8s.io/v1",
+    "autoscaling/v1",
+    "autoscaling/v2",
+    "batch/v1",
+    "certificates.k8s.io/v1",
+    "coordination.k8s.io/v1",
+    "discovery.k8s.io/v1",
+    "events.k8s.io/v1",
+    "flowcontrol.apiserver.k8s.io/v1",
+    "networking.k8s.io/v1",
+    "node.k8s.io/v1",
+    "policy/v1",
+    "rbac.authorization.k8s.io/v1",
+    "resource.k8s.io/v1",
+    "scheduling.k8s.io/v1",
+    "storage.k8s.io/v1",
+];
+
+/// Kinds the schema lists in every group-version that are not objects one can apply.
+const NOT_APPLICABLE_KINDS: &[&str] = &["DeleteOptions", "WatchEvent", "Status", "APIGroup"];
+
+/// The built-in API of the target release: what it serves, and which groups are built in.
+pub(crate) struct BuiltinApis {
+    /// `(apiVersion, kind)` of every served kind (lists excluded).
+    served: HashSet<(&'static str, &'static str)>,
+    /// Every group the schema knows, served or retired (`""` is the core group).
+    groups: HashSet<&'static str>,
+    /// The served pairs, sorted, for suggestions.
+    sorted: BTreeSet<(&'static str, &'static str)>,
+}
+
+/// The built-in API, from the embedded schema.
+pub(crate) fn builtin_apis() -> &'static BuiltinApis {
+    static APIS: OnceLock<BuiltinApis> = OnceLock::new();
+    APIS.get_or_init(|| {
+        let schema = crate::schema::kubernetes();
+        let mut served = HashSet::new();
+        let mut groups = HashSet::new();
+        for (api_version, kind) in schema.kinds() {
+            groups.insert(group_of(api_version));
+            let applicable = !NOT_APPLICABLE_KINDS.contains(&kind) && !kind.ends_with("List");
+            if applicable && SERVED_GROUP_VERSIONS.contains(&api_version) {
+                served.insert((api_version, kind));
+            }
+        }
+        let sorted = served.iter().copied().collect();
+        BuiltinApis {
+            served,
+            groups,
+            sorted,
+        }
+    })
+}
+
+impl BuiltinApis {
+    /// True when the target release serves `kind` at `api_version`.
+    pub(crate) fn serves(&self, api_version: &str, kind: &str) -> bool {
+        self.served.contains(&(api_version, kind))
+    }
+
+    /// True when `group` is one of Kubernetes' own (served now or once).
+    pub(crate) fn is_builtin_group(&self, group: &str) -> bool {
+        self.groups.contains(group)
+    }
+
+    /// The served `(apiVersion, kind)` closest to what was written: the same kind in another
+    /// version of its group (or any group), else the kind of the same group-version (or any)
+    /// nearest in spelling.
+    pub(crate) fn suggest(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Option<(&'static str, &'static str)> {
+        let group = group_of(api_version);
+        let same_kind = || self.sorted.iter().filter(|(_, k)| *k == kind);
+        if let Some(found) = same_kind()
+            .find(|(v, _)| group_of(v) == group)
+            .or_else(|| same_kind().next())
+        {
+            return Some(*found);
+        }
+        let nearest = |candidates: &mut dyn Iterator<Item = &(&'static str, &'static str)>| {
+            candidates
+                .map(|pair| {
+                    (
+                        strsim::damerau_levenshtein(&pair.1.to_lowercase(), &kind.to_lowercase()),
+                        pair,
+                    )
+                })
+                .filter(|(distance, _)| *distance <= 2.max(kind.len() / 4))
+                .min_by_key(|(distance, _)| *distance)
+                .map(|(_, pair)| *pair)
+        };
+        nearest(&mut self.sorted.iter().filter(|(v, _)| *v == api_version))
+            .or_else(|| nearest(&mut self.sorted.iter()))
+    }
+}
+
+/// The group of an `apiVersion` (`""` for the core group's `v1`).
+pub(crate) fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(group, _)| group)
 }

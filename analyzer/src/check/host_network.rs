@@ -29,25 +29,10 @@ pub(crate) fn check(
                 "host-network",
                 format!(
                     "{} uses the host's network (`hostNetwork: true`)",
-                    describe(object)
+                    super::object_label(&object.object)
                 ),
-                Some(ctx.object_span(object)),
+                Some(ctx.field_span(object, &format!("{}/hostNetwork", pod.pointer))),
             ),
         ));
     }
-}
-
-/// `Deployment `web`` for messages.
-pub(crate) fn describe(object: &RenderedObject) -> String {
-    let kind = object
-        .object
-        .get("kind")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or("object");
-    let name = object
-        .object
-        .pointer("/metadata/name")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or("");
-    format!("{kind} `{name}`")
 }

@@ -12,7 +12,6 @@
 //! ```
 
 use super::AppContext;
-use super::host_network::describe;
 use super::pod_spec::PodTemplate;
 use crate::{Diagnostic, RenderedObject};
 
@@ -22,11 +21,12 @@ pub(crate) fn check(
     pod: &PodTemplate<'_>,
     out: &mut Vec<Diagnostic>,
 ) {
-    for volume in pod
+    for (index, volume) in pod
         .spec
         .volumes
         .iter()
-        .filter(|volume| volume.host_path.is_some())
+        .enumerate()
+        .filter(|(_, volume)| volume.host_path.is_some())
     {
         out.push(ctx.at_object(
             object,
@@ -34,10 +34,10 @@ pub(crate) fn check(
                 "host-path",
                 format!(
                     "{} mounts host path volume `{}`",
-                    describe(object),
+                    super::object_label(&object.object),
                     volume.name
                 ),
-                Some(ctx.object_span(object)),
+                Some(ctx.field_span(object, &format!("{}/volumes/{index}/hostPath", pod.pointer))),
             ),
         ));
     }

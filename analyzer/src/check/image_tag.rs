@@ -36,10 +36,15 @@ pub(crate) fn check(
             Diagnostic::warning(
                 "image-tag",
                 format!(
-                    "image `{image}` of container `{}` {problem}; pin a version or a digest",
-                    container.name
+                    "{}: image `{image}` of {} {problem}; pin a version or a digest",
+                    super::object_label(&object.object),
+                    container.label()
                 ),
-                Some(ctx.property_span(object, "image")),
+                Some(ctx.source_span(
+                    object,
+                    &format!("{}/image", pod.container_pointer(container)),
+                    Some("image"),
+                )),
             ),
         ));
     }

@@ -14,7 +14,7 @@
 //! ```
 
 use super::AppContext;
-use super::pod_spec::{PodTemplate, WorkloadKind};
+use super::pod_spec::{ContainerList, PodTemplate, WorkloadKind};
 use crate::{Diagnostic, RenderedObject};
 
 pub(crate) fn check(
@@ -26,7 +26,14 @@ pub(crate) fn check(
     if pod.workload == WorkloadKind::Batch {
         return;
     }
-    for container in &pod.spec.containers {
+    // Init and ephemeral containers are not probed (a restartable init container may be, but
+    // is not expected to).
+    for container in pod
+        .spec
+        .containers
+        .iter()
+        .filter(|container| container.list == ContainerList::Containers)
+    {
         let missing = match (
             container.liveness_probe.is_some(),
             container.readiness_probe.is_some(),
@@ -40,8 +47,12 @@ pub(crate) fn check(
             object,
             Diagnostic::warning(
                 "missing-probes",
-                format!("container `{}` has no {missing}", container.name),
-                Some(ctx.object_span(object)),
+                format!(
+                    "{}: {} has no {missing}",
+                    super::object_label(&object.object),
+                    container.label()
+                ),
+                Some(ctx.field_span(object, &pod.container_pointer(container))),
             ),
         ));
     }

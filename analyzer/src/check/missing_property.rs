@@ -2,7 +2,7 @@
 //! without `?` and without a default) is not given.
 //!
 //! The template cannot render without it, so the app is blocked. The diagnostic points at
-//! the `properties` of the component or trait (or at the item when it has none).
+//! the `properties:` key of the component or trait (or at the item when it has none).
 //!
 //! ```yaml
 //! components:

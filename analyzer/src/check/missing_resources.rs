@@ -12,7 +12,7 @@
 //! ```
 
 use super::AppContext;
-use super::pod_spec::PodTemplate;
+use super::pod_spec::{ContainerList, PodTemplate};
 use crate::{Diagnostic, RenderedObject};
 
 pub(crate) fn check(
@@ -21,7 +21,13 @@ pub(crate) fn check(
     pod: &PodTemplate<'_>,
     out: &mut Vec<Diagnostic>,
 ) {
-    for container in &pod.spec.containers {
+    // Ephemeral containers may not set resources.
+    for container in pod
+        .spec
+        .containers
+        .iter()
+        .filter(|container| container.list != ContainerList::EphemeralContainers)
+    {
         let resources = container.resources.as_ref();
         let has = |map: Option<&serde_json::Map<String, serde_json::Value>>| {
             map.is_some_and(|map| !map.is_empty())
@@ -38,8 +44,16 @@ pub(crate) fn check(
             object,
             Diagnostic::warning(
                 "missing-resources",
-                format!("container `{}` has no {missing}", container.name),
-                Some(ctx.property_span(object, "cpu")),
+                format!(
+                    "{}: {} has no {missing}",
+                    super::object_label(&object.object),
+                    container.label()
+                ),
+                Some(ctx.source_span(
+                    object,
+                    &format!("{}/resources", pod.container_pointer(container)),
+                    Some("cpu"),
+                )),
             ),
         ));
     }

@@ -4,8 +4,10 @@
 //! Each rule is one module named after its id (`image_tag.rs` is `image-tag`); its `//!` doc
 //! is the rule's user documentation (RULES.md is generated from it by a test). The rules see
 //! an [`AppContext`]: the loaded Application with the position of every value, its rendered
-//! objects, and the definitions. Rules on rendered objects point at the component (or trait)
-//! that produced the object: a rendered object has no source text of its own.
+//! objects, and the definitions. Rules on rendered objects point at the object and field in
+//! the manifest when the app lists the object verbatim (`k8s-objects`), otherwise at the
+//! component (or trait) that produced it; their messages name the object
+//! (`Deployment team-a/web`).
 //!
 //! Order of work in [`analyze_snapshot`]: load and render (as [`crate::render_snapshot`]),
 //! per-app rules in parallel, cross-app rules, definition rules, then severity overrides and
@@ -21,6 +23,8 @@ mod host_network;
 mod host_path;
 mod image_tag;
 mod invalid_name;
+mod invalid_value;
+mod missing_kind;
 mod missing_probes;
 mod missing_property;
 mod missing_resources;
@@ -33,6 +37,7 @@ mod property_pattern;
 mod property_type;
 mod removed_api_version;
 mod schema_violation;
+mod selector_mismatch;
 mod source_boundary;
 mod trait_conflict;
 mod trait_not_applicable;
@@ -41,6 +46,7 @@ mod unknown_cluster;
 mod unknown_dependency;
 mod unknown_property;
 mod unknown_workflow_step_type;
+mod unserved_api;
 
 use std::sync::Arc;
 
@@ -432,11 +438,15 @@ impl AppContext<'_> {
             .position(|component| component.name == name)
     }
 
-    /// Where a rendered object came from: the trait's `type` for a trait output, otherwise the
-    /// component's `type`; the app's name when the component is not in the manifest (an
-    /// object of a custom policy).
+    /// Where a rendered object came from: the object itself when the component lists it
+    /// verbatim in its properties ([`AppContext::written_object`]), else the trait's `type`
+    /// for a trait output, otherwise the component's `type`; the app's name when the component
+    /// is not in the manifest (an object of a custom policy).
     pub(crate) fn object_span(&self, object: &RenderedObject) -> cue::Span {
         let positions = &self.loaded.document.positions;
+        if let Some(pointer) = self.written_object(object) {
+            return positions.value_span(&pointer);
+        }
         let Some(index) = self.component_index(&object.component) else {
             return positions.value_span("/metadata/name");
         };
@@ -448,6 +458,51 @@ impl AppContext<'_> {
             }
         }
         positions.value_span(&format!("{component}/type"))
+    }
+
+    /// The span of the field at `pointer` (a JSON pointer into the object) when the app lists
+    /// the object verbatim, or of its nearest written ancestor; [`AppContext::object_span`]
+    /// when the object is not written in the manifest.
+    pub(crate) fn field_span(&self, object: &RenderedObject, pointer: &str) -> cue::Span {
+        match self.written_object(object) {
+            Some(base) => self
+                .loaded
+                .document
+                .positions
+                .value_span(&format!("{base}{pointer}")),
+            None => self.object_span(object),
+        }
+    }
+
+    /// The pointer of `object` in the manifest when its component lists it verbatim: the
+    /// element of the component's `properties.objects` (as `k8s-objects` takes them) with the
+    /// same `kind` and `metadata.name`.
+    pub(crate) fn written_object(&self, object: &RenderedObject) -> Option<String> {
+        if !matches!(
+            object.trait_type.as_deref(),
+            None | Some("AuxiliaryWorkload")
+        ) {
+            return None;
+        }
+        let index = self.component_index(&object.component)?;
+        let listed = self.loaded.app.spec.components[index]
+            .properties
+            .as_ref()?
+            .get("objects")?
+            .as_array()?;
+        let identity = |value: &serde_json::Value| {
+            (
+                value.get("kind").cloned(),
+                value.pointer("/metadata/name").cloned(),
+            )
+        };
+        let wanted = identity(&object.object);
+        let position = listed
+            .iter()
+            .position(|written| identity(written) == wanted)?;
+        Some(format!(
+            "/spec/components/{index}/properties/objects/{position}"
+        ))
     }
 
     /// The span of `properties.<name>` of the component that rendered `object`'s workload, when
@@ -463,6 +518,24 @@ impl AppContext<'_> {
             }
         }
         self.object_span(object)
+    }
+
+    /// Where the field at `pointer` of `object` came from: the field itself when the app
+    /// lists the object verbatim ([`AppContext::field_span`]), else the component's property
+    /// `property` when it has one ([`AppContext::property_span`]), else the object's component.
+    pub(crate) fn source_span(
+        &self,
+        object: &RenderedObject,
+        pointer: &str,
+        property: Option<&str>,
+    ) -> cue::Span {
+        if self.written_object(object).is_some() {
+            return self.field_span(object, pointer);
+        }
+        match property {
+            Some(name) => self.property_span(object, name),
+            None => self.object_span(object),
+        }
     }
 
     /// A diagnostic about a rendered object, attributed to its app and component.
@@ -491,12 +564,26 @@ fn check_app(ctx: &AppContext<'_>) -> Vec<Diagnostic> {
         // The rules below all start from the object's `apiVersion` and `kind`: read once.
         let Some((api_version, kind)) = object_type(&object.object) else {
             // Without both, no rule below applies: no retired API, no schema, no pod.
+            missing_kind::check(ctx, object, &mut out);
             continue;
         };
         let retired = api_versions::lookup(api_version, kind);
+        unserved_api::check(ctx, object, api_version, kind, retired, &mut out);
         removed_api_version::check(ctx, object, retired, &mut out);
         deprecated_api_version::check(ctx, object, retired, &mut out);
         schema_violation::check(ctx, object, api_version, kind, &mut out);
+        selector_mismatch::check(ctx, object, api_version, kind, &mut out);
+        let pod_location = pod_spec::pod_spec_location(api_version, kind);
+        invalid_value::check(
+            ctx,
+            object,
+            api_version,
+            kind,
+            pod_location
+                .as_ref()
+                .map(|(pointer, workload)| (pointer.as_str(), *workload)),
+            &mut out,
+        );
         if let Some(pod) = pod_spec::PodTemplate::of(&object.object, api_version, kind) {
             image_tag::check(ctx, object, &pod, &mut out);
             missing_resources::check(ctx, object, &pod, &mut out);
@@ -514,11 +601,28 @@ fn check_app(ctx: &AppContext<'_>) -> Vec<Diagnostic> {
     out
 }
 
-/// An object's `apiVersion` and `kind`, when both are text.
+/// An object's `apiVersion` and `kind`, when both are non-empty text.
 fn object_type(object: &serde_json::Value) -> Option<(&str, &str)> {
     let api_version = object.get("apiVersion")?.as_str()?;
     let kind = object.get("kind")?.as_str()?;
-    Some((api_version, kind))
+    (!api_version.is_empty() && !kind.is_empty()).then_some((api_version, kind))
+}
+
+/// How messages name an object: its kind, namespace and name (`Deployment team-a/web`;
+/// `ClusterRole reader` without a namespace).
+pub(crate) fn object_label(object: &serde_json::Value) -> String {
+    let text = |pointer: &str| {
+        object
+            .pointer(pointer)
+            .and_then(serde_json::Value::as_str)
+            .filter(|text| !text.is_empty())
+    };
+    let kind = text("/kind").unwrap_or("object");
+    let name = text("/metadata/name").unwrap_or("(unnamed)");
+    match text("/metadata/namespace") {
+        Some(namespace) => format!("{kind} {namespace}/{name}"),
+        None => format!("{kind} {name}"),
+    }
 }
 
 /// Severity overrides and path suppressions, resolved once.

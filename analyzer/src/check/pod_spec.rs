@@ -2,8 +2,11 @@
 //! the best-practice rules read containers, `hostNetwork` and volumes from it.
 //!
 //! Which kinds carry a pod template (and where) follows the Kubernetes API: `Pod` (`spec`),
-//! `Deployment`, `StatefulSet`, `DaemonSet`, `ReplicaSet`, `Job` (`spec.template.spec`) and
-//! `CronJob` (`spec.jobTemplate.spec.template.spec`). Custom resources are not looked into.
+//! `PodTemplate` (`template.spec`), `Deployment`, `StatefulSet`, `DaemonSet`, `ReplicaSet`,
+//! `ReplicationController`, `Job` (`spec.template.spec`) and `CronJob`
+//! (`spec.jobTemplate.spec.template.spec`). Custom resources are not looked into. The
+//! containers are those of `containers`, `initContainers` and `ephemeralContainers`, in that
+//! order, each with its list and index.
 //!
 //! The view reads the object as serde would deserialize it into plain structs with every
 //! field `#[serde(default)]` (the rules were written against those, and their findings must
@@ -25,6 +28,9 @@ pub(crate) struct PodSpec<'a> {
 
 #[derive(Debug, Default)]
 pub(crate) struct Container<'a> {
+    /// Which list of the pod spec the container is in, and its index there.
+    pub(crate) list: ContainerList,
+    pub(crate) index: usize,
     /// Empty when the container has no `name`.
     pub(crate) name: &'a str,
     pub(crate) image: Option<&'a str>,
@@ -32,6 +38,38 @@ pub(crate) struct Container<'a> {
     pub(crate) security_context: Option<SecurityContext>,
     pub(crate) liveness_probe: Option<&'a Value>,
     pub(crate) readiness_probe: Option<&'a Value>,
+}
+
+/// The three container lists of a pod spec.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ContainerList {
+    #[default]
+    Containers,
+    InitContainers,
+    EphemeralContainers,
+}
+
+impl ContainerList {
+    /// The list's field name in the pod spec.
+    pub(crate) fn field(self) -> &'static str {
+        match self {
+            ContainerList::Containers => "containers",
+            ContainerList::InitContainers => "initContainers",
+            ContainerList::EphemeralContainers => "ephemeralContainers",
+        }
+    }
+}
+
+impl Container<'_> {
+    /// How messages name the container (`container \`web\``, `init container \`setup\``).
+    pub(crate) fn label(&self) -> String {
+        let what = match self.list {
+            ContainerList::Containers => "container",
+            ContainerList::InitContainers => "init container",
+            ContainerList::EphemeralContainers => "ephemeral container",
+        };
+        format!("{what} `{}`", self.name)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -65,6 +103,18 @@ pub(crate) enum WorkloadKind {
 /// The kinds whose objects carry a pod spec, and the path of the spec.
 const POD_SPEC_PATHS: &[(&str, &str, &[&str], WorkloadKind)] = &[
     ("", "Pod", &["spec"], WorkloadKind::Service),
+    (
+        "",
+        "PodTemplate",
+        &["template", "spec"],
+        WorkloadKind::Service,
+    ),
+    (
+        "",
+        "ReplicationController",
+        &["spec", "template", "spec"],
+        WorkloadKind::Service,
+    ),
     (
         "apps",
         "Deployment",
@@ -108,24 +158,54 @@ const POD_SPEC_PATHS: &[(&str, &str, &[&str], WorkloadKind)] = &[
 pub(crate) struct PodTemplate<'a> {
     pub(crate) spec: PodSpec<'a>,
     pub(crate) workload: WorkloadKind,
+    /// The JSON pointer of the pod spec in the object (`/spec/template/spec`).
+    pub(crate) pointer: String,
+}
+
+impl PodTemplate<'_> {
+    /// The JSON pointer of `container` in the object.
+    pub(crate) fn container_pointer(&self, container: &Container<'_>) -> String {
+        format!(
+            "{}/{}/{}",
+            self.pointer,
+            container.list.field(),
+            container.index
+        )
+    }
 }
 
 impl<'a> PodTemplate<'a> {
     /// The pod template of a built-in workload object, if it is one and well formed.
     /// `api_version` and `kind` are the object's.
     pub(crate) fn of(object: &'a Value, api_version: &str, kind: &str) -> Option<PodTemplate<'a>> {
-        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
-        let (_, _, path, workload) = POD_SPEC_PATHS
-            .iter()
-            .find(|(g, k, _, _)| *g == group && *k == kind)?;
+        let (path, workload) = pod_spec_path(api_version, kind)?;
         let spec = path
             .iter()
             .try_fold(object, |value, segment| value.get(segment))?;
         Some(PodTemplate {
             spec: pod_spec(spec).ok()?,
-            workload: *workload,
+            workload,
+            pointer: pointer_of(path),
         })
     }
+}
+
+/// Where a built-in workload of `api_version` and `kind` has its pod spec, as a JSON pointer,
+/// and what kind of workload it is.
+pub(crate) fn pod_spec_location(api_version: &str, kind: &str) -> Option<(String, WorkloadKind)> {
+    pod_spec_path(api_version, kind).map(|(path, workload)| (pointer_of(path), workload))
+}
+
+fn pod_spec_path(api_version: &str, kind: &str) -> Option<(&'static [&'static str], WorkloadKind)> {
+    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+    POD_SPEC_PATHS
+        .iter()
+        .find(|(g, k, _, _)| *g == group && *k == kind)
+        .map(|(_, _, path, workload)| (*path, *workload))
+}
+
+fn pointer_of(path: &[&str]) -> String {
+    path.iter().map(|segment| format!("/{segment}")).collect()
 }
 
 /// A part that serde would not have deserialized: the pod template reads as absent.
@@ -134,10 +214,37 @@ struct Malformed;
 type Read<T> = Result<T, Malformed>;
 
 fn pod_spec(value: &Value) -> Read<PodSpec<'_>> {
-    let [containers, host_network, volumes] =
-        fields(value, ["containers", "hostNetwork", "volumes"])?;
+    let [
+        containers,
+        host_network,
+        volumes,
+        init_containers,
+        ephemeral_containers,
+    ] = fields(
+        value,
+        [
+            "containers",
+            "hostNetwork",
+            "volumes",
+            "initContainers",
+            "ephemeralContainers",
+        ],
+    )?;
+    let mut all = Vec::new();
+    for (list_name, value) in [
+        (ContainerList::Containers, containers),
+        (ContainerList::InitContainers, init_containers),
+        (ContainerList::EphemeralContainers, ephemeral_containers),
+    ] {
+        let read = list(value, container)?;
+        all.extend(read.into_iter().enumerate().map(|(index, mut container)| {
+            container.list = list_name;
+            container.index = index;
+            container
+        }));
+    }
     Ok(PodSpec {
-        containers: list(containers, container)?,
+        containers: all,
         host_network: optional_bool(host_network)?,
         volumes: list(volumes, volume)?,
     })
@@ -163,6 +270,8 @@ fn container(value: &Value) -> Read<Container<'_>> {
         ],
     )?;
     Ok(Container {
+        list: ContainerList::Containers,
+        index: 0,
         name: text(name)?,
         image: optional(image, as_text)?,
         resources: optional(resources, |value| {
@@ -272,6 +381,10 @@ mod tests {
             pub(super) host_network: Option<bool>,
             #[serde(default)]
             pub(super) volumes: Vec<Volume>,
+            #[serde(default)]
+            pub(super) init_containers: Vec<Container>,
+            #[serde(default)]
+            pub(super) ephemeral_containers: Vec<Container>,
         }
 
         #[derive(Debug, Default, Deserialize)]
@@ -347,6 +460,8 @@ mod tests {
         let containers: Vec<String> = spec
             .containers
             .iter()
+            .chain(&spec.init_containers)
+            .chain(&spec.ephemeral_containers)
             .map(|c| {
                 let resources = c.resources.as_ref();
                 format!(

@@ -31,8 +31,19 @@ pub(crate) fn check(
                 object,
                 Diagnostic::warning(
                     "privileged-container",
-                    format!("container `{}` runs privileged", container.name),
-                    Some(ctx.object_span(object)),
+                    format!(
+                        "{}: {} runs privileged",
+                        super::object_label(&object.object),
+                        container.label()
+                    ),
+                    Some(ctx.source_span(
+                        object,
+                        &format!(
+                            "{}/securityContext/privileged",
+                            pod.container_pointer(container)
+                        ),
+                        Some("privileged"),
+                    )),
                 ),
             ));
         }

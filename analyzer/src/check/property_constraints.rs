@@ -88,13 +88,18 @@ fn reclassify(
     diagnostic: &Diagnostic,
 ) -> Option<Diagnostic> {
     let span = diagnostic.span?;
+    let positions = &ctx.loaded.document.positions;
     if diagnostic.message.contains("missing required property") {
+        // The renderer points at the properties' value (their first entry): the finding is
+        // about the `properties:` key.
+        let span = properties_pointers(ctx)
+            .find(|pointer| positions.contains(pointer) && positions.value_span(pointer) == span)
+            .map_or(span, |pointer| positions.key_span(&pointer));
         return Some(carry(
             super::missing_property::diagnostic(diagnostic.message.clone(), span),
             diagnostic,
         ));
     }
-    let positions = &ctx.loaded.document.positions;
     for (pointer, properties, schema) in sites {
         let mut found = None;
         find_at_span(
@@ -117,6 +122,25 @@ fn reclassify(
         return Some(carry(replacement, diagnostic));
     }
     None
+}
+
+/// The pointer of every `properties` of a component, trait or policy of `ctx`'s app.
+fn properties_pointers<'a>(ctx: &'a AppContext<'_>) -> impl Iterator<Item = String> + 'a {
+    let spec = &ctx.loaded.app.spec;
+    let components = spec
+        .components
+        .iter()
+        .enumerate()
+        .flat_map(|(index, component)| {
+            std::iter::once(format!("/spec/components/{index}/properties")).chain(
+                (0..component.traits.len()).map(move |trait_index| {
+                    format!("/spec/components/{index}/traits/{trait_index}/properties")
+                }),
+            )
+        });
+    let policies =
+        (0..spec.policies.len()).map(|index| format!("/spec/policies/{index}/properties"));
+    components.chain(policies)
 }
 
 /// The new diagnostic with the old one's app, component and labels.

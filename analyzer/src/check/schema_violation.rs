@@ -5,12 +5,15 @@
 //! Built-in kinds are checked against the Kubernetes 1.34 schema, generated from upstream's
 //! OpenAPI spec (`analyzer/schemas/k8s-v1.34.json`, `hack/gen-k8s-schema.sh`); custom
 //! resources against the `openAPIV3Schema` of a CustomResourceDefinition found in the
-//! repository. Objects of other kinds (CRDs installed only in the cluster) are not checked.
-//! The API server would reject such an object (or, for an unknown field, drop it silently).
+//! repository. A built-in kind the target release does not serve is `unserved-api`'s finding;
+//! a custom resource whose CRD is not in the repository (installed only in the cluster) is
+//! not checked. The API server would reject such an object (or, for an unknown field, drop it
+//! silently).
 //!
-//! The diagnostic points at the property in the Application that produced the field when a
-//! property of that name exists in the component (or its traits), otherwise at the
-//! component's (or trait's) `type`. At most 20 findings are reported per object.
+//! The diagnostic points at the field when the app lists the object verbatim (`k8s-objects`),
+//! else at the property in the Application that produced the field when a property of that
+//! name exists in the component (or its traits), otherwise at the component's (or trait's)
+//! `type`. At most 20 findings are reported per object.
 //!
 //! ```yaml
 //! components:
@@ -50,18 +53,14 @@ pub(crate) fn check(
     if violations.is_empty() {
         return;
     }
-    let name = object
-        .object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let label = super::object_label(&object.object);
     for violation in violations {
         let span = source_span(ctx, object, &violation);
         out.push(ctx.at_object(
             object,
             Diagnostic::error(
                 "schema-violation",
-                format!("{kind} `{name}`: {violation}"),
+                format!("{label}: {violation}"),
                 Some(span),
             ),
         ));
@@ -71,6 +70,14 @@ pub(crate) fn check(
 /// The property that produced the offending field, when the component or one of its traits
 /// has exactly one property of that name; the object's component or trait otherwise.
 fn source_span(ctx: &AppContext<'_>, object: &RenderedObject, violation: &Violation) -> cue::Span {
+    if let Some(base) = ctx.written_object(object) {
+        let pointer = format!("{base}{}", pointer_of(&violation.path));
+        let positions = &ctx.loaded.document.positions;
+        return match violation.problem {
+            Problem::UnknownField => positions.key_span(&pointer),
+            _ => positions.value_span(&pointer),
+        };
+    }
     let fallback = ctx.object_span(object);
     let (Some(field), Some(index)) = (
         violation.field.as_deref(),
@@ -126,4 +133,22 @@ fn find_key(value: &Value, key: &str, pointer: &str, found: &mut Vec<String>) {
         }
         _ => {}
     }
+}
+
+/// The JSON pointer of a violation's dotted path (`spec.ports[0].port` is
+/// `/spec/ports/0/port`).
+fn pointer_of(path: &str) -> String {
+    let mut pointer = String::new();
+    for part in path.split('.').filter(|part| !part.is_empty()) {
+        let mut pieces = part.split('[');
+        if let Some(name) = pieces.next().filter(|name| !name.is_empty()) {
+            pointer.push('/');
+            pointer.push_str(&escape_segment(name));
+        }
+        for index in pieces {
+            pointer.push('/');
+            pointer.push_str(index.trim_end_matches(']'));
+        }
+    }
+    pointer
 }

@@ -1,8 +1,10 @@
-//! `unknown-property` (warning): a key in `properties` that the definition's `parameter`
+//! `unknown-property` (error): a key in `properties` that the definition's `parameter`
 //! schema does not declare, with a "did you mean" suggestion by edit distance.
 //!
 //! KubeVela's `parameter` structs are open, so such a key is silently ignored: the setting
-//! the user meant never takes effect. Only struct levels with declared fields are checked;
+//! the user meant never takes effect, which is why it blocks the app by default. A repository
+//! that relies on open parameters makes it a warning in `driftless.yaml`
+//! (`analysis: {rules: {unknown-property: warning}}`). Only struct levels with declared fields are checked;
 //! lists and disjunctions of structs are not looked into.
 //!
 //! ```yaml
@@ -11,7 +13,7 @@
 //!     type: webservice
 //!     properties:
 //!       image: nginx:1.27
-//!       prots: [80]           # warning: unknown property `prots`; did you mean `ports`?
+//!       prots: [80]           # error: unknown property `prots`; did you mean `ports`?
 //! ```
 
 use std::collections::BTreeMap;
@@ -275,7 +277,7 @@ impl Block<'_> {
                     let suggestion = closest(key, fields.iter().map(|field| field.label.as_str()))
                         .map(|name| format!("; did you mean `{name}`?"))
                         .unwrap_or_default();
-                    let mut diagnostic = Diagnostic::warning(
+                    let mut diagnostic = Diagnostic::error(
                         "unknown-property",
                         format!(
                             "unknown property `{key}`: {} `{}` does not declare it{suggestion}",

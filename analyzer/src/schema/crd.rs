@@ -23,6 +23,7 @@ impl SchemaSet {
             empty_object_is_open: false,
         };
         let mut kinds: Vec<(String, String, NodeId)> = Vec::new();
+        let mut declared: Vec<(Box<str>, Box<str>)> = Vec::new();
         for crd in crds {
             let Some(spec) = crd.get("spec") else {
                 continue;
@@ -34,6 +35,17 @@ impl SchemaSet {
                 continue;
             };
             let shared = spec.pointer("/validation/openAPIV3Schema");
+            let version_names = spec
+                .get("versions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|version| version.get("served").and_then(Value::as_bool) != Some(false))
+                .filter_map(|version| version.get("name")?.as_str())
+                .chain(spec.get("version").and_then(Value::as_str));
+            for version in version_names {
+                declared.push((format!("{group}/{version}").into(), kind.into()));
+            }
             let versions = spec
                 .get("versions")
                 .and_then(Value::as_array)
@@ -57,6 +69,7 @@ impl SchemaSet {
         let mut set = SchemaSet {
             nodes: compiler.nodes,
             kinds: std::collections::HashMap::new(),
+            declared,
         };
         for (api_version, kind, root) in kinds {
             set.insert_kind(&api_version, &kind, root);

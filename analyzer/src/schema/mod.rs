@@ -8,11 +8,13 @@
 //!
 //! What is checked, as the API server's strict decoding would: unknown fields (in an object
 //! with declared properties and no `additionalProperties`), JSON types, required fields and
-//! `enum` values. `null` is accepted anywhere (the API server treats it as unset). Two types
+//! `enum` values (the enums the API server enforces, from `enums.rs`: upstream's OpenAPI has
+//! none). `null` is accepted anywhere (the API server treats it as unset). Two types
 //! are wider than their OpenAPI text, because the API server's decoder accepts more:
 //! `IntOrString` (integer or string) and `Quantity` (string or number).
 
 pub(crate) mod crd;
+mod enums;
 pub mod generate;
 
 use std::collections::HashMap;
@@ -106,6 +108,9 @@ pub(crate) struct SchemaSet {
     nodes: Vec<Node>,
     /// apiVersion → kind → root node.
     kinds: HashMap<Box<str>, HashMap<Box<str>, NodeId>>,
+    /// Every `(apiVersion, kind)` the CRDs of this set declare as served, with or without a
+    /// schema (empty for the Kubernetes schema, whose served kinds `check::api_versions` knows).
+    declared: Vec<(Box<str>, Box<str>)>,
 }
 
 /// One problem found in an object.
@@ -153,8 +158,9 @@ pub(crate) fn kubernetes() -> &'static SchemaSet {
     SET.get_or_init(|| {
         // The artefact is generated and checked in; `check_schema.rs` tests that it parses
         // and covers the core kinds, so failing here is a build defect, not bad input.
-        let artefact: Value =
+        let mut artefact: Value =
             serde_json::from_str(KUBERNETES_SCHEMA).expect("the embedded schema is valid JSON");
+        enums::add_enums(&mut artefact);
         SchemaSet::from_artefact(&artefact)
     })
 }
@@ -187,6 +193,7 @@ impl SchemaSet {
         let mut set = SchemaSet {
             nodes: compiler.nodes,
             kinds: HashMap::new(),
+            declared: Vec::new(),
         };
         let names = compiler.names;
         for (key, name) in artefact
@@ -216,6 +223,18 @@ impl SchemaSet {
     #[cfg(test)]
     pub(crate) fn knows(&self, api_version: &str, kind: &str) -> bool {
         self.root(api_version, kind).is_some()
+    }
+
+    /// Every `(apiVersion, kind)` this set has a schema for, in no particular order.
+    pub(crate) fn kinds(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.kinds.iter().flat_map(|(api_version, kinds)| {
+            kinds.keys().map(move |kind| (&**api_version, &**kind))
+        })
+    }
+
+    /// The `(apiVersion, kind)` pairs the CRDs of this set serve, with or without a schema.
+    pub(crate) fn declared(&self) -> &[(Box<str>, Box<str>)] {
+        &self.declared
     }
 
     fn root(&self, api_version: &str, kind: &str) -> Option<NodeId> {
