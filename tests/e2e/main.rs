@@ -10,6 +10,7 @@
 mod support;
 
 mod agent;
+mod apiserver_diff;
 mod cluster;
 mod demo;
 mod examples;

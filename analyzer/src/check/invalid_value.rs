@@ -18,7 +18,12 @@
 //! - Services: ports between 1 and 65535, named (DNS-1123 labels, unique) when there are
 //!   several, target ports that are valid numbers or port names; `externalName` for an
 //!   `ExternalName` Service;
-//! - workloads: `replicas` not negative.
+//! - workloads: counts not negative, `maxSurge` and `maxUnavailable` counts or percentages,
+//!   selector operators and values; StatefulSet claim templates; Job counts; CronJob
+//!   schedules; Ingress hosts, paths and backends; NetworkPolicy ports; HorizontalPodAutoscaler
+//!   replica bounds; PodDisruptionBudget counts; RBAC role references, subjects and rules;
+//! - probes (ports, non-negative numbers), security context ids, configMap and secret volume
+//!   names and modes, tolerations, downward-API field paths, `serviceAccountName`.
 //!
 //! Enums (`type`, `imagePullPolicy`, `protocol`, `restartPolicy`, ...) are `schema-violation`'s,
 //! and a selector that does not match its template is `selector-mismatch`'s.
@@ -34,7 +39,9 @@
 //!           port: 70000               # error: must be between 1 and 65535, inclusive
 //! ```
 
+mod fields;
 mod formats;
+mod kinds;
 mod pod;
 
 use serde_json::{Map, Value};
@@ -80,11 +87,12 @@ pub(crate) fn check(
     metadata(value, "/metadata", Some(kind), &mut findings);
     match (group_of(api_version), kind) {
         ("", "Service") => service(value, &mut findings),
-        ("apps", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet")
-        | ("", "ReplicationController") => {
-            replicas(value, &mut findings);
+        ("", "PersistentVolumeClaim") => {
+            if let Some(spec) = value.get("spec").and_then(Value::as_object) {
+                kinds::claim_requirements(spec, "/spec", &mut findings);
+            }
         }
-        _ => {}
+        _ => kinds::spec(kind, value, &mut findings),
     }
     if let Some((pointer, workload)) = pod {
         if let Some(template) = pointer.strip_suffix("/spec") {
@@ -148,8 +156,14 @@ fn metadata(object: &Value, pointer: &str, kind: Option<&str>, findings: &mut Fi
         return;
     };
     if let Some(kind) = kind {
-        if let Some(name) = metadata.get("name").and_then(Value::as_str) {
-            findings.check(format!("{pointer}/name"), name_problem(kind, name));
+        match metadata.get("name").and_then(Value::as_str) {
+            Some(name) if !name.is_empty() => {
+                findings.check(format!("{pointer}/name"), name_problem(kind, name));
+            }
+            _ if metadata.get("generateName").is_none() => {
+                findings.push(format!("{pointer}/name"), "is required (or `generateName`)");
+            }
+            _ => {}
         }
         if let Some(namespace) = metadata.get("namespace").and_then(Value::as_str)
             && !namespace.is_empty()
@@ -192,8 +206,11 @@ pub(crate) fn label_map(labels: &Map<String, Value>, pointer: &str, findings: &m
 /// server is known to apply (others are not checked).
 fn name_problem(kind: &str, name: &str) -> Option<&'static str> {
     match kind {
+        _ if name.contains(['/', '%']) || name == "." || name == ".." => {
+            Some("may not contain '/' or '%', nor be '.' or '..'")
+        }
         "Service" => formats::dns1035_label(name),
-        "Namespace" => formats::dns1123_label(name),
+        "Namespace" | "StatefulSet" => formats::dns1123_label(name),
         "CronJob" if name.len() > 52 => Some("must be no more than 52 characters"),
         "Job" if name.len() > 63 => Some("must be no more than 63 characters"),
         "ConfigMap"
@@ -203,27 +220,14 @@ fn name_problem(kind: &str, name: &str) -> Option<&'static str> {
         | "PersistentVolumeClaim"
         | "Deployment"
         | "ReplicaSet"
-        | "StatefulSet"
         | "DaemonSet"
         | "Job"
         | "CronJob"
         | "ReplicationController"
         | "Ingress"
+        | "NetworkPolicy"
         | "HorizontalPodAutoscaler" => formats::dns1123_subdomain(name),
         _ => None,
-    }
-}
-
-fn replicas(object: &Value, findings: &mut Findings) {
-    if object
-        .pointer("/spec/replicas")
-        .and_then(Value::as_i64)
-        .is_some_and(|replicas| replicas < 0)
-    {
-        findings.push(
-            "/spec/replicas".to_owned(),
-            "must be greater than or equal to 0",
-        );
     }
 }
 
@@ -240,6 +244,13 @@ fn service(object: &Value, findings: &mut Findings) {
             );
         }
         return;
+    }
+    let external = matches!(text("type"), "NodePort" | "LoadBalancer");
+    if !external && !text("externalTrafficPolicy").is_empty() {
+        findings.push(
+            "/spec/externalTrafficPolicy".to_owned(),
+            "may only be set when `type` is `NodePort` or `LoadBalancer`",
+        );
     }
     let ports = spec.get("ports").and_then(Value::as_array);
     let headless = text("clusterIP") == "None";
@@ -283,10 +294,12 @@ fn service(object: &Value, findings: &mut Findings) {
             }
             _ => {}
         }
-        if let Some(node_port) = port.get("nodePort").and_then(Value::as_i64)
-            && node_port != 0
-        {
-            findings.check(format!("{at}/nodePort"), formats::port_number(node_port));
+        // The node port's range is the allocator's, not validation's (a dry run accepts any).
+        if port.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0 && !external {
+            findings.push(
+                format!("{at}/nodePort"),
+                "may only be set when `type` is `NodePort` or `LoadBalancer`",
+            );
         }
     }
     if let Some(selector) = spec.get("selector").and_then(Value::as_object) {

@@ -5,7 +5,7 @@
 //! hand from those markers, keeping only the fields whose values the API server's validation
 //! (`pkg/apis/*/validation`) rejects outside the list (`field.NotSupported`), so that an enum
 //! violation here is always a rejection there. An empty string is listed where the API server
-//! accepts it (it defaults the field).
+//! accepts it (it defaults a plain string field; an empty optional pointer field is refused).
 
 use serde_json::Value;
 
@@ -106,7 +106,7 @@ const ENUMS: &[(&str, &str, &[&str])] = &[
     (
         "io.k8s.api.core.v1.PersistentVolumeClaimSpec",
         "volumeMode",
-        &["Block", "Filesystem", ""],
+        &["Block", "Filesystem"],
     ),
     (
         "io.k8s.api.apps.v1.DeploymentStrategy",
@@ -136,7 +136,7 @@ const ENUMS: &[(&str, &str, &[&str])] = &[
     (
         "io.k8s.api.batch.v1.JobSpec",
         "completionMode",
-        &["NonIndexed", "Indexed", ""],
+        &["NonIndexed", "Indexed"],
     ),
     (
         "io.k8s.api.networking.v1.HTTPIngressPath",
@@ -151,7 +151,7 @@ const ENUMS: &[(&str, &str, &[&str])] = &[
     (
         "io.k8s.api.networking.v1.NetworkPolicyPort",
         "protocol",
-        &["TCP", "UDP", "SCTP", ""],
+        &["TCP", "UDP", "SCTP"],
     ),
     (
         "io.k8s.api.core.v1.SeccompProfile",
@@ -177,9 +177,27 @@ const ENUMS: &[(&str, &str, &[&str])] = &[
     (
         "io.k8s.api.policy.v1.PodDisruptionBudgetSpec",
         "unhealthyPodEvictionPolicy",
-        &["IfHealthyBudget", "AlwaysAllow", ""],
+        &["IfHealthyBudget", "AlwaysAllow"],
     ),
 ];
+
+/// Fields the OpenAPI lists as required that the API server defaults when they are absent:
+/// `(definition, property)`.
+const DEFAULTED: &[(&str, &str)] = &[("io.k8s.api.rbac.v1.RoleRef", "apiGroup")];
+
+/// Drops [`DEFAULTED`] from the `required` lists of the artefact's definitions.
+pub(crate) fn drop_defaulted(artefact: &mut Value) {
+    for (definition, property) in DEFAULTED {
+        if let Some(required) = artefact
+            .get_mut("definitions")
+            .and_then(|definitions| definitions.get_mut(*definition))
+            .and_then(|schema| schema.get_mut("required"))
+            .and_then(Value::as_array_mut)
+        {
+            required.retain(|name| name != property);
+        }
+    }
+}
 
 /// Adds [`ENUMS`] to the artefact's definitions (`{"definitions": {...}}`); an entry whose
 /// definition or property the artefact lacks is skipped (a test checks there is none).

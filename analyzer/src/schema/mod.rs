@@ -161,6 +161,7 @@ pub(crate) fn kubernetes() -> &'static SchemaSet {
         let mut artefact: Value =
             serde_json::from_str(KUBERNETES_SCHEMA).expect("the embedded schema is valid JSON");
         enums::add_enums(&mut artefact);
+        enums::drop_defaulted(&mut artefact);
         SchemaSet::from_artefact(&artefact)
     })
 }
@@ -344,7 +345,7 @@ impl SchemaSet {
             Node::Number => value.is_number(),
             Node::Boolean => value.is_boolean(),
             Node::IntOrString => value.is_string() || is_integer(value),
-            Node::Quantity => value.is_string() || value.is_number(),
+            Node::Quantity => value.as_str().map_or(value.is_number(), is_quantity),
         }
     }
 }
@@ -596,8 +597,8 @@ impl<'a> Walk<'a> {
             Node::Boolean => "a boolean",
             Node::IntOrString if value.is_string() || is_integer(value) => return,
             Node::IntOrString => "an integer or a string",
-            Node::Quantity if value.is_string() || value.is_number() => return,
-            Node::Quantity => "a quantity (string or number)",
+            Node::Quantity if value.as_str().map_or(value.is_number(), is_quantity) => return,
+            Node::Quantity => "a quantity such as `500m`, `2`, `1.5Gi` or `1e3`",
         };
         self.wrong_type(expected, value);
     }
@@ -613,6 +614,27 @@ impl<'a> Walk<'a> {
             Value::Object(_) => "an object",
         };
         self.report(Problem::WrongType { expected, found });
+    }
+}
+
+/// The syntax of a resource quantity (`resource.ParseQuantity`): a signed decimal number and
+/// an optional suffix (`Ki`..`Ei`, `n`, `u`, `m`, `k`, `M`..`E`, or an exponent `e3`).
+pub(crate) fn is_quantity(text: &str) -> bool {
+    let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let number_end = unsigned
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(unsigned.len());
+    let (number, suffix) = unsigned.split_at(number_end);
+    if !number.contains(|c: char| c.is_ascii_digit()) || number.matches('.').count() > 1 {
+        return false;
+    }
+    match suffix {
+        "" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" | "n" | "u" | "m" | "k" | "M" | "G" | "T"
+        | "P" | "E" => true,
+        exponent => exponent
+            .strip_prefix(['e', 'E'])
+            .map(|rest| rest.strip_prefix(['+', '-']).unwrap_or(rest))
+            .is_some_and(|digits| !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit())),
     }
 }
 

@@ -6,4 +6,5 @@ pub mod agent;
 pub mod apps;
 pub mod cli;
 pub mod cluster;
+pub mod corpus;
 pub mod gitea;

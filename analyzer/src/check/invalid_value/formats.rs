@@ -116,28 +116,10 @@ pub(crate) fn env_var_name(value: &str) -> Option<&'static str> {
         .then_some("must consist of printable ASCII characters other than '='")
 }
 
-/// The syntax of a resource quantity (`resource.ParseQuantity`): a signed decimal number and
-/// an optional suffix (`Ki`..`Ei`, `n`, `u`, `m`, `k`, `M`..`E`, or an exponent `e3`).
-pub(crate) fn quantity(value: &str) -> Option<&'static str> {
-    const MESSAGE: &str = "must be a quantity such as `500m`, `2`, `1.5Gi` or `1e3`";
-    let unsigned = value.strip_prefix(['+', '-']).unwrap_or(value);
-    let number_end = unsigned
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(unsigned.len());
-    let (number, suffix) = unsigned.split_at(number_end);
-    let digits = number.chars().filter(char::is_ascii_digit).count();
-    if digits == 0 || number.matches('.').count() > 1 {
-        return Some(MESSAGE);
-    }
-    let valid_suffix = match suffix {
-        "" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" | "n" | "u" | "m" | "k" | "M" | "G" | "T"
-        | "P" | "E" => true,
-        exponent => exponent
-            .strip_prefix(['e', 'E'])
-            .map(|rest| rest.strip_prefix(['+', '-']).unwrap_or(rest))
-            .is_some_and(|digits| !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit())),
-    };
-    (!valid_suffix).then_some(MESSAGE)
+/// The syntax of a resource quantity (`resource.ParseQuantity`).
+#[cfg(test)]
+fn quantity(value: &str) -> Option<&'static str> {
+    (!crate::schema::is_quantity(value)).then_some("must be a quantity")
 }
 
 /// A quantity's sign: true when it is negative (and not zero).

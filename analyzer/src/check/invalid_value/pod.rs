@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use super::{Findings, escape, formats};
+use super::{Findings, escape, fields, formats};
 
 /// The three container lists, in the order the API server validates them.
 const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
@@ -43,6 +43,9 @@ pub(super) fn pod_spec(
             let at = format!("{pointer}/{list}/{index}");
             // A missing name is the schema's finding (`name` is required there).
             let name = text(container, "name");
+            if name.is_empty() && container.contains_key("name") {
+                findings.push(format!("{at}/name"), "is required");
+            }
             if let Some(problem) = formats::dns1123_label(name).filter(|_| !name.is_empty()) {
                 findings.push(format!("{at}/name"), problem);
             } else if !name.is_empty() && !container_names.insert(name) {
@@ -58,12 +61,35 @@ pub(super) fn pod_spec(
             env(container, &at, findings);
             volume_mounts(container, &at, &volumes, findings);
             resources(container, &at, findings);
+            fields::probes(container, &at, findings);
+            fields::security_context(
+                container.get("securityContext"),
+                &format!("{at}/securityContext"),
+                findings,
+            );
         }
     }
-    if let (Some(allowed), Some(policy)) = (
-        restart_policies,
-        spec.get("restartPolicy").and_then(Value::as_str),
-    ) && !allowed.contains(&policy)
+    fields::security_context(
+        spec.get("securityContext"),
+        &format!("{pointer}/securityContext"),
+        findings,
+    );
+    fields::tolerations(spec, pointer, findings);
+    if let Some(account) = spec.get("serviceAccountName").and_then(Value::as_str)
+        && !account.is_empty()
+    {
+        findings.check(
+            format!("{pointer}/serviceAccountName"),
+            formats::dns1123_subdomain(account),
+        );
+    }
+    // An empty restart policy is defaulted to `Always`.
+    let policy = spec
+        .get("restartPolicy")
+        .and_then(Value::as_str)
+        .map(|policy| if policy.is_empty() { "Always" } else { policy });
+    if let (Some(allowed), Some(policy)) = (restart_policies, policy)
+        && !allowed.contains(&policy)
     {
         findings.push(
             format!("{pointer}/restartPolicy"),
@@ -108,6 +134,7 @@ fn volumes<'a>(
         let Some(volume) = volume.as_object() else {
             continue;
         };
+        fields::volume_source(volume, &format!("{pointer}/volumes/{index}"), findings);
         let at = format!("{pointer}/volumes/{index}/name");
         let name = text(volume, "name");
         if name.is_empty() {
@@ -169,6 +196,7 @@ fn env(container: &Map<String, Value>, at: &str, findings: &mut Findings) {
                 format!("{at}/env/{index}/name"),
                 formats::env_var_name(text(variable, "name")),
             );
+            fields::env_field_ref(variable, &format!("{at}/env/{index}"), findings);
         }
     }
 }
@@ -224,11 +252,9 @@ fn resources(container: &Map<String, Value>, at: &str, findings: &mut Findings) 
         for (resource, amount) in amounts {
             let at = format!("{at}/resources/{list}/{}", escape(resource));
             let amount = match amount {
+                // A quantity that does not parse is the schema's finding.
+                Value::String(text) if !crate::schema::is_quantity(text) => continue,
                 Value::String(text) => {
-                    if let Some(problem) = formats::quantity(text) {
-                        findings.push(at, problem);
-                        continue;
-                    }
                     if formats::quantity_is_negative(text) {
                         findings.push(at, "must be greater than or equal to 0");
                         continue;
