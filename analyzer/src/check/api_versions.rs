@@ -349,11 +349,40 @@ pub(crate) const RETIRED_APIS: &[RetiredApi] = &[
     ),
 ];
 
-/// The entry for an object's `apiVersion` and `kind`, if it is retired.
-pub(crate) fn lookup(api_version: &str, kind: &str) -> Option<&'static RetiredApi> {
-    RETIRED_APIS
+/// The entry for an object's `apiVersion` and `kind`, if it is retired: from the deprecation
+/// guide's table, else from Kubernetes' lifecycle data of its alpha and beta types
+/// ([`super::api_lifecycle`]).
+pub(crate) fn lookup(api_version: &str, kind: &str) -> Option<RetiredApi> {
+    if let Some(api) = RETIRED_APIS
         .iter()
         .find(|api| api.api_version == api_version && api.kind == kind)
+    {
+        return Some(*api);
+    }
+    super::api_lifecycle::API_LIFECYCLE
+        .iter()
+        .find(|(v, k, ..)| *v == api_version && *k == kind)
+        .map(
+            |&(api_version, kind, _, deprecated_in, removed_in, replacement)| RetiredApi {
+                api_version,
+                kind,
+                deprecated_in,
+                removed_in,
+                replacement,
+            },
+        )
+}
+
+/// What to use instead of `api`: its replacement, else the version of its kind the target
+/// release serves, else any served version.
+pub(crate) fn replacement_of(api: &RetiredApi) -> String {
+    if !api.replacement.is_empty() {
+        return api.replacement.to_owned();
+    }
+    match builtin_apis().suggest(api.api_version, api.kind) {
+        Some((api_version, kind)) if kind == api.kind => format!("{api_version} {kind}"),
+        _ => "a version the cluster serves".to_owned(),
+    }
 }
 
 /// True when `removed_in` is at or before the target release.

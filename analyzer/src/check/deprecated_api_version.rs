@@ -1,6 +1,11 @@
 //! `deprecated-api-version` (warning): a rendered object uses an API version that is
 //! deprecated but still served by the target Kubernetes release (1.34).
 //!
+//! The versions come from the upstream deprecation guide and, for every alpha and beta type,
+//! from Kubernetes' own lifecycle data (the `+k8s:prerelease-lifecycle-gen` markers of the
+//! `k8s.io/api` module, `hack/gen-api-lifecycle.py`). A deprecated version a default API
+//! server does not serve (an alpha, or a beta disabled by default) is `unserved-api`'s error.
+//!
 //! ```yaml
 //! objects:
 //!   - apiVersion: v1
@@ -8,7 +13,7 @@
 //! ```
 
 use super::AppContext;
-use super::api_versions::{RetiredApi, TARGET_VERSION, is_removed};
+use super::api_versions::{RetiredApi, TARGET_VERSION, builtin_apis, is_removed, replacement_of};
 use crate::{Diagnostic, RenderedObject};
 
 /// `retired` is the object's entry in the table of retired API versions, if any.
@@ -23,6 +28,10 @@ pub(crate) fn check(
     else {
         return;
     };
+    // A version a default API server does not serve at all is `unserved-api`'s error.
+    if !builtin_apis().serves(api.api_version, api.kind) {
+        return;
+    }
     let removal = match api.removed_in {
         Some(minor) => format!(", removed in 1.{minor}"),
         None => String::new(),
@@ -33,7 +42,10 @@ pub(crate) fn check(
             "deprecated-api-version",
             format!(
                 "{} {} is deprecated since Kubernetes 1.{}{removal}; use {}",
-                api.api_version, api.kind, api.deprecated_in, api.replacement
+                api.api_version,
+                api.kind,
+                api.deprecated_in,
+                replacement_of(api)
             ),
             Some(ctx.object_span(object)),
         ),

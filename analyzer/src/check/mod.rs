@@ -14,6 +14,7 @@
 //! suppressions, and last: an app that now has an error loses its objects (a blocked app is
 //! never partially applied).
 
+mod api_lifecycle;
 mod api_versions;
 mod config;
 mod dependency_cycle;
@@ -568,6 +569,7 @@ fn check_app(ctx: &AppContext<'_>) -> Vec<Diagnostic> {
             continue;
         };
         let retired = api_versions::lookup(api_version, kind);
+        let retired = retired.as_ref();
         unserved_api::check(ctx, object, api_version, kind, retired, &mut out);
         removed_api_version::check(ctx, object, retired, &mut out);
         deprecated_api_version::check(ctx, object, retired, &mut out);

@@ -1,7 +1,8 @@
 //! `removed-api-version` (error): a rendered object uses an API version that the target
 //! Kubernetes release (1.34) no longer serves.
 //!
-//! The API server rejects the object. The table comes from the upstream deprecation guide;
+//! The API server rejects the object. The table comes from the upstream deprecation guide and
+//! Kubernetes' own lifecycle data of its alpha and beta types (`hack/gen-api-lifecycle.py`);
 //! the message names the release that removed the version and its replacement.
 //!
 //! Not reported for a version that a built-in definition picked by itself: those templates
@@ -17,7 +18,7 @@
 //! ```
 
 use super::AppContext;
-use super::api_versions::{RetiredApi, is_removed};
+use super::api_versions::{RetiredApi, is_removed, replacement_of};
 use crate::model::DefinitionKind;
 use crate::{Diagnostic, RenderedObject};
 
@@ -41,7 +42,9 @@ pub(crate) fn check(
             "removed-api-version",
             format!(
                 "{} {} was removed in Kubernetes 1.{removed_in}; use {}",
-                api.api_version, api.kind, api.replacement
+                api.api_version,
+                api.kind,
+                replacement_of(api)
             ),
             Some(ctx.object_span(object)),
         ),

@@ -6,8 +6,10 @@
 //! a default kube-apiserver 1.34 serves: a typo in the kind, a version that never existed
 //! (`apps/v2`), and a retired or disabled alpha or beta version
 //! (`rbac.authorization.k8s.io/v1alpha1`) are all rejected by the API server. The message
-//! suggests the closest served `apiVersion` and `kind`. A version the deprecation table knows
-//! as removed is `removed-api-version`'s, not this rule's.
+//! suggests the closest served `apiVersion` and `kind`, and says when Kubernetes deprecated the
+//! version. A version the deprecation data knows as removed is `removed-api-version`'s, not
+//! this rule's. A cluster that enables an alpha or beta version with `--runtime-config` can
+//! make this rule a warning in `driftless.yaml`.
 //!
 //! A custom group is checked only when the repository has a CustomResourceDefinition of that
 //! group: then the kind and version must be one it serves. A group with no CRD in the
@@ -77,12 +79,16 @@ pub(crate) fn check(
         Some((v, k)) => (format!("; did you mean {v} {k}?"), "/kind"),
         None => (String::new(), "/kind"),
     };
+    let deprecated = match retired {
+        Some(api) => format!(" (deprecated since 1.{})", api.deprecated_in),
+        None => String::new(),
+    };
     out.push(ctx.at_object(
         object,
         Diagnostic::error(
             "unserved-api",
             format!(
-                "{}: {api_version} {kind} is not served by {served_by}{hint}",
+                "{}: {api_version} {kind}{deprecated} is not served by {served_by}{hint}",
                 super::object_label(&object.object)
             ),
             Some(ctx.field_span(object, field)),
