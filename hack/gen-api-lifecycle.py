@@ -4,7 +4,7 @@ k8s.io/api Go module with the release that introduced, deprecated and removed it
 replacement, read from the module's zz_generated.prerelease-lifecycle.go files (Kubernetes'
 own data, generated from the +k8s:prerelease-lifecycle-gen markers).
 
-    hack/gen-api-lifecycle.py [K8S_API_MODULE_DIR] > analyzer/src/check/api_lifecycle.rs
+    hack/gen-api-lifecycle.py [K8S_API_MODULE_DIR] > analyzer/src/check/api_lifecycle.rs && cargo fmt
 """
 import os
 import re
@@ -63,7 +63,10 @@ def main():
     print("//! deprecated, removed, replacement)`, minor releases of 1.x.")
     print()
     print("/// `(apiVersion, kind, introduced, deprecated, removed, replacement)`.")
-    print("pub(crate) const API_LIFECYCLE: &[(&str, &str, u32, u32, Option<u32>, &str)] = &[")
+    print("pub(crate) type Lifecycle = (&'static str, &'static str, u32, u32, Option<u32>, &'static str);")
+    print()
+    print("/// Every alpha and beta type with its lifecycle.")
+    print("pub(crate) const API_LIFECYCLE: &[Lifecycle] = &[")
     for api_version, kind, introduced, deprecated, removed, replacement in rows:
         removed = f"Some({removed})" if removed is not None else "None"
         print(f'    ("{api_version}", "{kind}", {introduced}, {deprecated}, {removed}, "{replacement}"),')

@@ -25,6 +25,21 @@ pub const RULES: &[Rule] = &[
         "a definition's CUE template is not valid CUE syntax",
     ),
     rule(
+        "dangling-hpa",
+        Severity::Warning,
+        "a HorizontalPodAutoscaler scales an object its app does not have (kube-linter dangling-horizontalpodautoscaler)",
+    ),
+    rule(
+        "dangling-ingress",
+        Severity::Warning,
+        "an Ingress routes to a Service its app does not have (kube-linter dangling-ingress)",
+    ),
+    rule(
+        "dangling-service",
+        Severity::Warning,
+        "a Service's selector matches no pod template of its app (kube-linter dangling-service)",
+    ),
+    rule(
         "dependency-cycle",
         Severity::Error,
         "components or workflow steps whose `dependsOn` form a cycle",
@@ -33,6 +48,11 @@ pub const RULES: &[Rule] = &[
         "deprecated-api-version",
         Severity::Warning,
         "a rendered object uses an API version deprecated in the target Kubernetes release",
+    ),
+    rule(
+        "deprecated-service-account-field",
+        Severity::Warning,
+        "a pod spec sets the deprecated `serviceAccount` (kube-linter deprecated-service-account-field)",
     ),
     rule(
         "duplicate-app",
@@ -50,6 +70,16 @@ pub const RULES: &[Rule] = &[
         "two Applications render the same Kubernetes object",
     ),
     rule(
+        "env-var-secret",
+        Severity::Warning,
+        "a secret-looking environment variable has a literal value (kube-linter env-var-secret)",
+    ),
+    rule(
+        "host-ipc",
+        Severity::Warning,
+        "a pod shares the host's IPC namespace (kube-linter host-ipc)",
+    ),
+    rule(
         "host-network",
         Severity::Warning,
         "a pod uses the host's network namespace",
@@ -58,6 +88,11 @@ pub const RULES: &[Rule] = &[
         "host-path",
         Severity::Warning,
         "a pod mounts a `hostPath` volume",
+    ),
+    rule(
+        "host-pid",
+        Severity::Warning,
+        "a pod shares the host's process namespace (kube-linter host-pid)",
     ),
     rule(
         "image-tag",
@@ -115,9 +150,29 @@ pub const RULES: &[Rule] = &[
         "a container has no resource requests or limits",
     ),
     rule(
+        "missing-service-account",
+        Severity::Warning,
+        "a pod runs as a ServiceAccount its app does not create (kube-linter non-existent-service-account)",
+    ),
+    rule(
+        "net-raw-capability",
+        Severity::Warning,
+        "a container does not drop the `NET_RAW` capability (kube-linter drop-net-raw-capability)",
+    ),
+    rule(
         "patch-conflict",
         Severity::Error,
         "a trait's patch conflicts with the workload as rendered so far",
+    ),
+    rule(
+        "pdb-blocks-eviction",
+        Severity::Warning,
+        "a PodDisruptionBudget allows no disruption (kube-linter pdb-max-unavailable, pdb-min-available)",
+    ),
+    rule(
+        "privilege-escalation",
+        Severity::Warning,
+        "a container allows privilege escalation or adds `SYS_ADMIN` (kube-linter privilege-escalation-container)",
     ),
     rule(
         "privileged-container",
@@ -165,6 +220,11 @@ pub const RULES: &[Rule] = &[
         "rendering an app takes longer than its time limit; the app is not rendered",
     ),
     rule(
+        "run-as-root",
+        Severity::Warning,
+        "a container may run as root (kube-linter run-as-non-root)",
+    ),
+    rule(
         "schema-violation",
         Severity::Error,
         "a rendered object does not match its kind's OpenAPI schema (Kubernetes 1.34 or a CRD in the repository)",
@@ -175,9 +235,19 @@ pub const RULES: &[Rule] = &[
         "a workload's selector is missing, empty or does not match its pod template's labels",
     ),
     rule(
+        "sensitive-host-mount",
+        Severity::Warning,
+        "a pod mounts a sensitive host path or a runtime socket (kube-linter sensitive-host-mounts, docker-sock)",
+    ),
+    rule(
         "source-boundary",
         Severity::Error,
         "an object or topology cluster is outside its source's declared boundary, or in the reserved tracker namespace",
+    ),
+    rule(
+        "ssh-port",
+        Severity::Warning,
+        "a container exposes port 22 (kube-linter ssh-port)",
     ),
     rule(
         "trait-conflict",
@@ -250,6 +320,11 @@ pub const RULES: &[Rule] = &[
         "no WorkflowStepDefinition has the step's type",
     ),
     rule(
+        "unsafe-sysctl",
+        Severity::Warning,
+        "a pod sets a sysctl outside the safe set (kube-linter unsafe-sysctls)",
+    ),
+    rule(
         "unserved-api",
         Severity::Error,
         "a rendered object's `apiVersion` and `kind` are not served by the target Kubernetes release or the repository's CRDs (did you mean ...?)",
@@ -263,6 +338,11 @@ pub const RULES: &[Rule] = &[
         "unsupported-policy",
         Severity::Error,
         "the app's placements render differently and none is the local cluster",
+    ),
+    rule(
+        "writable-root-filesystem",
+        Severity::Warning,
+        "a container's root filesystem is writable (kube-linter no-read-only-root-fs)",
     ),
     rule(
         "yaml-lenient",

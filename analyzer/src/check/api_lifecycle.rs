@@ -5,7 +5,17 @@
 //! deprecated, removed, replacement)`, minor releases of 1.x.
 
 /// `(apiVersion, kind, introduced, deprecated, removed, replacement)`.
-pub(crate) const API_LIFECYCLE: &[(&str, &str, u32, u32, Option<u32>, &str)] = &[
+pub(crate) type Lifecycle = (
+    &'static str,
+    &'static str,
+    u32,
+    u32,
+    Option<u32>,
+    &'static str,
+);
+
+/// Every alpha and beta type with its lifecycle.
+pub(crate) const API_LIFECYCLE: &[Lifecycle] = &[
     (
         "admission.k8s.io/v1beta1",
         "AdmissionReview",

@@ -16,12 +16,21 @@
 
 mod api_lifecycle;
 mod api_versions;
+mod app_objects;
 mod config;
+mod container_security;
+mod dangling_hpa;
+mod dangling_ingress;
+mod dangling_service;
 mod dependency_cycle;
 mod deprecated_api_version;
+mod deprecated_service_account_field;
 mod duplicate_object;
+mod env_var_secret;
+mod host_ipc;
 mod host_network;
 mod host_path;
+mod host_pid;
 mod image_tag;
 mod invalid_name;
 mod invalid_value;
@@ -29,7 +38,11 @@ mod missing_kind;
 mod missing_probes;
 mod missing_property;
 mod missing_resources;
+mod missing_service_account;
+mod net_raw_capability;
+mod pdb_blocks_eviction;
 mod pod_spec;
+mod privilege_escalation;
 mod privileged_container;
 mod property_constraints;
 mod property_not_allowed;
@@ -37,9 +50,12 @@ mod property_out_of_range;
 mod property_pattern;
 mod property_type;
 mod removed_api_version;
+mod run_as_root;
 mod schema_violation;
 mod selector_mismatch;
+mod sensitive_host_mount;
 mod source_boundary;
+mod ssh_port;
 mod trait_conflict;
 mod trait_not_applicable;
 mod undocumented_parameter;
@@ -47,7 +63,9 @@ mod unknown_cluster;
 mod unknown_dependency;
 mod unknown_property;
 mod unknown_workflow_step_type;
+mod unsafe_sysctl;
 mod unserved_api;
+mod writable_root_filesystem;
 
 use std::sync::Arc;
 
@@ -561,7 +579,12 @@ fn check_app(ctx: &AppContext<'_>) -> Vec<Diagnostic> {
     unknown_cluster::check(ctx, &mut out);
     source_boundary::check(ctx, &mut out);
     unknown_property::check(ctx, &mut out);
+    let app_objects = app_objects::AppObjects::new(ctx.objects, &ctx.loaded.app_ref.namespace);
     for object in ctx.objects {
+        dangling_service::check(ctx, &app_objects, object, &mut out);
+        dangling_ingress::check(ctx, &app_objects, object, &mut out);
+        dangling_hpa::check(ctx, &app_objects, object, &mut out);
+        pdb_blocks_eviction::check(ctx, object, &mut out);
         // The rules below all start from the object's `apiVersion` and `kind`: read once.
         let Some((api_version, kind)) = object_type(&object.object) else {
             // Without both, no rule below applies: no retired API, no schema, no pod.
@@ -593,6 +616,18 @@ fn check_app(ctx: &AppContext<'_>) -> Vec<Diagnostic> {
             host_network::check(ctx, object, &pod, &mut out);
             host_path::check(ctx, object, &pod, &mut out);
             missing_probes::check(ctx, object, &pod, &mut out);
+            host_ipc::check(ctx, object, &pod, &mut out);
+            host_pid::check(ctx, object, &pod, &mut out);
+            run_as_root::check(ctx, object, &pod, &mut out);
+            writable_root_filesystem::check(ctx, object, &pod, &mut out);
+            privilege_escalation::check(ctx, object, &pod, &mut out);
+            net_raw_capability::check(ctx, object, &pod, &mut out);
+            sensitive_host_mount::check(ctx, object, &pod, &mut out);
+            ssh_port::check(ctx, object, &pod, &mut out);
+            unsafe_sysctl::check(ctx, object, &pod, &mut out);
+            deprecated_service_account_field::check(ctx, object, &pod, &mut out);
+            env_var_secret::check(ctx, object, &pod, &mut out);
+            missing_service_account::check(ctx, &app_objects, object, &pod, &mut out);
         }
     }
     for diagnostic in &mut out {
@@ -743,6 +778,20 @@ mod tests {
              `internal-error` is never suppressed. This file is generated from \
              `analyzer/src/rules.rs` and the `//!` docs of `analyzer/src/check/<rule>.rs` by \
              a test (`UPDATE_EXPECT=1 cargo test -p analyzer --lib rules_md`).\n\n\
+             kube-linter's default checks map to these rules: `dangling-service`, \
+             `dangling-ingress`, `dangling-hpa` (dangling-horizontalpodautoscaler), \
+             `deprecated-service-account-field`, `sensitive-host-mount` (docker-sock, \
+             sensitive-host-mounts), `net-raw-capability` (drop-net-raw-capability), \
+             `env-var-secret`, `host-ipc`, `host-network`, `host-pid`, `invalid-value` \
+             (invalid-target-ports), `image-tag` (latest-tag), `selector-mismatch` \
+             (mismatching-selector), `removed-api-version` (no-extensions-v1beta), \
+             `writable-root-filesystem` (no-read-only-root-fs), `missing-service-account` \
+             (non-existent-service-account), `pdb-blocks-eviction` (pdb-max-unavailable, \
+             pdb-min-available), `privilege-escalation` (privilege-escalation-container), \
+             `privileged-container`, `run-as-root` (run-as-non-root), `ssh-port`, \
+             `unsafe-sysctl` (unsafe-sysctls), `missing-resources` (unset-cpu-requirements, \
+             unset-memory-requirements). Not covered: no-anti-affinity, \
+             pdb-unhealthy-pod-eviction-policy, liveness-port, readiness-port, startup-port.\n\n\
              | id | default severity | summary |\n| --- | --- | --- |\n",
         );
         for rule in RULES {

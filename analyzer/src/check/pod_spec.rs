@@ -163,6 +163,23 @@ pub(crate) struct PodTemplate<'a> {
 }
 
 impl PodTemplate<'_> {
+    /// The pod spec of `object` (this template's object) as JSON, for the fields the view
+    /// does not read.
+    pub(crate) fn raw<'o>(&self, object: &'o Value) -> Option<&'o Map<String, Value>> {
+        object.pointer(&self.pointer)?.as_object()
+    }
+
+    /// `container` of `object` as JSON.
+    pub(crate) fn raw_container<'o>(
+        &self,
+        object: &'o Value,
+        container: &Container<'_>,
+    ) -> Option<&'o Map<String, Value>> {
+        object
+            .pointer(&self.container_pointer(container))?
+            .as_object()
+    }
+
     /// The JSON pointer of `container` in the object.
     pub(crate) fn container_pointer(&self, container: &Container<'_>) -> String {
         format!(
