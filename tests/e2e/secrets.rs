@@ -7,8 +7,9 @@
 //! - a source restricted to its namespaces: an app writing into another namespace, and one
 //!   creating a ClusterRoleBinding, are refused in the preview and at deploy, and at apply even
 //!   when the analysis did not check the boundary;
-//! - a source applying as a ServiceAccount: what its RBAC forbids is refused by the apiserver,
-//!   reported, and nothing of that app is applied.
+//! - a source applying as a ServiceAccount (the library's impersonating cluster, and the agent
+//!   with `serviceAccount`): what its RBAC forbids is refused by the apiserver, reported (plan
+//!   diagnostics, the app's failure status), and nothing of that app is applied.
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -721,5 +722,68 @@ async fn impersonation_lets_the_apiserver_refuse_what_the_account_may_not_do() -
     );
     let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), ns);
     assert!(secrets.get_opt("forbidden-credentials").await?.is_none());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_source_applying_as_a_service_account_reports_what_rbac_refuses() -> Result<()> {
+    let gitea = Gitea::shared()?;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "sa-source").await?;
+    let ns = namespace.name.as_str();
+    config_map_deployer(&cluster, ns).await?;
+    let (repo, source) = new_repo(&gitea, "sa-source").await?;
+    let tree = WorkTree::new(gitea.push_url(&repo))?;
+    tree.write("apps/allowed.yaml", &config_map_app("allowed", ns, "blue"))?;
+    tree.write(
+        "apps/forbidden.yaml",
+        &objects_app(
+            "forbidden",
+            ns,
+            "          - apiVersion: v1
+            kind: Secret
+            metadata: { name: forbidden-credentials }
+            stringData: { password: hunter2 }
+",
+        ),
+    )?;
+    let first = tree.commit_and_push("one app the account may deploy, one it may not", "main")?;
+    let port = free_port()?;
+    let work = tempfile::tempdir()?;
+    let account = format!("    serviceAccount: {{ namespace: {ns}, name: deployer }}\n");
+    let config = agent_config(
+        &gitea,
+        &cluster,
+        &repo,
+        &source,
+        &account,
+        port,
+        work.path(),
+    )?;
+    let agent = start_agent(&gitea, &config, port)?;
+    let latest = wait_for("both apps' statuses", || async {
+        let latest = gitea.latest_statuses(&repo, &first).await?;
+        let done = |app: &str| {
+            latest
+                .get(&format!("driftless/{ns}/{app}"))
+                .is_some_and(|(state, _)| state != "pending")
+        };
+        Ok((done("allowed") && done("forbidden")).then_some(latest))
+    })
+    .await?;
+    let (state, description) = &latest[&format!("driftless/{ns}/allowed")];
+    assert_eq!(state, "success", "{description}");
+    let (state, description) = &latest[&format!("driftless/{ns}/forbidden")];
+    assert_eq!(state, "failure", "{description}");
+    assert!(description.contains("forbidden"), "{description}");
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    assert!(config_maps.get_opt("allowed-settings").await?.is_some());
+    assert!(
+        config_maps.get_opt("forbidden-settings").await?.is_none(),
+        "nothing partial"
+    );
+    let mut leaks: Vec<&str> = VALUES.to_vec();
+    leaks.push(&gitea.token);
+    agent.stop_checked(&leaks)?;
     Ok(())
 }
