@@ -127,6 +127,7 @@ server:
   listen: 127.0.0.1:$AGENT_PORT
   externalUrl: http://127.0.0.1:$AGENT_PORT
   webhookSecret: { file: $DDIR/webhook-secret }
+  apiToken: { file: $DDIR/api-token }
 cacheDir: $DDIR/cache
 YAML
 }
@@ -185,6 +186,7 @@ Driftless demo "$NAME" is up; the first deploy of main ended: $FIRST_DEPLOY.
 
   Gitea repository  $DEMO_REPO_URL   (log in as $DEMO_USER / $DEMO_PASSWORD)
   Agent             $AGENT_URL/healthz, $AGENT_URL/metrics, plan pages at $AGENT_URL/plans/<commit>
+                    (they need the token: curl -H "Authorization: Bearer \$(cat $DDIR/api-token)" ...)
   Agent log         $AGENT_LOG
   Clusters          local:   $LOCAL_KUBECONFIG
                     staging: $STAGING_KUBECONFIG
@@ -241,6 +243,7 @@ cmd_up() {
   push_example
 
   (umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$DDIR/webhook-secret")
+  (umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$DDIR/api-token")
   pick_port "$({ cat "$CACHE"/gitea/*/port "$CACHE"/clusters/*/ports 2>/dev/null || true; } | sed 's/^[A-Z_]*=//' | tr '\n' ' ')"
   AGENT_PORT=$PICKED_PORT
   write_config
@@ -273,7 +276,7 @@ cmd_down() {
   "$HACK_DIR/cluster.sh" down --name "$NAME-staging" 9>&-
   "$HACK_DIR/cluster.sh" down --name "$NAME-local" 9>&-
   # Keep the agent's log for post-mortems.
-  rm -rf "$DDIR/cache" "$DDIR/env" "$DDIR/driftless.yaml" "$DDIR/webhook-secret" "$DDIR/gitea-auth"
+  rm -rf "$DDIR/cache" "$DDIR/env" "$DDIR/driftless.yaml" "$DDIR/webhook-secret" "$DDIR/api-token" "$DDIR/gitea-auth"
   say "stopped; no process of the demo remains"
 }
 
