@@ -141,7 +141,10 @@ pub async fn apply_app(
         .unwrap_or_else(|| TrackerRecord::new(app));
     let before = record.clone();
     record.app = Some(app.clone());
-    record.source = options.source.clone();
+    // A pass that knows no source (one file given to `driftless apply`) keeps the recorded one.
+    if options.source.is_some() {
+        record.source = options.source.clone();
+    }
     // The revision is that of the last pass that changed the app: recording every pass would
     // rewrite every tracker on every commit, 10,000 writes for one changed app among 10,000.
     if plan
@@ -215,7 +218,16 @@ pub async fn apply_app(
         let Some(object) = find(desired, &change.object) else {
             continue;
         };
-        let result = apply_object(cluster, observation, object, &created_kinds, options).await;
+        // Planned absent: someone may have created it since. Never taken over silently.
+        let result = match change.action {
+            Action::Create => match created_meanwhile(cluster, &change.object).await {
+                Some(message) => Err(message),
+                None => apply_object(cluster, observation, object, &created_kinds, options)
+                    .await
+                    .and_then(|applied| created_by_us(&applied, &change.object).map(|()| applied)),
+            },
+            _ => apply_object(cluster, observation, object, &created_kinds, options).await,
+        };
         match result {
             Ok(applied) => {
                 let entry = entry_for(
@@ -374,6 +386,35 @@ async fn prune(
             Some(desired) => desired.policies.gc_for(&entry.facts(&change.object)).1,
             None => entry.propagation,
         };
+        // A Namespace goes last (reverse apply order), and never with anything in it that the
+        // app does not own.
+        if change.object.kind == "Namespace" && change.object.group().is_empty() {
+            let refusal = match crate::namespace_contents::foreign_objects(
+                cluster,
+                &change.object.name,
+                app,
+            )
+            .await
+            {
+                Ok(foreign) if foreign.is_empty() => None,
+                Ok(foreign) => Some(format!(
+                    "not deleted: it holds objects app {app} does not own ({}); move or delete them, and the next pass deletes it",
+                    foreign.join(", ")
+                )),
+                Err(message) => Some(format!(
+                    "not deleted: what it holds could not be read: {message}"
+                )),
+            };
+            if let Some(message) = refusal {
+                report.objects.push(ObjectResult {
+                    object: change.object.clone(),
+                    action: Action::Delete,
+                    error: Some(message.clone()),
+                });
+                report.outcome = ApplyOutcome::Failed(format!("{}: {message}", change.object));
+                return;
+            }
+        }
         match crate::writer::prune(cluster, app, record, &change.object, propagation).await {
             Ok(_) => {
                 record.entries.remove(&change.object);
@@ -400,6 +441,57 @@ async fn prune(
         if change.action == Action::Unchanged && leaves_tracker(change) {
             record.entries.remove(&change.object);
         }
+    }
+}
+
+/// Why an object planned as a create must not be written now: it exists (created by someone
+/// else since the plan read it as absent, or unreadable). Read from the apiserver, not from a
+/// prefetch or the watch cache.
+async fn created_meanwhile(cluster: &Cluster, object_ref: &ObjectRef) -> Option<String> {
+    let resolved = match cluster
+        .resolve(&object_ref.api_version, &object_ref.kind)
+        .await
+    {
+        Ok(Some(resolved)) => resolved,
+        // Not served yet (its CRD comes with the app): nobody can have created it.
+        Ok(None) => return None,
+        Err(error) => return Some(describe_error(&error)),
+    };
+    let api = cluster.api(&resolved, object_ref).await;
+    cluster.throttle().await;
+    match api.get_opt(&object_ref.name).await {
+        Ok(None) => None,
+        Ok(Some(_)) => Some(
+            "conflict: created by someone else after the plan saw it absent; not taken over (plan again: it shows who owns it)"
+                .to_owned(),
+        ),
+        Err(error) => Some(format!(
+            "could not check that it is still absent: {}",
+            describe_error(&error)
+        )),
+    }
+}
+
+/// After creating `object_ref`, whether it is ours alone: an object created by someone else
+/// between our check and our apply holds fields of another manager (status subresources
+/// aside). Reported as a conflict, never passed over.
+fn created_by_us(applied: &Value, object_ref: &ObjectRef) -> Result<(), String> {
+    let others: Vec<&str> = applied
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|entry| entry.get("subresource").is_none())
+        .filter_map(|entry| entry.get("manager").and_then(Value::as_str))
+        .filter(|manager| *manager != FIELD_MANAGER)
+        .collect();
+    if others.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "conflict: {object_ref} was created by someone else ({}) just before our apply; our fields were written, check it",
+            others.join(", ")
+        ))
     }
 }
 

@@ -13,6 +13,7 @@ pub mod forge;
 pub mod health;
 pub mod live;
 pub mod metrics;
+pub mod namespace_contents;
 pub mod namespaces;
 pub mod observe;
 pub mod offline_plan;

@@ -398,8 +398,11 @@ async fn plan_desired<A: AppRender>(
     let mut from_cache = 0;
     // The objects that stay, for the prune budget's share.
     let mut planned_objects = 0;
-    while let Some(group) = groups.next_group() {
+    while let Some(mut group) = groups.next_group() {
         planned_objects += group.iter().map(|app| app.objects.len()).sum::<usize>();
+        for desired in &mut group {
+            desired.refuse_reserved_namespace(&options.tracker_namespace);
+        }
         let stats = observe::prefetch(cluster, &group, tracker_namespace).await;
         from_cache += stats.cached;
         // Observed and planned a chunk at a time: each chunk's live objects (parsed from the
@@ -626,11 +629,40 @@ fn plan_observed(observations: &[AppObservation], options: &LiveOptions) -> Vec<
                         .for_app(&observation.desired.app),
                 );
             }
+            if let Some(conflict) = source_conflict(observation, options) {
+                app_plan.diagnostics.push(conflict);
+                app_plan.changes.clear();
+            }
             app_plan.health = live_health(&observation.live, &observation.desired, options);
             app_plan
         })
         .collect()
 }
+
+/// An app another source deployed: its tracker records that source, and a second source with
+/// an app of the same namespace and name never adopts it (nor prunes it). A conflict in the
+/// plan, naming both sources; the app's objects are left alone.
+fn source_conflict(
+    observation: &AppObservation,
+    options: &LiveOptions,
+) -> Option<analyzer::Diagnostic> {
+    let recorded = observation.tracker.as_ref()?.source.as_deref()?;
+    let ours = options.apply.source.as_deref()?;
+    (recorded != ours).then(|| {
+        analyzer::Diagnostic::error(
+            RULE_SOURCE_CONFLICT,
+            format!(
+                "app {} is deployed from source {recorded:?}; source {ours:?} has an app of the same namespace and name and does not take it over (rename one of them, or remove it from {recorded:?} first)",
+                observation.desired.app
+            ),
+            None,
+        )
+        .for_app(&observation.desired.app)
+    })
+}
+
+/// The rule of the error for an app of the same namespace and name in two sources.
+pub const RULE_SOURCE_CONFLICT: &str = "source-conflict";
 
 /// [`apply_live`] for every app but those in `skip` (the apps whose workflow applies them, see
 /// [`run_workflows`]).

@@ -25,6 +25,9 @@ use crate::plan::{Action, AppPlan, Change, ObjectRef, Plan, PlanTarget, Scope};
 use crate::policy::{ApplyOnceMoment, GcStrategy, ObjectFacts, ResourcePolicies};
 use crate::tracker::TrackerRecord;
 
+/// The rule of the error that blocks an app writing into the tracker namespace.
+pub const RULE_RESERVED_NAMESPACE: &str = "reserved-namespace";
+
 /// One object the app wants, ready to plan and apply.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DesiredObject {
@@ -224,6 +227,42 @@ impl DesiredApp {
         }
     }
 
+    /// Blocks the app when it renders the Namespace `reserved` (the tracker namespace, which
+    /// holds every app's ownership records), an object in it, or anything there that looks
+    /// like one of Driftless's records: no app may create, change or delete them. The one
+    /// exception: trackers kept in the app's own namespace (`--tracker-namespace` set to it)
+    /// leave the app its ordinary objects there, never a record. The error names each object.
+    pub fn refuse_reserved_namespace(&mut self, reserved: &str) {
+        let own_namespace = self.app.namespace == reserved;
+        let offending: Vec<String> = self
+            .objects
+            .iter()
+            .filter(|object| {
+                let object_ref = &object.object_ref;
+                let is_reserved_namespace = object_ref.kind == "Namespace"
+                    && object_ref.group().is_empty()
+                    && object_ref.name == reserved;
+                let inside = object_ref.namespace.as_deref() == Some(reserved);
+                is_reserved_namespace || (inside && (!own_namespace || looks_like_a_record(object)))
+            })
+            .map(|object| object.object_ref.to_string())
+            .collect();
+        if offending.is_empty() {
+            return;
+        }
+        self.diagnostics.push(
+            Diagnostic::error(
+                RULE_RESERVED_NAMESPACE,
+                format!(
+                    "namespace {reserved} is reserved for Driftless's resource trackers; no app may write there: {} (render the objects into another namespace)",
+                    offending.join(", ")
+                ),
+                None,
+            )
+            .for_app(&self.app),
+        );
+    }
+
     /// True when any diagnostic is an error: such an app is planned with no changes at all (and
     /// in particular no prune).
     pub fn is_blocked(&self) -> bool {
@@ -231,6 +270,22 @@ impl DesiredApp {
             .iter()
             .any(|diagnostic| diagnostic.severity == analyzer::Severity::Error)
     }
+}
+
+/// A ConfigMap named or labelled like Driftless's records in the tracker namespace: trackers
+/// (`<namespace>.<app>`), workflow states, placement records and prune approvals
+/// (`driftless-*`), each labelled `driftless.dev/...`.
+fn looks_like_a_record(object: &DesiredObject) -> bool {
+    if object.object_ref.kind != "ConfigMap" {
+        return false;
+    }
+    let name = &object.object_ref.name;
+    let labelled = object
+        .object
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .is_some_and(|labels| labels.keys().any(|key| key.starts_with("driftless.dev/")));
+    name.contains('.') || name.starts_with("driftless-") || labelled
 }
 
 /// The well-known cluster-scoped kinds, for planning without a cluster (no discovery). Kinds not
@@ -605,6 +660,12 @@ fn prune_changes(
         };
         if let Some(reason) = kept {
             prunes.push(change(Action::Unchanged, String::new(), Some(reason)));
+        } else if prune_disabled_by_annotation(live_object) {
+            prunes.push(change(
+                Action::Unchanged,
+                String::new(),
+                Some(format!("kept (annotated {PRUNE_ANNOTATION}: \"false\")")),
+            ));
         } else if ownership::carries_marks_of(live_object, app) {
             prunes.push(change(
                 Action::Delete,
@@ -622,6 +683,17 @@ fn prune_changes(
     // Deletions run in reverse apply order: workloads before the namespaces they live in.
     prunes.sort_by_key(|change| std::cmp::Reverse(kind_rank(&change.object.kind)));
     prunes
+}
+
+/// The annotation that keeps an object from ever being pruned when set to `"false"`.
+pub const PRUNE_ANNOTATION: &str = "driftless.dev/prune";
+
+/// Whether the live object says it must never be pruned (`driftless.dev/prune: "false"`),
+/// whoever set it: a person protecting an object by hand.
+fn prune_disabled_by_annotation(live: &Value) -> bool {
+    live.pointer("/metadata/annotations/driftless.dev~1prune")
+        .and_then(Value::as_str)
+        .is_some_and(|value| value.eq_ignore_ascii_case("false"))
 }
 
 fn strategy_name(strategy: GcStrategy) -> &'static str {

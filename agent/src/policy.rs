@@ -223,14 +223,23 @@ impl ResourcePolicies {
 
     /// The garbage-collection strategy and propagation of an object: the first matching rule's,
     /// or the defaults.
+    ///
+    /// Deviation: KubeVela collects every kind alike. Here a Namespace, a PersistentVolumeClaim
+    /// or a CustomResourceDefinition ([`is_protected_kind`]) holds data or other apps' objects,
+    /// so without a rule of the app that selects it, its strategy is `never`: it is not pruned
+    /// when it leaves the render, nor when the app is deleted (the strategy is recorded in the
+    /// tracker when it is applied).
     pub fn gc_for(&self, facts: &ObjectFacts<'_>) -> (GcStrategy, Propagation) {
-        self.garbage_collect
+        match self
+            .garbage_collect
             .rules
             .iter()
             .find(|rule| rule.selector.matches(facts))
-            .map_or((GcStrategy::OnAppUpdate, Propagation::Cascading), |rule| {
-                (rule.strategy, rule.propagation.unwrap_or_default())
-            })
+        {
+            Some(rule) => (rule.strategy, rule.propagation.unwrap_or_default()),
+            None if is_protected_kind(facts.kind) => (GcStrategy::Never, Propagation::Cascading),
+            None => (GcStrategy::OnAppUpdate, Propagation::Cascading),
+        }
     }
 
     pub fn is_shared(&self, facts: &ObjectFacts<'_>) -> bool {
@@ -296,6 +305,15 @@ impl Rules {
     }
 }
 
+/// Kinds never pruned unless a `garbage-collect` rule of the app selects them (see
+/// [`ResourcePolicies::gc_for`]).
+pub fn is_protected_kind(kind: &str) -> bool {
+    matches!(
+        kind,
+        "Namespace" | "PersistentVolumeClaim" | "CustomResourceDefinition"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,6 +342,44 @@ mod tests {
             kind,
             name,
         }
+    }
+
+    #[test]
+    fn protected_kinds_are_never_collected_unless_a_rule_selects_them() {
+        let defaults = ResourcePolicies::default();
+        for kind in [
+            "Namespace",
+            "PersistentVolumeClaim",
+            "CustomResourceDefinition",
+        ] {
+            assert_eq!(
+                defaults.gc_for(&workload("db", kind, "data")).0,
+                GcStrategy::Never,
+                "{kind}"
+            );
+        }
+        assert_eq!(
+            defaults.gc_for(&workload("web", "Deployment", "web")).0,
+            GcStrategy::OnAppUpdate
+        );
+        let (policies, diagnostics) = ResourcePolicies::from_policies(
+            &app(),
+            &[policy(
+                "garbage-collect",
+                json!({"rules": [{"selector": {"resourceTypes": ["PersistentVolumeClaim"]}, "strategy": "onAppUpdate"}]}),
+            )],
+        );
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        assert_eq!(
+            policies
+                .gc_for(&workload("db", "PersistentVolumeClaim", "data"))
+                .0,
+            GcStrategy::OnAppUpdate
+        );
+        assert_eq!(
+            policies.gc_for(&workload("db", "Namespace", "data")).0,
+            GcStrategy::Never
+        );
     }
 
     #[test]

@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use std::process::Output;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::{Result, ensure};
-use k8s_openapi::api::core::v1::ConfigMap;
+use anyhow::{Context as _, Result, ensure};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Api;
-use kube::api::ListParams;
+use kube::api::{DeleteParams, ListParams, PostParams};
 use serde_json::json;
 
 use crate::support::agent::{AgentProcess, WorkTree, free_port, wait_for};
@@ -499,4 +499,265 @@ cacheDir: {cache}
         self.process.stop_checked(&[&self.gitea.token])?;
         Ok(())
     }
+}
+
+/// The app `name` in `namespace` rendering `objects` (YAML list items, indented for
+/// `k8s-objects`), with `policies` (YAML, indented under `spec:`; may be empty).
+fn objects_app(name: &str, namespace: &str, objects: &str, policies: &str) -> String {
+    format!(
+        "apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  components:
+    - name: {name}
+      type: k8s-objects
+      properties:
+        objects:
+{objects}{policies}"
+    )
+}
+
+/// Deletes namespaces a test made besides its `TestNamespace` (best effort).
+async fn delete_namespaces(cluster: &TestCluster, names: &[&str]) {
+    let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
+    for name in names {
+        let _ = namespaces.delete(name, &DeleteParams::background()).await;
+    }
+}
+
+/// Protected objects and the reserved tracker namespace, with `driftless apply`: a Namespace the
+/// app's policy lets it prune is not deleted while it holds an object the app does not own (the
+/// app's own object in it is pruned; the foreign one is untouched); a Namespace without such a
+/// policy is never pruned; an app writing into the tracker namespace is refused as a plan error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protected_namespaces_and_the_reserved_tracker_namespace() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "failclosed-protect").await?;
+    let ns = namespace.name.as_str();
+    let tenant_ns = format!("{ns}-tenant");
+    let plain_ns = format!("{ns}-plain");
+    let result = async {
+        let repo = Repo::new(&namespace)?;
+        repo.write_app("base", &config_map_app("base", ns, "blue"))?;
+        let tenant_objects = format!(
+            "          - apiVersion: v1
+            kind: Namespace
+            metadata:
+              name: {tenant_ns}
+          - apiVersion: v1
+            kind: ConfigMap
+            metadata:
+              name: tenant-settings
+              namespace: {tenant_ns}
+            data:
+              color: blue
+"
+        );
+        let collect_namespaces = "  policies:
+    - name: collect
+      type: garbage-collect
+      properties:
+        rules:
+          - selector:
+              resourceTypes: [Namespace]
+            strategy: onAppUpdate
+";
+        repo.write_app(
+            "tenant",
+            &objects_app("tenant", ns, &tenant_objects, collect_namespaces),
+        )?;
+        let plain_objects = format!(
+            "          - apiVersion: v1
+            kind: Namespace
+            metadata:
+              name: {plain_ns}
+"
+        );
+        repo.write_app("plain", &objects_app("plain", ns, &plain_objects, ""))?;
+        let first = apply(&cluster, &repo)?;
+        ensure!(first.status.success(), "first apply:\n{}", text(&first));
+        let base_before = config_map_versions(&cluster, ns).await?;
+
+        // Someone else keeps an object in the tenant's Namespace.
+        let tenant_config_maps: Api<ConfigMap> =
+            Api::namespaced(cluster.client.clone(), &tenant_ns);
+        let foreign: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": "foreign"},
+            "data": {"owner": "someone else"},
+        }))?;
+        tenant_config_maps
+            .create(&PostParams::default(), &foreign)
+            .await?;
+        std::fs::remove_file(repo.path().join("apps/tenant.yaml"))?;
+        std::fs::remove_file(repo.path().join("apps/plain.yaml"))?;
+        let removed = apply(&cluster, &repo)?;
+        let removed_text = text(&removed);
+        ensure!(!removed.status.success(), "{removed_text}");
+        ensure!(
+            removed_text.contains("holds objects app")
+                && removed_text.contains("ConfigMap/foreign"),
+            "the refusal names the foreign object:\n{removed_text}"
+        );
+        let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
+        for kept in [&tenant_ns, &plain_ns] {
+            let live = namespaces.get(kept).await?;
+            ensure!(
+                live.metadata.deletion_timestamp.is_none(),
+                "namespace {kept} is being deleted:\n{removed_text}"
+            );
+        }
+        ensure!(
+            tenant_config_maps
+                .get_opt("tenant-settings")
+                .await?
+                .is_none(),
+            "{removed_text}"
+        );
+        let foreign = tenant_config_maps.get("foreign").await?;
+        assert_eq!(
+            foreign
+                .data
+                .as_ref()
+                .and_then(|data| data.get("owner"))
+                .map(String::as_str),
+            Some("someone else")
+        );
+        assert_eq!(config_map_versions(&cluster, ns).await?, base_before);
+
+        // An app of another namespace writing into the tracker namespace: a plan error, nothing
+        // written.
+        let intruder_objects = format!(
+            "          - apiVersion: v1
+            kind: ConfigMap
+            metadata:
+              name: intruder
+              namespace: {ns}
+            data:
+              color: red
+"
+        );
+        repo.write_app(
+            "intruder",
+            &objects_app("intruder", &tenant_ns, &intruder_objects, ""),
+        )?;
+        let refused = apply(&cluster, &repo)?;
+        let refused_text = text(&refused);
+        ensure!(!refused.status.success(), "{refused_text}");
+        ensure!(
+            refused_text.contains("reserved-namespace")
+                && refused_text.contains(&format!("ConfigMap/{ns}/intruder")),
+            "{refused_text}"
+        );
+        assert_eq!(config_map_versions(&cluster, ns).await?, base_before);
+        anyhow::Ok(())
+    }
+    .await;
+    delete_namespaces(&cluster, &[&tenant_ns, &plain_ns]).await;
+    result
+}
+
+/// The same app in a second source: its apply is a conflict naming the first source, and the
+/// first source's objects are untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_app_in_a_second_source_is_a_conflict() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "failclosed-sources").await?;
+    let ns = namespace.name.as_str();
+    let first = Repo::new(&namespace)?;
+    first.write_app("shared", &config_map_app("shared", ns, "blue"))?;
+    let applied = apply(&cluster, &first)?;
+    ensure!(applied.status.success(), "{}", text(&applied));
+    let before = config_map_versions(&cluster, ns).await?;
+    let second = Repo::new(&namespace)?;
+    second.write_app("shared", &config_map_app("shared", ns, "green"))?;
+    second.write_app("other", &config_map_app("other", ns, "green"))?;
+    let conflict = apply(&cluster, &second)?;
+    let conflict_text = text(&conflict);
+    ensure!(!conflict.status.success(), "{conflict_text}");
+    ensure!(
+        conflict_text.contains("source-conflict")
+            && conflict_text.contains(&format!("app {ns}/shared is deployed from source")),
+        "{conflict_text}"
+    );
+    let after = config_map_versions(&cluster, ns).await?;
+    assert_eq!(after.get("shared-settings"), before.get("shared-settings"));
+    // The second source's other app is applied.
+    assert!(after.contains_key("other-settings"), "{after:?}");
+    Ok(())
+}
+
+/// An object planned as absent and created by someone else before the apply: the apply reports
+/// a conflict and never takes it over; the other objects of the pass are applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_created_between_plan_and_apply_is_not_taken_over() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "failclosed-race").await?;
+    let ns = namespace.name.as_str();
+    let repo = Repo::new(&namespace)?;
+    repo.write_app("racing", &config_map_app("racing", ns, "blue"))?;
+    repo.write_app("calm", &config_map_app("calm", ns, "blue"))?;
+    let live_cluster = agent::cluster::Cluster::connect(
+        &cluster.kubeconfig,
+        None,
+        &agent::cluster::ClusterOptions::default(),
+    )
+    .await?;
+    let worktree = agent::source::worktree::read_worktree(repo.path())?;
+    let (output, sources) = analyzer::render_snapshot(
+        &worktree.snapshot,
+        &analyzer::Definitions::builtin(),
+        &analyzer::RenderOptions::default(),
+    );
+    let policies = agent::live::policies_from_sources(&output, &sources);
+    let mut options = agent::live::LiveOptions {
+        tracker_namespace: repo.tracker_namespace.clone(),
+        ..agent::live::LiveOptions::default()
+    };
+    options.apply.source = Some(format!("race-{ns}"));
+    let live_plan = agent::live::plan_live(&live_cluster, &output, &policies, None, &options).await;
+
+    // Between the plan and the apply, someone else creates racing's ConfigMap.
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    let theirs: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "racing-settings"},
+        "data": {"color": "theirs"},
+    }))?;
+    config_maps.create(&PostParams::default(), &theirs).await?;
+    let reports = agent::live::apply_live(&live_cluster, &live_plan, &options).await;
+    let racing = reports
+        .iter()
+        .find(|report| report.app.name == "racing")
+        .context("racing's report")?;
+    match &racing.outcome {
+        agent::apply::ApplyOutcome::Failed(message) => {
+            ensure!(message.contains("created by someone else"), "{message}")
+        }
+        other => anyhow::bail!("racing was not refused: {other:?}"),
+    }
+    let live = config_maps.get("racing-settings").await?;
+    assert_eq!(
+        live.data
+            .as_ref()
+            .and_then(|data| data.get("color"))
+            .map(String::as_str),
+        Some("theirs")
+    );
+    assert!(
+        live.metadata
+            .annotations
+            .as_ref()
+            .is_none_or(|annotations| !annotations.contains_key("driftless.dev/owner")),
+        "taken over: {:?}",
+        live.metadata
+    );
+    let calm = reports
+        .iter()
+        .find(|report| report.app.name == "calm")
+        .context("calm's report")?;
+    assert_eq!(calm.outcome, agent::apply::ApplyOutcome::Applied);
+    assert!(config_maps.get_opt("calm-settings").await?.is_some());
+    Ok(())
 }

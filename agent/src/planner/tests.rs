@@ -530,3 +530,95 @@ fn a_packed_render_plans_the_same_desired_objects_as_its_values() {
             .is_empty()
     );
 }
+
+#[test]
+fn protected_and_annotated_objects_are_never_pruned() {
+    let shop = one_config_map("shop", "keep", "a");
+    let annotated = desired(
+        "shop",
+        vec![("old", None, config_map("annotated", "a"))],
+        json!([]),
+    );
+    let mut claim_object = config_map("data", "a");
+    claim_object["kind"] = json!("PersistentVolumeClaim");
+    let claim = desired("shop", vec![("db", None, claim_object)], json!([]));
+    let mut annotated_live = as_live(&annotated.objects[0], "1");
+    annotated_live["metadata"]["annotations"]["driftless.dev/prune"] = json!("false");
+    let live = live_with([
+        (&shop.objects[0], present(as_live(&shop.objects[0], "1"))),
+        (&annotated.objects[0], present(annotated_live)),
+        (&claim.objects[0], present(as_live(&claim.objects[0], "1"))),
+    ]);
+    let claim_entry = TrackedEntry {
+        component: "db".to_owned(),
+        // As the apply records it: no rule of the app selects the claim.
+        gc: GcStrategy::Never,
+        ..entry(&claim.objects[0].hash, "1")
+    };
+    let tracker = tracker_with(
+        "shop",
+        [
+            (
+                &shop.objects[0].object_ref,
+                entry(&shop.objects[0].hash, "1"),
+            ),
+            (
+                &annotated.objects[0].object_ref,
+                entry(&annotated.objects[0].hash, "1"),
+            ),
+            (&claim.objects[0].object_ref, claim_entry),
+        ],
+    );
+    assert_eq!(
+        plan_summary(&shop, &live, Some(&tracker)),
+        vec![
+            "unchanged PersistentVolumeClaim/team/data (kept (garbage-collect strategy never))",
+            "unchanged ConfigMap/team/annotated (kept (annotated driftless.dev/prune: \"false\"))",
+            "unchanged ConfigMap/team/keep",
+        ]
+    );
+    // The app deleted: the same two stay, the rest goes.
+    let deleted = plan_app_deletion(&app("shop"), &live, &tracker, &PlanOptions::default());
+    assert_eq!(
+        summary(&deleted),
+        vec![
+            "unchanged PersistentVolumeClaim/team/data (kept (garbage-collect strategy never))",
+            "unchanged ConfigMap/team/annotated (kept (annotated driftless.dev/prune: \"false\"))",
+            "delete ConfigMap/team/keep",
+        ]
+    );
+}
+
+#[test]
+fn the_tracker_namespace_is_reserved() {
+    let mut in_reserved = config_map("settings", "a");
+    in_reserved["metadata"]["namespace"] = json!("driftless-system");
+    let mut reserved_itself =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "driftless-system"}});
+    reserved_itself["metadata"]["labels"] = json!({});
+    let mut app_plan = desired(
+        "shop",
+        vec![
+            ("web", None, in_reserved),
+            ("ns", None, reserved_itself),
+            ("web", None, config_map("fine", "a")),
+        ],
+        json!([]),
+    );
+    app_plan.refuse_reserved_namespace("driftless-system");
+    assert!(app_plan.is_blocked());
+    let message = &app_plan.diagnostics[0].message;
+    assert!(
+        message.contains("ConfigMap/driftless-system/settings")
+            && message.contains("Namespace/driftless-system")
+            && !message.contains("fine"),
+        "{message}"
+    );
+    // Trackers kept in the app's own namespace: ordinary objects stay the app's, records not.
+    let mut own = one_config_map("shop", "settings", "a");
+    own.refuse_reserved_namespace("team");
+    assert!(!own.is_blocked(), "{:?}", own.diagnostics);
+    let mut forged = one_config_map("shop", "team.other", "a");
+    forged.refuse_reserved_namespace("team");
+    assert!(forged.is_blocked());
+}
