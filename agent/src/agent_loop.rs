@@ -1304,10 +1304,33 @@ impl SourceWorker {
                     );
                 }
                 DriftMode::Correct => {
-                    // Workflow apps are corrected by their workflow, never around a suspension.
+                    // Workflow apps are corrected by their workflow, never around a suspension:
+                    // one stopped by an outage (or waiting longer than a deploy drives it)
+                    // continues here, without waiting for a new commit.
                     let whole_plan = live_plan.plan.clone();
-                    let (rest, _) = partition(live_plan, &workflows);
-                    let reports = self.apply(&cluster, rest).await;
+                    let (rest, plan) = partition(live_plan, &workflows);
+                    let mut reports = self.apply(&cluster, rest).await;
+                    let drifted_workflows: BTreeMap<AppRef, analyzer::model::Application> =
+                        workflows
+                            .into_iter()
+                            .filter(|(app, _)| drifted.contains(&app.to_string()))
+                            .collect();
+                    if !drifted_workflows.is_empty() {
+                        let mut driver_live = self.live_options(&cluster);
+                        driver_live.evidence = evidence_of(&rendered);
+                        let driver = live::driver_options(&driver_live, WORKFLOW_WAIT);
+                        let fleet = self.fleet_for(&commit, &drifted_workflows).await;
+                        let ran = live::run_workflows(
+                            &cluster,
+                            &plan,
+                            &*rendered.output,
+                            &drifted_workflows,
+                            Some(&fleet),
+                            &driver,
+                        )
+                        .await;
+                        reports.extend(live::workflow_reports(&ran));
+                    }
                     let results = app_results_from_apply(&whole_plan, &reports);
                     let still_failing: Vec<String> = results
                         .iter()

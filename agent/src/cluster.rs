@@ -762,6 +762,23 @@ pub fn describe_error(error: &kube::Error) -> String {
     }
 }
 
+/// What [`describe_error`] writes for failures that pass by themselves: the apiserver
+/// unreachable or timing out, answering 5xx or 429, or a write losing a race (409).
+const TRANSIENT: [&str; 5] = [
+    "apiserver unreachable or timed out",
+    "apiserver error (5",
+    "throttled by the apiserver (429)",
+    "conflict (409)",
+    // A resource tracker written by someone else between our read and our write.
+    "was changed by someone else meanwhile",
+];
+
+/// True when a failure's description (made by [`describe_error`], possibly within a longer
+/// message) says it may pass by itself, so the work is worth trying again later.
+pub fn is_transient(description: &str) -> bool {
+    TRANSIENT.iter().any(|marker| description.contains(marker))
+}
+
 /// True when the apiserver answered with this HTTP status.
 pub fn has_status(error: &kube::Error, code: u16) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == code)
@@ -856,6 +873,33 @@ mod tests {
                 .starts_with("rejected as invalid")
         );
         assert!(has_status(&status(409, "x"), 409));
+    }
+
+    #[test]
+    fn outages_throttling_and_races_are_transient_and_refusals_are_not() {
+        let status = |code: u16| {
+            describe_error(&kube::Error::Api(Box::new(kube::core::Status {
+                code,
+                message: "m".to_owned(),
+                ..kube::core::Status::default()
+            })))
+        };
+        let unreachable = describe_error(&kube::Error::Service("connection refused".into()));
+        for transient in [
+            status(500),
+            status(503),
+            status(429),
+            status(409),
+            unreachable,
+        ] {
+            assert!(
+                is_transient(&format!("v1/ConfigMap x: {transient}")),
+                "{transient}"
+            );
+        }
+        for refusal in [status(400), status(403), status(404), status(422)] {
+            assert!(!is_transient(&refusal), "{refusal}");
+        }
     }
 }
 

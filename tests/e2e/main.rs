@@ -11,6 +11,7 @@ mod support;
 
 mod agent;
 mod apiserver_diff;
+mod chaos;
 mod cluster;
 mod demo;
 mod examples;

@@ -387,7 +387,7 @@ async fn invalid_workflows_are_refused_before_anything_is_applied() -> Result<()
 
 /// A Driftless-only `rollout` trait for the test repository: KubeVela's rollout trait drives a
 /// separate controller; here the workflow driver reads the plan, so the trait renders nothing.
-const ROLLOUT_TRAIT: &str = r#"// Test repository: a rollout plan the workflow driver executes (renders nothing).
+pub(crate) const ROLLOUT_TRAIT: &str = r#"// Test repository: a rollout plan the workflow driver executes (renders nothing).
 rollout: {
 	type: "trait"
 	annotations: {}

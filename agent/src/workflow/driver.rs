@@ -114,7 +114,14 @@ pub async fn run_workflow(
     };
     loop {
         // Re-read every round: `driftless resume` may have marked a step meanwhile.
-        let stored = store.read(&desired.app).await?;
+        let stored = match store.read(&desired.app).await {
+            Ok(stored) => stored,
+            Err(error) if ride_out(&error, deadline) => {
+                tokio::time::sleep(options.poll).await;
+                continue;
+            }
+            Err(error) => return Err(error),
+        };
         let resource_version = stored
             .as_ref()
             .and_then(|stored| stored.resource_version.clone());
@@ -183,6 +190,10 @@ pub async fn run_workflow(
             match store.write(&desired.app, &mut stored).await {
                 // Someone (a resume) wrote meanwhile: effects are idempotent, go again.
                 Err(WorkflowStoreError::WorkflowConflict { .. }) => continue,
+                Err(error) if ride_out(&error, deadline) => {
+                    tokio::time::sleep(options.poll).await;
+                    continue;
+                }
                 other => other?,
             }
         }
@@ -200,6 +211,13 @@ pub async fn run_workflow(
         }
         tokio::time::sleep(options.poll).await;
     }
+}
+
+/// Whether a failed state read or write is worth trying again in this pass: the failure passes
+/// by itself (an apiserver outage or restart) and the pass still has time. The steps' effects
+/// are idempotent, so a round run again after a lost write does no harm.
+fn ride_out(error: &WorkflowStoreError, deadline: std::time::Instant) -> bool {
+    crate::cluster::is_transient(&error.to_string()) && std::time::Instant::now() < deadline
 }
 
 /// Whether a waiting message says only that rollouts are held (see [`rollout_batch`]).
@@ -327,7 +345,10 @@ async fn apply_step(
             let state = workloads
                 .entry(key)
                 .or_insert_with(|| RolloutState::new(now()));
-            let live = read_live(cluster, &object.object_ref).await;
+            let live = match read_live(cluster, &object.object_ref).await {
+                Ok(live) => live,
+                Err(message) => return retry_later(format!("{}: {message}", object.object_ref)),
+            };
             match statefulset_batch(plan, state, live.as_ref(), now()) {
                 BatchStep::Apply { replicas, waiting } => {
                     set_partition(&mut object.object, replicas);
@@ -367,7 +388,10 @@ async fn apply_step(
         if object.object_ref.kind != "Deployment" {
             continue;
         }
-        let live = read_live(cluster, &object.object_ref).await;
+        let live = match read_live(cluster, &object.object_ref).await {
+            Ok(live) => live,
+            Err(message) => return retry_later(format!("{}: {message}", object.object_ref)),
+        };
         let revision = template_revision(&object.object);
         stamp_revision(&mut object.object, &revision);
         let live_revision = live
@@ -394,7 +418,10 @@ async fn apply_step(
                 name: revision_name(&object.object_ref.name, &revision),
                 ..object.object_ref.clone()
             };
-            let new_live = read_live(cluster, &new_ref).await;
+            let new_live = match read_live(cluster, &new_ref).await {
+                Ok(new_live) => new_live,
+                Err(message) => return retry_later(format!("{new_ref}: {message}")),
+            };
             match revision_batch(plan, state, new_live.as_ref(), live, now()) {
                 RevisionStep::Batch { new, old, waiting } => {
                     let mut next = object.clone();
@@ -483,11 +510,22 @@ async fn apply_step(
         plan_options.create_namespaces,
     )
     .await;
+    // Objects that could not be read for a passing reason block the plan: wait for them.
+    if let Some(unread) = plan.diagnostics.iter().find(|diagnostic| {
+        diagnostic.rule == "cluster-error" && crate::cluster::is_transient(&diagnostic.message)
+    }) {
+        return retry_later(unread.message.clone());
+    }
     let applied = apply::apply_app(cluster, &store, &observation, &plan, &options.apply).await;
     let outcome = applied.outcome.clone();
     applies.push((label.to_owned(), applied));
     match outcome {
         ApplyOutcome::Applied => {}
+        ApplyOutcome::Skipped(message) | ApplyOutcome::Failed(message)
+            if crate::cluster::is_transient(&message) =>
+        {
+            return retry_later(message);
+        }
         ApplyOutcome::Skipped(message) => {
             return StepOutcome::Failed {
                 reason: "ApplyBlocked".to_owned(),
@@ -726,7 +764,7 @@ async fn undo_deployments(
     let mut restored = Vec::new();
     let mut kept = Vec::new();
     for mut object in std::mem::take(&mut desired.objects) {
-        let Some(live) = read_live(cluster, &object.object_ref).await else {
+        let Ok(Some(live)) = read_live(cluster, &object.object_ref).await else {
             continue;
         };
         let Some((revision, template)) = previous_replicaset_template(cluster, &live).await else {
@@ -1071,13 +1109,28 @@ fn merge_objects(into: &mut DesiredApp, from: &DesiredApp) {
     }
 }
 
-/// The live object, `None` when absent or unreadable (the apply reports real errors).
-async fn read_live(cluster: &Cluster, object_ref: &ObjectRef) -> Option<Value> {
+/// The live object, `None` when absent (or its kind is not served).
+///
+/// # Errors
+/// It could not be read: a rollout must not take an unreadable workload for a new one.
+async fn read_live(cluster: &Cluster, object_ref: &ObjectRef) -> Result<Option<Value>, String> {
     let resolved = cluster
         .resolve(&object_ref.api_version, &object_ref.kind)
         .await
-        .ok()??;
-    observe::read(cluster, &resolved, object_ref).await.ok()?
+        .map_err(|error| describe_error(&error))?;
+    let Some(resolved) = resolved else {
+        return Ok(None);
+    };
+    observe::read(cluster, &resolved, object_ref).await
+}
+
+/// A step whose live reads or apply failed for a reason that passes by itself (the apiserver
+/// unreachable, restarting or throttling; a concurrent write) waits and runs again, instead of
+/// failing the workflow for good on an outage.
+fn retry_later(message: String) -> StepOutcome {
+    StepOutcome::Waiting {
+        message: format!("retrying after a transient failure: {message}"),
+    }
 }
 
 /// `apply-object`: server-side applies `properties.value` (namespaced objects default to the

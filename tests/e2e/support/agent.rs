@@ -157,6 +157,13 @@ impl AgentProcess {
         Ok(log)
     }
 
+    /// SIGKILLs the agent at once (a crash: nothing is finished or flushed) and reaps it.
+    pub fn kill(mut self) -> Result<()> {
+        self.child.kill().context("sending SIGKILL to the agent")?;
+        self.child.wait().context("reaping the killed agent")?;
+        Ok(())
+    }
+
     /// Sends SIGTERM and waits for a clean exit.
     pub fn stop(mut self) -> Result<std::process::ExitStatus> {
         let pid = self.child.id().to_string();

@@ -386,7 +386,7 @@ pub(super) async fn previous_template(cluster: &Cluster, live: &Value) -> Option
         namespace: Some(namespace.to_owned()),
         name: current.to_owned(),
     };
-    let revision = read_live(cluster, &object_ref).await?;
+    let revision = read_live(cluster, &object_ref).await.ok()??;
     // The revision's data is the strategic-merge patch of the template, marked to replace.
     let mut template = revision.pointer("/data/spec/template")?.clone();
     if let Some(fields) = template.as_object_mut() {
