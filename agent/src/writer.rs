@@ -124,7 +124,45 @@ pub async fn prune(
         Ok(None) => return Ok(Pruned::Gone),
         Err(error) => return Err(describe_error(&error)),
     };
-    let Some(live) = observe::read(cluster, &resolved, object).await? else {
+    // A controller may write the object between our read and the delete (a
+    // PodDisruptionBudget's status moves as soon as its pods go): the precondition then fails
+    // with a 409, and the proofs are checked again on a fresh read, a bounded number of times.
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match delete_if_ours(cluster, app, &resolved, object, propagation).await {
+            Err(Refused::Conflict(message)) if attempts < PRUNE_ATTEMPTS => {
+                tracing::debug!(object = %object, "{message}; reading it again");
+            }
+            Err(Refused::Conflict(message) | Refused::Other(message)) => return Err(message),
+            Ok(pruned) => return Ok(pruned),
+        }
+    }
+}
+
+/// How many times a prune reads the object and tries its conditioned delete.
+const PRUNE_ATTEMPTS: u32 = 3;
+
+/// Why one conditioned delete did not happen.
+enum Refused {
+    /// The object changed between the read and the delete (409).
+    Conflict(String),
+    Other(String),
+}
+
+/// One read of `object` and, when it still carries `app`'s owner marks, one delete conditioned
+/// on the uid and resourceVersion just read.
+async fn delete_if_ours(
+    cluster: &Cluster,
+    app: &AppRef,
+    resolved: &Resolved,
+    object: &ObjectRef,
+    propagation: Propagation,
+) -> Result<Pruned, Refused> {
+    let Some(live) = observe::read(cluster, resolved, object)
+        .await
+        .map_err(Refused::Other)?
+    else {
         return Ok(Pruned::Gone);
     };
     if !ownership::carries_marks_of(&live, app) {
@@ -138,10 +176,10 @@ pub async fn prune(
     let (Some(uid), Some(resource_version)) =
         (metadata_text("uid"), metadata_text("resourceVersion"))
     else {
-        return Err(
+        return Err(Refused::Other(
             "not pruned: the live object has no uid or resourceVersion to condition the delete on"
                 .to_owned(),
-        );
+        ));
     };
     let params = DeleteParams {
         propagation_policy: Some(match propagation {
@@ -154,7 +192,7 @@ pub async fn prune(
         }),
         ..DeleteParams::default()
     };
-    let api = cluster.api(&resolved, object).await;
+    let api = cluster.api(resolved, object).await;
     #[allow(
         clippy::disallowed_methods,
         reason = "the writer; the delete carries the proofs"
@@ -168,7 +206,8 @@ pub async fn prune(
     match deleted {
         Ok(_) => Ok(Pruned::Deleted),
         Err(error) if has_status(&error, 404) => Ok(Pruned::Gone),
-        Err(error) => Err(describe_error(&error)),
+        Err(error) if has_status(&error, 409) => Err(Refused::Conflict(describe_error(&error))),
+        Err(error) => Err(Refused::Other(describe_error(&error))),
     }
 }
 
