@@ -499,8 +499,12 @@ impl SourceWorker {
         match &outcome {
             PollOutcome::Failed { error, .. } => {
                 (self.shared.readiness).failed(&self.config.name, error.to_string());
+                self.shared.metrics.set_fetch_ok(&self.config.name, false);
             }
-            _ => self.shared.readiness.fetched(&self.config.name),
+            _ => {
+                self.shared.readiness.fetched(&self.config.name);
+                self.shared.metrics.set_fetch_ok(&self.config.name, true);
+            }
         }
         match outcome {
             PollOutcome::Unchanged { .. } => {

@@ -1,5 +1,5 @@
-//! The agent's Prometheus metrics (served at `/metrics`): apps, drift, render and plan
-//! durations, the render cache and the apps planned (what makes a commit cost what changed),
+//! The agent's Prometheus metrics (served at `/metrics`): the build, whether each source
+//! fetches, apps, drift, render and plan durations, the render cache and the apps planned (what makes a commit cost what changed),
 //! API calls and errors. One [`Metrics`] per process, passed around in an `Arc`;
 //! never a global.
 
@@ -76,6 +76,12 @@ pub struct Metrics {
     apps_rendered: Family<SourceLabels, Counter>,
     apps_reused: Family<SourceLabels, Counter>,
     apps_planned: Family<SourceLabels, Counter>,
+    source_fetch_ok: Family<SourceLabels, Gauge>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: String,
 }
 
 impl fmt::Debug for Metrics {
@@ -155,8 +161,26 @@ impl Metrics {
             "Apps planned against the cluster (deploys, previews and drift checks)",
             apps_planned.clone(),
         );
+        let build_info = Family::<BuildLabels, Gauge>::default();
+        registry.register(
+            "build_info",
+            "Always 1; the agent's version is in the label",
+            build_info.clone(),
+        );
+        build_info
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            })
+            .set(1);
+        let source_fetch_ok = Family::<SourceLabels, Gauge>::default();
+        registry.register(
+            "source_fetch_ok",
+            "1 when the source's last fetch succeeded, 0 when it failed (see /readyz for why)",
+            source_fetch_ok.clone(),
+        );
         Metrics {
             registry,
+            source_fetch_ok,
             apps_rendered,
             apps_reused,
             apps_planned,
@@ -178,6 +202,13 @@ impl Metrics {
             tracing::warn!(error = %error, "encoding metrics failed");
         }
         out
+    }
+
+    /// Whether the source's last fetch succeeded.
+    pub fn set_fetch_ok(&self, source: &str, ok: bool) {
+        self.source_fetch_ok
+            .get_or_create(&source_labels(source))
+            .set(i64::from(ok));
     }
 
     pub fn set_apps(&self, source: &str, n_apps: usize) {
@@ -256,6 +287,7 @@ mod tests {
     fn exposition_has_the_recorded_values() {
         let metrics = Metrics::new();
         metrics.set_apps("platform", 3);
+        metrics.set_fetch_ok("platform", false);
         metrics.set_drifted("platform", "team-a", "web", true);
         metrics.observe_render("platform", Duration::from_millis(3));
         metrics.record_api_call(ApiTarget::Forge, false);
@@ -263,6 +295,17 @@ mod tests {
         metrics.record_render_cache("platform", 9_999, 1);
         metrics.record_planned("platform", 1);
         let text = metrics.encode();
+        assert!(
+            text.contains(&format!(
+                "driftless_build_info{{version=\"{}\"}} 1",
+                env!("CARGO_PKG_VERSION")
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains("driftless_source_fetch_ok{source=\"platform\"} 0"),
+            "{text}"
+        );
         assert!(
             text.contains("driftless_apps_reused_total{source=\"platform\"} 9999"),
             "{text}"

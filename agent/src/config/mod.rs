@@ -35,6 +35,7 @@ mod boundary;
 mod clusters;
 mod drift;
 mod forge;
+pub mod reference;
 mod secret;
 mod server;
 mod sources;

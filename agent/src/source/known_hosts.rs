@@ -133,7 +133,7 @@ impl KnownHosts {
         let known: Vec<&KnownHost> = self
             .entries
             .iter()
-            .filter(|entry| entry.hosts.iter().any(|pattern| *pattern == name))
+            .filter(|entry| entry.hosts.contains(&name))
             .collect();
         if known.is_empty() {
             return HostKeyCheck::Unknown { host: name };
