@@ -8,55 +8,7 @@ mod support;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use cue::{FileId, parse_file};
-use support::{files_with_suffix, shared_dir};
-
-/// A small deterministic generator (xorshift64*), so failures reproduce exactly.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
-/// Bytes that matter to the lexer and parser.
-const SYNTAX: &[u8] = b"{}[]()\"'#\\:,.?!=|&*<>/\n \t_@0xe.";
-
-fn mutate(source: &[u8], rng: &mut Rng) -> Vec<u8> {
-    let mut bytes = source.to_vec();
-    let n_edits = 1 + rng.below(4);
-    for _ in 0..n_edits {
-        let at = rng.below(bytes.len() + 1);
-        match rng.below(6) {
-            0 => bytes.truncate(at),
-            1 if at < bytes.len() => bytes[at] ^= 1 << rng.below(8),
-            2 if at < bytes.len() => {
-                let end = (at + 1 + rng.below(16)).min(bytes.len());
-                bytes.drain(at..end);
-            }
-            3 => bytes.insert(at, SYNTAX[rng.below(SYNTAX.len())]),
-            4 => {
-                let end = (at + rng.below(64)).min(bytes.len());
-                let slice = bytes[at..end].to_vec();
-                let to = rng.below(bytes.len() + 1);
-                bytes.splice(to..to, slice);
-            }
-            _ => {
-                let repeat = SYNTAX[rng.below(SYNTAX.len())];
-                let count = rng.below(300);
-                bytes.splice(at..at, std::iter::repeat_n(repeat, count));
-            }
-        }
-    }
-    bytes
-}
+use support::{Rng, files_with_suffix, mutate, shared_dir};
 
 #[test]
 fn mutated_kubevela_templates_never_panic() {

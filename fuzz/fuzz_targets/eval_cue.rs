@@ -20,7 +20,7 @@ fn injected() -> &'static (serde_json::Value, serde_json::Value) {
     static INJECTED: OnceLock<(serde_json::Value, serde_json::Value)> = OnceLock::new();
     INJECTED.get_or_init(|| {
         (
-            serde_json::json!({"image": "nginx", "replicas": 2, "ports": [80, 443], "env": {"A": "1"}}),
+            serde_json::json!({"image": "nginx", "replicas": 2, "ports": [80, 443], "env": {"A": "1"}, "size": 3000, "text": "t"}),
             serde_json::json!({"name": "web", "namespace": "default", "appName": "demo", "output": {"kind": "Deployment"}}),
         )
     })

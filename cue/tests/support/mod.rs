@@ -92,3 +92,51 @@ pub fn json_equal(left: &serde_json::Value, right: &serde_json::Value) -> bool {
         _ => left == right,
     }
 }
+
+/// A small deterministic generator (xorshift64*), so failures reproduce exactly.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Bytes that matter to the lexer and parser.
+pub const SYNTAX: &[u8] = b"{}[]()\"'#\\:,.?!=|&*<>/\n \t_@0xe.";
+
+pub fn mutate(source: &[u8], rng: &mut Rng) -> Vec<u8> {
+    let mut bytes = source.to_vec();
+    let n_edits = 1 + rng.below(4);
+    for _ in 0..n_edits {
+        let at = rng.below(bytes.len() + 1);
+        match rng.below(6) {
+            0 => bytes.truncate(at),
+            1 if at < bytes.len() => bytes[at] ^= 1 << rng.below(8),
+            2 if at < bytes.len() => {
+                let end = (at + 1 + rng.below(16)).min(bytes.len());
+                bytes.drain(at..end);
+            }
+            3 => bytes.insert(at, SYNTAX[rng.below(SYNTAX.len())]),
+            4 => {
+                let end = (at + rng.below(64)).min(bytes.len());
+                let slice = bytes[at..end].to_vec();
+                let to = rng.below(bytes.len() + 1);
+                bytes.splice(to..to, slice);
+            }
+            _ => {
+                let repeat = SYNTAX[rng.below(SYNTAX.len())];
+                let count = rng.below(300);
+                bytes.splice(at..at, std::iter::repeat_n(repeat, count));
+            }
+        }
+    }
+    bytes
+}
