@@ -168,7 +168,8 @@ async fn killed_and_faulted_agents_leave_no_orphan_prune_nothing_wrong_and_conve
     Ok(())
 }
 
-/// The agent's configuration: one source polled every second, drift corrected every three.
+/// The agent's configuration: one source polled every second (with a prune budget the prune
+/// scenario fits in), drift corrected every three.
 fn agent_config(tree: &WorkTree, kubeconfig: &Path, port: u16, work: &Path) -> Result<String> {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos() & 0xffff_ffff;
     Ok(format!(
@@ -176,6 +177,9 @@ fn agent_config(tree: &WorkTree, kubeconfig: &Path, port: u16, work: &Path) -> R
   - name: chaos-{nanos:x}
     url: file://{repo}
     pollInterval: 1s
+    # The prune scenario removes half the apps on purpose: above the default prune budget,
+    # which would hold it for an approval (a behaviour of its own, tested elsewhere).
+    prune: {{ maxObjects: 1000, maxPercent: 100 }}
 clusters:
   - name: local
     kubeconfig: {kubeconfig}
