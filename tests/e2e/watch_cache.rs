@@ -146,8 +146,9 @@ async fn the_watch_cache_plans_unchanged_apps_without_requests_and_sees_out_of_b
         let (patched, deleted) = (actions(&plan, 1), actions(&plan, 3));
         if patched == [Action::Update] && deleted == [Action::Create] {
             // The drift of app 1 came from the watch (its dry run is the one request it
-            // needs); the absence of app 3's object from a GET, not from the cache.
-            assert_eq!(requests, 2, "a dry run and a GET");
+            // needs); the absence of app 3's object from a GET, not from the cache; and the
+            // create it plans asks whether its namespace exists (a missing one is created).
+            assert_eq!(requests, 3, "a dry run, a GET and the namespace's GET");
             for index in [0, 2, 4] {
                 assert_eq!(actions(&plan, index), [Action::Unchanged]);
             }
