@@ -27,20 +27,8 @@ impl<'a> AppObjects<'a> {
             let namespace = text("/metadata/namespace").unwrap_or(app_namespace);
             names.push((kind, namespace, name));
             let api_version = text("/apiVersion").unwrap_or_default();
-            if let Some((pointer, _)) = super::pod_spec::pod_spec_location(api_version, kind) {
-                let metadata = pointer
-                    .strip_suffix("/spec")
-                    .map_or("/metadata".to_owned(), |template| {
-                        format!("{template}/metadata")
-                    });
-                let labels = if pointer == "/spec" {
-                    value.pointer("/metadata/labels")
-                } else {
-                    value.pointer(&format!("{metadata}/labels"))
-                };
-                if let Some(labels) = labels.and_then(Value::as_object) {
-                    pod_labels.push((namespace, labels));
-                }
+            if let Some(labels) = super::pod_spec::template_labels(value, api_version, kind) {
+                pod_labels.push((namespace, labels));
             }
         }
         AppObjects { names, pod_labels }

@@ -17,8 +17,8 @@ pub(crate) struct Effective<'a> {
 impl<'a> Effective<'a> {
     pub(crate) fn of(
         object: &'a Value,
-        pod: &PodTemplate<'_>,
-        container: &Container<'_>,
+        pod: &PodTemplate<'a>,
+        container: &Container<'a>,
     ) -> Effective<'a> {
         let context = |map: Option<&'a Map<String, Value>>| {
             map.and_then(|map| map.get("securityContext"))

@@ -62,10 +62,11 @@ impl Findings {
         self.found.push((pointer, message.into()));
     }
 
-    /// Reports `problem` for the text at `pointer`, when there is one.
-    pub(crate) fn check(&mut self, pointer: String, problem: Option<&str>) {
+    /// Reports `problem` for the text at `pointer`, when there is one (the pointer is made
+    /// only then: most values are valid).
+    pub(crate) fn check(&mut self, pointer: impl FnOnce() -> String, problem: Option<&str>) {
         if let Some(problem) = problem {
-            self.push(pointer, problem);
+            self.push(pointer(), problem);
         }
     }
 }
@@ -158,7 +159,7 @@ fn metadata(object: &Value, pointer: &str, kind: Option<&str>, findings: &mut Fi
     if let Some(kind) = kind {
         match metadata.get("name").and_then(Value::as_str) {
             Some(name) if !name.is_empty() => {
-                findings.check(format!("{pointer}/name"), name_problem(kind, name));
+                findings.check(|| format!("{pointer}/name"), name_problem(kind, name));
             }
             _ if metadata.get("generateName").is_none() => {
                 findings.push(format!("{pointer}/name"), "is required (or `generateName`)");
@@ -169,7 +170,7 @@ fn metadata(object: &Value, pointer: &str, kind: Option<&str>, findings: &mut Fi
             && !namespace.is_empty()
         {
             findings.check(
-                format!("{pointer}/namespace"),
+                || format!("{pointer}/namespace"),
                 formats::dns1123_label(namespace),
             );
         }
@@ -192,9 +193,9 @@ fn metadata(object: &Value, pointer: &str, kind: Option<&str>, findings: &mut Fi
 /// Label keys and text values.
 pub(crate) fn label_map(labels: &Map<String, Value>, pointer: &str, findings: &mut Findings) {
     for (key, value) in labels {
-        let at = format!("{pointer}/{}", escape(key));
+        let at = || format!("{pointer}/{}", escape(key));
         if let Some(problem) = formats::qualified_name(key) {
-            findings.push(at.clone(), format!("has an invalid key: {problem}"));
+            findings.push(at(), format!("has an invalid key: {problem}"));
         }
         if let Some(text) = value.as_str() {
             findings.check(at, formats::label_value(text));
@@ -281,16 +282,16 @@ fn service(object: &Value, findings: &mut Findings) {
             );
         }
         if let Some(number) = port.get("port").and_then(Value::as_i64) {
-            findings.check(format!("{at}/port"), formats::port_number(number));
+            findings.check(|| format!("{at}/port"), formats::port_number(number));
         }
         match port.get("targetPort") {
             Some(Value::Number(number)) => {
                 if let Some(number) = number.as_i64().filter(|number| *number != 0) {
-                    findings.check(format!("{at}/targetPort"), formats::port_number(number));
+                    findings.check(|| format!("{at}/targetPort"), formats::port_number(number));
                 }
             }
             Some(Value::String(name)) if !name.is_empty() => {
-                findings.check(format!("{at}/targetPort"), formats::port_name(name));
+                findings.check(|| format!("{at}/targetPort"), formats::port_name(name));
             }
             _ => {}
         }

@@ -30,6 +30,9 @@ pub(crate) struct PodSpec<'a> {
 pub(crate) struct Container<'a> {
     /// Which list of the pod spec the container is in, and its index there.
     pub(crate) list: ContainerList,
+    /// The container as JSON (when written as an object), for the fields the view does not
+    /// read.
+    pub(crate) raw: Option<&'a Map<String, Value>>,
     pub(crate) index: usize,
     /// Empty when the container has no `name`.
     pub(crate) name: &'a str,
@@ -160,24 +163,24 @@ pub(crate) struct PodTemplate<'a> {
     pub(crate) workload: WorkloadKind,
     /// The JSON pointer of the pod spec in the object (`/spec/template/spec`).
     pub(crate) pointer: String,
+    /// The pod spec as JSON (when written as an object).
+    raw: Option<&'a Map<String, Value>>,
 }
 
-impl PodTemplate<'_> {
-    /// The pod spec of `object` (this template's object) as JSON, for the fields the view
-    /// does not read.
-    pub(crate) fn raw<'o>(&self, object: &'o Value) -> Option<&'o Map<String, Value>> {
-        object.pointer(&self.pointer)?.as_object()
+impl<'a> PodTemplate<'a> {
+    /// The pod spec as JSON, for the fields the view does not read (`object` is the template's
+    /// own object: the spec was borrowed from it).
+    pub(crate) fn raw(&self, _object: &Value) -> Option<&'a Map<String, Value>> {
+        self.raw
     }
 
-    /// `container` of `object` as JSON.
-    pub(crate) fn raw_container<'o>(
+    /// `container` (of this template) as JSON.
+    pub(crate) fn raw_container(
         &self,
-        object: &'o Value,
-        container: &Container<'_>,
-    ) -> Option<&'o Map<String, Value>> {
-        object
-            .pointer(&self.container_pointer(container))?
-            .as_object()
+        _object: &Value,
+        container: &Container<'a>,
+    ) -> Option<&'a Map<String, Value>> {
+        container.raw
     }
 
     /// The JSON pointer of `container` in the object.
@@ -203,6 +206,7 @@ impl<'a> PodTemplate<'a> {
             spec: pod_spec(spec).ok()?,
             workload,
             pointer: pointer_of(path),
+            raw: spec.as_object(),
         })
     }
 }
@@ -211,6 +215,21 @@ impl<'a> PodTemplate<'a> {
 /// and what kind of workload it is.
 pub(crate) fn pod_spec_location(api_version: &str, kind: &str) -> Option<(String, WorkloadKind)> {
     pod_spec_path(api_version, kind).map(|(path, workload)| (pointer_of(path), workload))
+}
+
+/// The labels of the pod template of a built-in workload (a Pod's own labels).
+pub(crate) fn template_labels<'a>(
+    object: &'a Value,
+    api_version: &str,
+    kind: &str,
+) -> Option<&'a Map<String, Value>> {
+    let (path, _) = pod_spec_path(api_version, kind)?;
+    let (_, template) = path.split_last()?;
+    template
+        .iter()
+        .chain(&["metadata", "labels"])
+        .try_fold(object, |value, segment| value.get(segment))?
+        .as_object()
 }
 
 fn pod_spec_path(api_version: &str, kind: &str) -> Option<(&'static [&'static str], WorkloadKind)> {
@@ -288,6 +307,7 @@ fn container(value: &Value) -> Read<Container<'_>> {
     )?;
     Ok(Container {
         list: ContainerList::Containers,
+        raw: value.as_object(),
         index: 0,
         name: text(name)?,
         image: optional(image, as_text)?,

@@ -30,7 +30,11 @@ const PROBE_NUMBERS: &[&str] = &[
 
 /// A container port reference (`httpGet.port`, `tcpSocket.port`): a port number or a port
 /// name.
-pub(super) fn port_reference(value: Option<&Value>, at: String, findings: &mut Findings) {
+pub(super) fn port_reference(
+    value: Option<&Value>,
+    at: impl FnOnce() -> String,
+    findings: &mut Findings,
+) {
     match value {
         Some(Value::Number(number)) => {
             if let Some(number) = number.as_i64() {
@@ -39,7 +43,7 @@ pub(super) fn port_reference(value: Option<&Value>, at: String, findings: &mut F
         }
         Some(Value::String(name)) => match name.parse::<i64>() {
             Ok(number) => findings.check(at, formats::port_number(number)),
-            Err(_) if name.is_empty() => findings.push(at, "is required"),
+            Err(_) if name.is_empty() => findings.push(at(), "is required"),
             Err(_) => findings.check(at, formats::port_name(name)),
         },
         _ => {}
@@ -54,23 +58,31 @@ pub(super) fn probes(container: &Map<String, Value>, at: &str, findings: &mut Fi
         };
         let at = format!("{at}/{probe_name}");
         for number in PROBE_NUMBERS {
-            non_negative(probe.get(*number), format!("{at}/{number}"), findings);
+            non_negative(probe.get(*number), || format!("{at}/{number}"), findings);
         }
         for handler in ["httpGet", "tcpSocket"] {
             if let Some(action) = probe.get(handler).and_then(Value::as_object) {
-                port_reference(action.get("port"), format!("{at}/{handler}/port"), findings);
+                port_reference(
+                    action.get("port"),
+                    || format!("{at}/{handler}/port"),
+                    findings,
+                );
             }
         }
     }
 }
 
 /// A number that must not be negative.
-pub(super) fn non_negative(value: Option<&Value>, at: String, findings: &mut Findings) {
+pub(super) fn non_negative(
+    value: Option<&Value>,
+    at: impl FnOnce() -> String,
+    findings: &mut Findings,
+) {
     if value
         .and_then(Value::as_i64)
         .is_some_and(|number| number < 0)
     {
-        findings.push(at, "must be greater than or equal to 0");
+        findings.push(at(), "must be greater than or equal to 0");
     }
 }
 
@@ -140,7 +152,7 @@ pub(super) fn tolerations(spec: &Map<String, Value>, at: &str, findings: &mut Fi
                 "must be `Exists` when `key` is empty",
             );
         } else if !text("key").is_empty() {
-            findings.check(format!("{at}/key"), formats::qualified_name(text("key")));
+            findings.check(|| format!("{at}/key"), formats::qualified_name(text("key")));
         }
     }
 }
@@ -208,19 +220,23 @@ pub(super) fn label_selector(selector: Option<&Value>, at: &str, findings: &mut 
             ),
         }
         if let Some(key) = expression.get("key").and_then(Value::as_str) {
-            findings.check(format!("{at}/key"), formats::qualified_name(key));
+            findings.check(|| format!("{at}/key"), formats::qualified_name(key));
         }
     }
 }
 
 /// An int-or-string that must be a non-negative count or a percentage (`maxSurge`,
 /// `minAvailable`).
-pub(super) fn count_or_percent(value: Option<&Value>, at: String, findings: &mut Findings) {
+pub(super) fn count_or_percent(
+    value: Option<&Value>,
+    at: impl FnOnce() -> String,
+    findings: &mut Findings,
+) {
     match value {
         Some(Value::String(text)) => {
             let digits = text.strip_suffix('%').unwrap_or_default();
             if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
-                findings.push(at, "must be a number or a percentage such as `25%`");
+                findings.push(at(), "must be a number or a percentage such as `25%`");
             }
         }
         other => non_negative(other, at, findings),

@@ -13,7 +13,7 @@ pub(super) fn spec(kind: &str, object: &Value, findings: &mut Findings) {
     match kind {
         "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "ReplicationController" => {
             for key in ["replicas", "minReadySeconds", "revisionHistoryLimit"] {
-                fields::non_negative(number(key), format!("/spec/{key}"), findings);
+                fields::non_negative(number(key), || format!("/spec/{key}"), findings);
             }
             if let Some(spec) = spec {
                 fields::label_selector(spec.get("selector"), "/spec/selector", findings);
@@ -27,7 +27,7 @@ pub(super) fn spec(kind: &str, object: &Value, findings: &mut Findings) {
                 "backoffLimit",
                 "activeDeadlineSeconds",
             ] {
-                fields::non_negative(number(key), format!("/spec/{key}"), findings);
+                fields::non_negative(number(key), || format!("/spec/{key}"), findings);
             }
         }
         "CronJob" => {
@@ -44,7 +44,7 @@ pub(super) fn spec(kind: &str, object: &Value, findings: &mut Findings) {
                 "failedJobsHistoryLimit",
                 "startingDeadlineSeconds",
             ] {
-                fields::non_negative(number(key), format!("/spec/{key}"), findings);
+                fields::non_negative(number(key), || format!("/spec/{key}"), findings);
             }
         }
         "Ingress" => {
@@ -64,7 +64,7 @@ pub(super) fn spec(kind: &str, object: &Value, findings: &mut Findings) {
         }
         "PodDisruptionBudget" => {
             for key in ["minAvailable", "maxUnavailable"] {
-                fields::count_or_percent(number(key), format!("/spec/{key}"), findings);
+                fields::count_or_percent(number(key), || format!("/spec/{key}"), findings);
             }
             fields::label_selector(number("selector"), "/spec/selector", findings);
         }
@@ -89,7 +89,7 @@ fn workload(kind: &str, spec: &Map<String, Value>, findings: &mut Findings) {
         for key in ["maxSurge", "maxUnavailable"] {
             fields::count_or_percent(
                 rolling.get(key),
-                format!("/spec/{at}/rollingUpdate/{key}"),
+                || format!("/spec/{at}/rollingUpdate/{key}"),
                 findings,
             );
         }
@@ -101,7 +101,7 @@ fn workload(kind: &str, spec: &Map<String, Value>, findings: &mut Findings) {
         && !service.is_empty()
     {
         findings.check(
-            "/spec/serviceName".to_owned(),
+            || "/spec/serviceName".to_owned(),
             formats::dns1123_label(service),
         );
     }
@@ -116,7 +116,7 @@ fn workload(kind: &str, spec: &Map<String, Value>, findings: &mut Findings) {
         match claim.pointer("/metadata/name").and_then(Value::as_str) {
             Some(name) if !name.is_empty() => {
                 findings.check(
-                    format!("{at}/metadata/name"),
+                    || format!("{at}/metadata/name"),
                     formats::dns1123_subdomain(name),
                 );
             }
@@ -175,7 +175,7 @@ fn is_schedule(schedule: &str) -> bool {
 fn ingress(spec: &Map<String, Value>, findings: &mut Findings) {
     if let Some(class) = spec.get("ingressClassName").and_then(Value::as_str) {
         findings.check(
-            "/spec/ingressClassName".to_owned(),
+            || "/spec/ingressClassName".to_owned(),
             formats::dns1123_subdomain(class),
         );
     }
@@ -183,7 +183,7 @@ fn ingress(spec: &Map<String, Value>, findings: &mut Findings) {
         for (host_index, host) in array_of(tls, "hosts").enumerate() {
             if let Some(host) = host.as_str() {
                 findings.check(
-                    format!("/spec/tls/{index}/hosts/{host_index}"),
+                    || format!("/spec/tls/{index}/hosts/{host_index}"),
                     host_problem(host),
                 );
             }
@@ -192,7 +192,7 @@ fn ingress(spec: &Map<String, Value>, findings: &mut Findings) {
             && !secret.is_empty()
         {
             findings.check(
-                format!("/spec/tls/{index}/secretName"),
+                || format!("/spec/tls/{index}/secretName"),
                 formats::dns1123_subdomain(secret),
             );
         }
@@ -202,7 +202,7 @@ fn ingress(spec: &Map<String, Value>, findings: &mut Findings) {
         if let Some(host) = rule.get("host").and_then(Value::as_str)
             && !host.is_empty()
         {
-            findings.check(format!("{at}/host"), host_problem(host));
+            findings.check(|| format!("{at}/host"), host_problem(host));
         }
         for (path_index, path) in rule
             .pointer("/http/paths")
@@ -234,7 +234,10 @@ fn backend(backend: Option<&Value>, at: &str, findings: &mut Findings) {
         return;
     };
     if let Some(name) = service.get("name").and_then(Value::as_str) {
-        findings.check(format!("{at}/service/name"), formats::dns1035_label(name));
+        findings.check(
+            || format!("{at}/service/name"),
+            formats::dns1035_label(name),
+        );
     }
     let port = service.get("port");
     let number = port
@@ -252,12 +255,15 @@ fn backend(backend: Option<&Value>, at: &str, findings: &mut Findings) {
     if let Some(port) = port {
         if let Some(number) = port.get("number").and_then(Value::as_i64) {
             findings.check(
-                format!("{at}/service/port/number"),
+                || format!("{at}/service/port/number"),
                 formats::port_number(number),
             );
         }
         if let Some(name) = port.get("name").and_then(Value::as_str) {
-            findings.check(format!("{at}/service/port/name"), formats::port_name(name));
+            findings.check(
+                || format!("{at}/service/port/name"),
+                formats::port_name(name),
+            );
         }
     }
 }
@@ -274,7 +280,7 @@ fn network_policy(spec: &Map<String, Value>, findings: &mut Findings) {
             for (port_index, port) in array_of(rule, "ports").enumerate() {
                 fields::port_reference(
                     port.get("port"),
-                    format!("/spec/{direction}/{index}/ports/{port_index}/port"),
+                    || format!("/spec/{direction}/{index}/ports/{port_index}/port"),
                     findings,
                 );
             }
@@ -403,7 +409,7 @@ fn binding(object: &Value, findings: &mut Findings) {
         match text("kind") {
             "ServiceAccount" => {
                 findings.check(
-                    format!("{at}/name"),
+                    || format!("{at}/name"),
                     formats::dns1123_subdomain(text("name")),
                 );
             }

@@ -79,7 +79,7 @@ pub(super) fn pod_spec(
         && !account.is_empty()
     {
         findings.check(
-            format!("{pointer}/serviceAccountName"),
+            || format!("{pointer}/serviceAccountName"),
             formats::dns1123_subdomain(account),
         );
     }
@@ -173,12 +173,15 @@ fn ports(container: &Map<String, Value>, at: &str, findings: &mut Findings) {
             }
         }
         if let Some(number) = port.get("containerPort").and_then(Value::as_i64) {
-            findings.check(format!("{at}/containerPort"), formats::port_number(number));
+            findings.check(
+                || format!("{at}/containerPort"),
+                formats::port_number(number),
+            );
         }
         if let Some(host_port) = port.get("hostPort").and_then(Value::as_i64)
             && host_port != 0
         {
-            findings.check(format!("{at}/hostPort"), formats::port_number(host_port));
+            findings.check(|| format!("{at}/hostPort"), formats::port_number(host_port));
         }
     }
 }
@@ -193,7 +196,7 @@ fn env(container: &Map<String, Value>, at: &str, findings: &mut Findings) {
     {
         if let Some(variable) = variable.as_object() {
             findings.check(
-                format!("{at}/env/{index}/name"),
+                || format!("{at}/env/{index}/name"),
                 formats::env_var_name(text(variable, "name")),
             );
             fields::env_field_ref(variable, &format!("{at}/env/{index}"), findings);
