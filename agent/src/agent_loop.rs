@@ -159,6 +159,7 @@ pub async fn run(
         definitions: Arc::new(Definitions::builtin()),
         external_url: config.server.external_url.clone(),
         drift: config.drift.clone(),
+        analysis: config.analysis.clone(),
         readiness: Arc::new(server::SourceReadiness::new(
             config.sources.iter().map(|source| source.name.as_str()),
         )),
@@ -337,6 +338,8 @@ struct Shared {
     definitions: Arc<Definitions>,
     external_url: String,
     drift: Option<crate::config::DriftConfig>,
+    /// `driftless.yaml`'s `analysis`: rule severities, suppressions, render limits.
+    analysis: analyzer::AnalysisConfig,
     /// Which sources have fetched once (for `/readyz`) and which cannot fetch.
     readiness: Arc<server::SourceReadiness>,
     /// `concurrency` permits: one per app being planned or applied, agent-wide.
@@ -608,7 +611,7 @@ impl SourceWorker {
         let definitions = self.shared.definitions.clone();
         // Templates see the cluster's own release as `context.clusterVersion`, as in `plan
         // --kubeconfig`; an unreadable /version keeps the target release (the plan reports it).
-        let mut options = AnalysisOptions::default();
+        let mut options = AnalysisOptions::with_config(self.shared.analysis.clone());
         if let Ok(version) = crate::observe::cluster_version(&self.shared.cluster).await {
             options.render.cluster_version = version;
         }

@@ -106,6 +106,9 @@ pub struct Config {
     pub concurrency: usize,
     /// Where git clones live.
     pub cache_dir: PathBuf,
+    /// Rule severities, suppressions and render limits: the same settings `driftless plan` and
+    /// `analyze` read from this file, so the agent blocks exactly what the CLI reports.
+    pub analysis: analyzer::AnalysisConfig,
 }
 
 // ---- errors ----------------------------------------------------------------------------------
@@ -314,6 +317,18 @@ impl ConfigFile {
             Some(dir) => checker.resolve_path(&dir),
             None => checker.resolve_path(Path::new(".driftless-cache")),
         };
+        let mut analysis = self.analysis.unwrap_or_default();
+        if !clusters.is_empty() {
+            analysis.known_clusters = Some(
+                clusters
+                    .iter()
+                    .map(|cluster| cluster.name.clone())
+                    .collect(),
+            );
+        }
+        if let Err(error) = analysis.check() {
+            checker.problem_unplaced("analysis", error.to_string());
+        }
         if sources.is_empty() && checker.problems.is_empty() {
             checker.problem_unplaced("sources", "at least one source is required");
         }
@@ -330,6 +345,7 @@ impl ConfigFile {
             burst,
             concurrency,
             cache_dir,
+            analysis,
         })
     }
 }

@@ -466,3 +466,34 @@ server:
     let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
     assert_eq!(fields, ["server.apiToken", "server.trustedHeader"]);
 }
+
+#[test]
+fn analysis_settings_reach_the_agent_with_the_cluster_registry() {
+    let config = parse(
+        "sources:\n  - name: a\n    url: file:///srv/git/a\nclusters:\n  - name: prod\n\
+         analysis:\n  rules: { missing-probes: error }\n  limits: { steps: 1000, appSeconds: 2 }\n",
+    )
+    .expect("valid");
+    assert_eq!(
+        config.analysis.rules.get("missing-probes"),
+        Some(&analyzer::RuleLevel::Error)
+    );
+    assert_eq!(
+        config.analysis.limits.map(|limits| limits.steps),
+        Some(1000)
+    );
+    assert_eq!(
+        config.analysis.known_clusters,
+        Some(vec!["prod".to_owned()])
+    );
+}
+
+#[test]
+fn an_unknown_analysis_rule_is_a_config_problem() {
+    let problems = problems(
+        "sources:\n  - name: a\n    url: file:///srv/git/a\nanalysis:\n  rules: { no-such-rule: off }\n",
+    );
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].field, "analysis");
+    assert!(problems[0].message.contains("no-such-rule"), "{problems:?}");
+}
