@@ -16,5 +16,7 @@ echo "==> control plane binaries (first build on a fresh machine takes ~15-25 mi
 bin=$(hack/build-cluster.sh | tail -n 1)
 echo "==> control plane binaries: $bin" >&2
 echo "==> Gitea for the agent tests: $(hack/build-gitea.sh | tail -n 1) (first build ~10-15 min)" >&2
+helm=$(hack/build-helm.sh --if-built)
+echo "==> helm for the chart tests: ${helm:-not built, so they are skipped (hack/helm-e2e.sh builds it and runs them)}" >&2
 echo "==> cargo test --workspace $*" >&2
 exec cargo test --workspace "$@"

@@ -18,6 +18,7 @@ mod examples;
 mod failclosed;
 mod fleet;
 mod git_transports;
+mod helm;
 mod kubeconfig;
 mod plan_apply;
 mod scale;

@@ -1,0 +1,261 @@
+//! The Helm chart in `deploy/helm/driftless`, installed into the local cluster with the real
+//! `helm` (`DRIFTLESS_HELM`, or the one `hack/build-helm.sh` built from its Go module):
+//!
+//! - every object it renders is accepted by the apiserver, the agent's Deployment becomes
+//!   available (kwok runs no containers: its pod is scheduled and reported running, so this
+//!   proves the pod spec is admitted, not that the agent serves), the ConfigMap holds a
+//!   `driftless.yaml` the agent loads, the image is the chart's version, and `helm uninstall`
+//!   removes the cluster-scoped objects;
+//! - the chart and the kustomize base in `deploy/` describe the same agent: the same pod spec,
+//!   replicas and strategy, and the same ClusterRole rules.
+//!
+//! Building helm takes minutes cold, so these tests build nothing: without a helm they pass
+//! after saying so on stderr, and `hack/helm-e2e.sh` builds helm and runs them.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail, ensure};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::Api;
+use kube::runtime::wait::await_condition;
+use serde_json::Value;
+
+use crate::support::cluster::{TestCluster, TestNamespace, WAIT, hack_script};
+
+const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/helm/driftless");
+
+/// The `helm` binary: `DRIFTLESS_HELM`, or the one `hack/build-helm.sh` built into
+/// `~/.cache/driftless`; `None` when neither exists (nothing is built here).
+fn helm_binary() -> Result<Option<String>> {
+    if let Ok(helm) = std::env::var("DRIFTLESS_HELM") {
+        return Ok(Some(helm));
+    }
+    let stdout = hack_script("build-helm.sh", &["--if-built"])?;
+    let path = stdout.lines().last().unwrap_or_default().trim().to_owned();
+    if path.is_empty() {
+        return Ok(None);
+    }
+    ensure!(
+        Path::new(&path).is_file(),
+        "hack/build-helm.sh printed a path that is no file: {path}"
+    );
+    Ok(Some(path))
+}
+
+/// Runs helm with its own config, cache and data directories (never the user's).
+struct Helm {
+    binary: String,
+    home: tempfile::TempDir,
+}
+
+impl Helm {
+    /// The helm to run, or `None` (said on stderr) when none is built.
+    fn find(test: &str) -> Result<Option<Helm>> {
+        let Some(binary) = helm_binary()? else {
+            // Straight to stderr, past libtest's capture, so the skip is seen in every run.
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED {test}: helm is not built; run hack/helm-e2e.sh (builds helm from its \
+                 Go module into ~/.cache/driftless, then runs these tests) or set DRIFTLESS_HELM"
+            );
+            return Ok(None);
+        };
+        Ok(Some(Helm {
+            binary,
+            home: tempfile::tempdir()?,
+        }))
+    }
+
+    fn run(&self, args: &[&str]) -> Result<String> {
+        let home = self.home.path();
+        let output = Command::new(&self.binary)
+            .args(args)
+            .env("HELM_CONFIG_HOME", home.join("config"))
+            .env("HELM_CACHE_HOME", home.join("cache"))
+            .env("HELM_DATA_HOME", home.join("data"))
+            .output()
+            .with_context(|| format!("running {}", self.binary))?;
+        if !output.status.success() {
+            bail!(
+                "helm {} failed ({}):\n{}",
+                args.join(" "),
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_helm_chart_installs_and_its_agent_pod_is_admitted() -> Result<()> {
+    let Some(helm) = Helm::find("the_helm_chart_installs_and_its_agent_pod_is_admitted")? else {
+        return Ok(());
+    };
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "helm").await?;
+    let ns = namespace.name.as_str();
+    // The release names the ClusterRole and its binding: unique per run.
+    let release = format!("dl-{}", &ns[ns.len().saturating_sub(8)..]);
+    let kubeconfig = cluster.kubeconfig.to_string_lossy().into_owned();
+    helm.run(&[
+        "install",
+        &release,
+        CHART,
+        "--kubeconfig",
+        &kubeconfig,
+        "--namespace",
+        ns,
+        "--set",
+        "secret.values.GIT_TOKEN=not-a-real-token",
+    ])?;
+    let client = cluster.client.clone();
+
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    let available = |deployment: Option<&Deployment>| {
+        deployment
+            .and_then(|deployment| deployment.status.as_ref())
+            .and_then(|status| status.available_replicas)
+            == Some(1)
+    };
+    tokio::time::timeout(
+        WAIT,
+        await_condition(deployments.clone(), &release, available),
+    )
+    .await
+    .context("the chart's Deployment did not become available")??;
+    let deployment = deployments.get(&release).await?;
+    let pod = deployment
+        .spec
+        .and_then(|spec| spec.template.spec)
+        .context("the Deployment has a pod spec")?;
+    let image = pod
+        .containers
+        .first()
+        .and_then(|container| container.image.clone());
+    assert_eq!(
+        image.as_deref(),
+        Some(format!("driftless:{}", env!("CARGO_PKG_VERSION")).as_str())
+    );
+    assert_eq!(pod.service_account_name.as_deref(), Some(release.as_str()));
+
+    let config = Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .get(&format!("{release}-config"))
+        .await?;
+    let text = config
+        .data
+        .and_then(|data| data.get("driftless.yaml").cloned())
+        .context("the ConfigMap holds driftless.yaml")?;
+    let env = agent::config::Environment::from_pairs([("GIT_TOKEN", "not-a-real-token")]);
+    agent::config::Config::parse(&text, "driftless.yaml".as_ref(), "/".as_ref(), &env)
+        .map_err(|error| anyhow::anyhow!("the chart's driftless.yaml does not load: {error}"))?;
+
+    Api::<Secret>::namespaced(client.clone(), ns)
+        .get(&format!("{release}-credentials"))
+        .await?;
+    Api::<Service>::namespaced(client.clone(), ns)
+        .get(&release)
+        .await?;
+    Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .get(&release)
+        .await?;
+    Api::<NetworkPolicy>::namespaced(client.clone(), ns)
+        .get(&release)
+        .await?;
+    Api::<PodDisruptionBudget>::namespaced(client.clone(), ns)
+        .get(&release)
+        .await?;
+    Api::<ClusterRole>::all(client.clone())
+        .get(&release)
+        .await?;
+    Api::<ClusterRoleBinding>::all(client.clone())
+        .get(&release)
+        .await?;
+
+    helm.run(&[
+        "uninstall",
+        &release,
+        "--kubeconfig",
+        &kubeconfig,
+        "--namespace",
+        ns,
+        "--wait",
+    ])?;
+    ensure!(
+        Api::<ClusterRole>::all(client.clone())
+            .get_opt(&release)
+            .await?
+            .is_none(),
+        "helm uninstall left the ClusterRole {release}"
+    );
+    ensure!(
+        Api::<ClusterRoleBinding>::all(client)
+            .get_opt(&release)
+            .await?
+            .is_none(),
+        "helm uninstall left the ClusterRoleBinding {release}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chart_and_the_kustomize_base_describe_the_same_agent() -> Result<()> {
+    let Some(helm) = Helm::find("the_chart_and_the_kustomize_base_describe_the_same_agent")? else {
+        return Ok(());
+    };
+    // Released as `driftless` into `driftless-system`, the chart names everything as the
+    // kustomize base does; a Secret value makes it mount the credentials Secret as the base does.
+    let rendered = helm.run(&[
+        "template",
+        "driftless",
+        CHART,
+        "--namespace",
+        "driftless-system",
+        "--set",
+        "secret.values.GIT_TOKEN=not-a-real-token",
+    ])?;
+    let chart: Vec<Value> = serde_saphyr::from_multiple(&rendered).context("helm's output")?;
+    let mut base = Vec::new();
+    for file in ["deploy/deployment.yaml", "deploy/rbac.yaml"] {
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file))?;
+        let documents: Vec<Value> =
+            serde_saphyr::from_multiple(&text).with_context(|| format!("parsing {file}"))?;
+        base.extend(documents);
+    }
+
+    let chart_deployment = only(&chart, "Deployment", "the chart")?;
+    let base_deployment = only(&base, "Deployment", "deploy/")?;
+    for field in ["/spec/replicas", "/spec/strategy", "/spec/template/spec"] {
+        assert_eq!(
+            chart_deployment.pointer(field),
+            base_deployment.pointer(field),
+            "the chart's and deploy/'s Deployments differ at {field}"
+        );
+    }
+    let chart_role = only(&chart, "ClusterRole", "the chart")?;
+    let base_role = only(&base, "ClusterRole", "deploy/")?;
+    assert_eq!(
+        chart_role.get("rules"),
+        base_role.get("rules"),
+        "the chart's and deploy/'s ClusterRoles grant different rules"
+    );
+    Ok(())
+}
+
+/// The one object of `kind` among `objects`.
+fn only<'a>(objects: &'a [Value], kind: &str, from: &str) -> Result<&'a Value> {
+    let mut found = objects
+        .iter()
+        .filter(|object| object.get("kind").and_then(Value::as_str) == Some(kind));
+    let first = found
+        .next()
+        .with_context(|| format!("{from} has no {kind}"))?;
+    ensure!(found.next().is_none(), "{from} has more than one {kind}");
+    Ok(first)
+}
