@@ -29,6 +29,7 @@ pub mod report;
 pub mod rollout;
 pub mod schedule;
 pub mod server;
+pub mod shard;
 pub mod source;
 pub mod tracker;
 pub mod tracker_store;
