@@ -313,12 +313,10 @@ fn source_cluster(
         burst: config.burst,
         ..ClusterOptions::default()
     };
-    let groups = vec![
-        "system:serviceaccounts".to_owned(),
-        format!("system:serviceaccounts:{}", account.namespace),
-    ];
+    // No groups sent: the apiserver gives an impersonated ServiceAccount its own groups, so
+    // the agent needs `impersonate` on that one account and nothing on groups (deploy/rbac.yaml).
     cluster
-        .impersonating(&account.user_name(), groups, &options)
+        .impersonating(&account.user_name(), Vec::new(), &options)
         .map(Arc::new)
         .map_err(|source| AgentError::ClusterConnectFailed {
             cluster: cluster.name().to_owned(),

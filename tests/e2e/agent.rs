@@ -692,7 +692,7 @@ async fn agent_restarted_while_the_forge_is_down_loses_no_status() -> Result<()>
 }
 
 /// Server-side applies every object of a `deploy/` manifest file as the test's admin.
-async fn apply_manifest_file(cluster: &TestCluster, file: &str) -> Result<()> {
+pub(crate) async fn apply_manifest_file(cluster: &TestCluster, file: &str) -> Result<()> {
     use kube::api::{DynamicObject, Patch, PatchParams};
     use kube::discovery::{ApiResource, Scope};
 

@@ -4,8 +4,9 @@
 //! - every object it renders is accepted by the apiserver, the agent's Deployment becomes
 //!   available (kwok runs no containers: its pod is scheduled and reported running, so this
 //!   proves the pod spec is admitted, not that the agent serves), the ConfigMap holds a
-//!   `driftless.yaml` the agent loads, the image is the chart's version, and `helm uninstall`
-//!   removes the cluster-scoped objects;
+//!   `driftless.yaml` the agent loads, the image is the chart's version, the agent may
+//!   impersonate the ServiceAccount a source names and no other (asked of the apiserver's
+//!   authorizer), and `helm uninstall` removes the cluster-scoped objects;
 //! - the chart and the kustomize base in `deploy/` describe the same agent: the same pod spec,
 //!   replicas and strategy, and the same ClusterRole rules.
 //!
@@ -26,6 +27,8 @@ use kube::Api;
 use kube::runtime::wait::await_condition;
 use serde_json::Value;
 
+use crate::rbac::{Impersonation, may_impersonate};
+use crate::support::agent::wait_for;
 use crate::support::cluster::{TestCluster, TestNamespace, WAIT, hack_script};
 
 const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/helm/driftless");
@@ -101,7 +104,25 @@ async fn the_helm_chart_installs_and_its_agent_pod_is_admitted() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let namespace = TestNamespace::new(&cluster, "helm").await?;
     let ns = namespace.name.as_str();
-    // The release names the ClusterRole and its binding: unique per run.
+    let team = TestNamespace::new(&cluster, "helm-team").await?;
+    // The chart's default source, applied as a ServiceAccount of the team's namespace.
+    let values = helm.home.path().join("values.yaml");
+    std::fs::write(
+        &values,
+        format!(
+            "config:
+  sources:
+    - name: platform
+      url: https://git.example.com/platform/apps.git
+      branch: main
+      credentials:
+        token: {{ env: GIT_TOKEN }}
+      serviceAccount: {{ namespace: {}, name: deployer }}
+",
+            team.name
+        ),
+    )?;
+    let values = values.to_string_lossy().into_owned();
     let release = format!("dl-{}", &ns[ns.len().saturating_sub(8)..]);
     let kubeconfig = cluster.kubeconfig.to_string_lossy().into_owned();
     helm.run(&[
@@ -114,6 +135,8 @@ async fn the_helm_chart_installs_and_its_agent_pod_is_admitted() -> Result<()> {
         ns,
         "--set",
         "secret.values.GIT_TOKEN=not-a-real-token",
+        "--values",
+        &values,
     ])?;
     let client = cluster.client.clone();
 
@@ -178,6 +201,36 @@ async fn the_helm_chart_installs_and_its_agent_pod_is_admitted() -> Result<()> {
         .get(&release)
         .await?;
 
+    let agent_may_impersonate = |namespace, name| {
+        let (cluster, release) = (&cluster, &release);
+        async move {
+            let impersonation = Impersonation {
+                resource: "serviceaccounts",
+                namespace: Some(namespace),
+                name,
+            };
+            may_impersonate(cluster, ns, release, &impersonation).await
+        }
+    };
+    // The authorizer sees new bindings once its informer has: wait for the grant first.
+    wait_for(
+        "the chart's agent to be allowed to impersonate the ServiceAccount its source names",
+        || async {
+            Ok(agent_may_impersonate(&team.name, "deployer")
+                .await?
+                .then_some(()))
+        },
+    )
+    .await?;
+    ensure!(
+        !agent_may_impersonate(&team.name, "default").await?,
+        "the chart's agent may impersonate another ServiceAccount of the source's namespace"
+    );
+    ensure!(
+        !agent_may_impersonate(ns, "deployer").await?,
+        "the chart's agent may impersonate an account of that name in another namespace"
+    );
+
     helm.run(&[
         "uninstall",
         &release,
@@ -238,8 +291,16 @@ async fn the_chart_and_the_kustomize_base_describe_the_same_agent() -> Result<()
             "the chart's and deploy/'s Deployments differ at {field}"
         );
     }
+    // deploy/ also has `driftless-impersonate`, whose per-source Roles the chart writes instead.
+    let base_roles: Vec<Value> = base
+        .iter()
+        .filter(|object| {
+            object.pointer("/metadata/name") != Some(&Value::from("driftless-impersonate"))
+        })
+        .cloned()
+        .collect();
     let chart_role = only(&chart, "ClusterRole", "the chart")?;
-    let base_role = only(&base, "ClusterRole", "deploy/")?;
+    let base_role = only(&base_roles, "ClusterRole", "deploy/")?;
     assert_eq!(
         chart_role.get("rules"),
         base_role.get("rules"),

@@ -21,6 +21,7 @@ mod git_transports;
 mod helm;
 mod kubeconfig;
 mod plan_apply;
+mod rbac;
 mod scale;
 mod secrets;
 mod watch_cache;
