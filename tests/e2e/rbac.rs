@@ -104,15 +104,21 @@ async fn the_deploy_rbac_impersonates_only_bound_deployer_accounts() -> Result<(
             may_impersonate(cluster, "driftless-system", "driftless", &impersonation).await
         }
     };
-    ensure!(
-        agent(
-            "serviceaccounts",
-            Some(bound.name.as_str()),
-            "driftless-deployer"
-        )
-        .await?,
-        "the agent may not impersonate driftless-deployer in a namespace that binds the role"
-    );
+    // The authorizer sees a new binding once its informer has: wait for the grant, so that the
+    // refusals below are the binding's, not lag.
+    wait_for(
+        "the agent to be allowed to impersonate driftless-deployer where the role is bound",
+        || async {
+            let allowed = agent(
+                "serviceaccounts",
+                Some(bound.name.as_str()),
+                "driftless-deployer",
+            )
+            .await?;
+            Ok(allowed.then_some(()))
+        },
+    )
+    .await?;
     ensure!(
         !agent("serviceaccounts", Some(bound.name.as_str()), "default").await?,
         "the agent may impersonate another account than driftless-deployer"
