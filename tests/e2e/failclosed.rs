@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 use std::process::Output;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, Result, ensure};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -15,11 +14,12 @@ use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use serde_json::json;
 
-use crate::support::agent::{AgentProcess, WorkTree, free_port, wait_for};
+use crate::support::agent::wait_for;
 use crate::support::apps::config_map_app;
 use crate::support::cli::{Repo, driftless};
 use crate::support::cluster::{TestCluster, TestNamespace};
 use crate::support::gitea::Gitea;
+use crate::support::gitea_agent::{AgentLines, GiteaAgent};
 
 /// A repository definition: a component rendering one ConfigMap `<component>-map`.
 const SETTINGS_MAP_DEFINITION: &str = r#""settings-map": {
@@ -221,7 +221,14 @@ async fn the_agent_prunes_nothing_for_a_broken_commit() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let namespace = TestNamespace::new(&cluster, "failclosed-agent").await?;
     let ns = namespace.name.as_str();
-    let agent = GiteaAgent::start(&gitea, &cluster, "failclosed-agent").await?;
+    let agent = GiteaAgent::start(
+        &gitea,
+        &cluster,
+        "failclosed-agent",
+        &AgentLines::default(),
+        &[],
+    )
+    .await?;
     let tree = &agent.tree;
     let alpha = config_map_app("alpha", ns, "blue");
     let beta = config_map_app("beta", ns, "blue");
@@ -340,7 +347,14 @@ async fn the_agent_holds_a_mass_prune_until_approved() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let namespace = TestNamespace::new(&cluster, "failclosed-approve").await?;
     let ns = namespace.name.as_str();
-    let agent = GiteaAgent::start(&gitea, &cluster, "failclosed-approve").await?;
+    let agent = GiteaAgent::start(
+        &gitea,
+        &cluster,
+        "failclosed-approve",
+        &AgentLines::default(),
+        &[],
+    )
+    .await?;
     for index in 0..10 {
         let name = format!("app-{index}");
         agent.tree.write(
@@ -407,98 +421,6 @@ async fn the_agent_holds_a_mass_prune_until_approved() -> Result<()> {
     assert_eq!(summary.0, "success", "{summary:?}");
     agent.stop()?;
     Ok(())
-}
-
-/// The agent over a fresh Gitea repository, polling every second, with commit statuses.
-struct GiteaAgent<'a> {
-    gitea: &'a Gitea,
-    repo: String,
-    source: String,
-    tree: WorkTree,
-    process: AgentProcess,
-    _work: tempfile::TempDir,
-}
-
-impl<'a> GiteaAgent<'a> {
-    async fn start(gitea: &'a Gitea, cluster: &TestCluster, prefix: &str) -> Result<Self> {
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
-        let repo = format!("{prefix}-{}-{nanos:x}", std::process::id());
-        let source = format!("{prefix}-{:x}", nanos & 0xffff_ffff);
-        gitea
-            .api(
-                reqwest::Method::POST,
-                "/user/repos",
-                Some(json!({"name": repo, "default_branch": "main"})),
-            )
-            .await?;
-        let tree = WorkTree::new(gitea.push_url(&repo))?;
-        let work = tempfile::tempdir()?;
-        let port = free_port()?;
-        let config = work.path().join("driftless.yaml");
-        std::fs::write(
-            &config,
-            format!(
-                "sources:
-  - name: {source}
-    url: {clone_url}
-    branch: main
-    pollInterval: 1s
-    credentials: {{ token: {{ env: E2E_GIT_TOKEN }} }}
-clusters:
-  - name: local
-    kubeconfig: {kubeconfig}
-forge:
-  kind: gitea
-  baseUrl: {gitea_url}
-  token: {{ env: E2E_FORGE_TOKEN }}
-server:
-  listen: 127.0.0.1:{port}
-cacheDir: {cache}
-",
-                clone_url = gitea.clone_url(&repo),
-                kubeconfig = cluster.kubeconfig.display(),
-                gitea_url = gitea.url,
-                cache = work.path().join("cache").display(),
-            ),
-        )?;
-        let process = AgentProcess::start(
-            &config,
-            &[
-                ("E2E_GIT_TOKEN", &gitea.token),
-                ("E2E_FORGE_TOKEN", &gitea.token),
-            ],
-            port,
-        )?;
-        Ok(GiteaAgent {
-            gitea,
-            repo,
-            source,
-            tree,
-            process,
-            _work: work,
-        })
-    }
-
-    /// The final summary status of `commit` (state, description), with every latest status.
-    async fn summary(
-        &self,
-        commit: &str,
-    ) -> Result<((String, String), BTreeMap<String, (String, String)>)> {
-        wait_for(&format!("the summary status of {commit}"), || async {
-            let statuses = self.gitea.latest_statuses(&self.repo, commit).await?;
-            Ok(statuses
-                .get("driftless")
-                .filter(|(state, _)| state != "pending")
-                .cloned()
-                .map(|summary| (summary, statuses)))
-        })
-        .await
-    }
-
-    fn stop(self) -> Result<()> {
-        self.process.stop_checked(&[&self.gitea.token])?;
-        Ok(())
-    }
 }
 
 /// The app `name` in `namespace` rendering `objects` (YAML list items, indented for

@@ -11,9 +11,6 @@
 //!   with `serviceAccount`): what its RBAC forbids is refused by the apiserver, reported (plan
 //!   diagnostics, the app's failure status), and nothing of that app is applied.
 
-use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{
@@ -23,10 +20,11 @@ use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 use serde_json::json;
 
-use crate::support::agent::{AgentProcess, WorkTree, free_port, wait_for};
+use crate::support::agent::{WorkTree, free_port, wait_for};
 use crate::support::apps::config_map_app;
 use crate::support::cluster::{TestCluster, TestNamespace};
 use crate::support::gitea::Gitea;
+use crate::support::gitea_agent::{AgentLines, new_repo, start_agent, write_config};
 
 /// Every Secret value the tests write, plain and base64: none may appear anywhere.
 const VALUES: &[&str] = &[
@@ -70,68 +68,6 @@ spec:
             data:
               color: blue
 {objects}"
-    )
-}
-
-/// A fresh Gitea repository named after `prefix`; returns the repo and a source name.
-async fn new_repo(gitea: &Gitea, prefix: &str) -> Result<(String, String)> {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
-    let repo = format!("{prefix}-{}-{nanos:x}", std::process::id());
-    let source = format!("{prefix}-{:x}", nanos & 0xffff_ffff);
-    gitea
-        .api(
-            reqwest::Method::POST,
-            "/user/repos",
-            Some(json!({"name": repo, "default_branch": "main"})),
-        )
-        .await?;
-    Ok((repo, source))
-}
-
-/// The agent config: one source polling every second (with `source_extra` lines), the shared
-/// cluster, the Gitea forge, plan pages behind the e2e token.
-fn agent_config(
-    gitea: &Gitea,
-    cluster: &TestCluster,
-    repo: &str,
-    source: &str,
-    source_extra: &str,
-    port: u16,
-    work: &Path,
-) -> Result<std::path::PathBuf> {
-    let config = work.join("driftless.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "sources:
-  - name: {source}
-    url: {clone_url}
-    pollInterval: 1s
-    credentials: {{ token: {{ env: E2E_GIT_TOKEN }} }}
-{source_extra}clusters:
-  - name: local
-    kubeconfig: {kubeconfig}
-forge: {{ kind: gitea, baseUrl: '{gitea_url}', token: {{ env: E2E_FORGE_TOKEN }} }}
-server: {{ listen: '127.0.0.1:{port}', apiToken: {{ env: E2E_API_TOKEN }} }}
-cacheDir: {cache}
-",
-            clone_url = gitea.clone_url(repo),
-            kubeconfig = cluster.kubeconfig.display(),
-            gitea_url = gitea.url,
-            cache = work.join("cache").display(),
-        ),
-    )?;
-    Ok(config)
-}
-
-fn start_agent(gitea: &Gitea, config: &Path, port: u16) -> Result<AgentProcess> {
-    AgentProcess::start(
-        config,
-        &[
-            ("E2E_GIT_TOKEN", &gitea.token),
-            ("E2E_FORGE_TOKEN", &gitea.token),
-        ],
-        port,
     )
 }
 
@@ -218,8 +154,15 @@ async fn a_pull_request_changing_secrets_shows_keys_and_never_a_value() -> Resul
     let first = tree.commit_and_push("two secrets", "main")?;
     let port = free_port()?;
     let work = tempfile::tempdir()?;
-    let config = agent_config(&gitea, &cluster, &repo, &source, "", port, work.path())?;
-    let agent = start_agent(&gitea, &config, port)?;
+    let config = write_config(
+        &gitea,
+        &cluster,
+        (&repo, &source),
+        &AgentLines::default(),
+        port,
+        work.path(),
+    )?;
+    let agent = start_agent(&gitea, &config, port, &[])?;
     let (state, description) = final_summary(&gitea, &repo, &first).await?;
     assert_eq!(state, "success", "{description}");
     let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), ns);
@@ -297,8 +240,15 @@ async fn a_pull_request_from_a_fork_is_not_previewed() -> Result<()> {
     let first = tree.commit_and_push("one app", "main")?;
     let port = free_port()?;
     let work = tempfile::tempdir()?;
-    let config = agent_config(&gitea, &cluster, &repo, &source, "", port, work.path())?;
-    let agent = start_agent(&gitea, &config, port)?;
+    let config = write_config(
+        &gitea,
+        &cluster,
+        (&repo, &source),
+        &AgentLines::default(),
+        port,
+        work.path(),
+    )?;
+    let agent = start_agent(&gitea, &config, port, &[])?;
     final_summary(&gitea, &repo, &first).await?;
 
     // A second user forks the repository and opens a pull request from the fork (the admin
@@ -425,16 +375,18 @@ async fn a_source_boundary_refuses_other_namespaces_and_cluster_role_bindings() 
     let port = free_port()?;
     let work = tempfile::tempdir()?;
     let boundary = format!("    boundary: {{ namespaces: ['{ns}'] }}\n");
-    let config = agent_config(
+    let config = write_config(
         &gitea,
         &cluster,
-        &repo,
-        &source,
-        &boundary,
+        (&repo, &source),
+        &AgentLines {
+            source: boundary,
+            ..AgentLines::default()
+        },
         port,
         work.path(),
     )?;
-    let agent = start_agent(&gitea, &config, port)?;
+    let agent = start_agent(&gitea, &config, port, &[])?;
     assert_eq!(final_summary(&gitea, &repo, &first).await?.0, "success");
 
     // The pull request adds an app writing into another namespace and one binding
@@ -751,16 +703,18 @@ async fn an_agent_source_applying_as_a_service_account_reports_what_rbac_refuses
     let port = free_port()?;
     let work = tempfile::tempdir()?;
     let account = format!("    serviceAccount: {{ namespace: {ns}, name: deployer }}\n");
-    let config = agent_config(
+    let config = write_config(
         &gitea,
         &cluster,
-        &repo,
-        &source,
-        &account,
+        (&repo, &source),
+        &AgentLines {
+            source: account,
+            ..AgentLines::default()
+        },
         port,
         work.path(),
     )?;
-    let agent = start_agent(&gitea, &config, port)?;
+    let agent = start_agent(&gitea, &config, port, &[])?;
     let latest = wait_for("both apps' statuses", || async {
         let latest = gitea.latest_statuses(&repo, &first).await?;
         let done = |app: &str| {

@@ -3,10 +3,9 @@
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::support::agent::WorkTree;
 use crate::support::apps::config_map_app;
@@ -176,16 +175,7 @@ pub async fn repo_with_one_app(
     prefix: &str,
     ns: &str,
 ) -> Result<(String, String, String)> {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
-    let repo = format!("{prefix}-{}-{nanos:x}", std::process::id());
-    let source = format!("{prefix}-{:x}", nanos & 0xffff_ffff);
-    gitea
-        .api(
-            reqwest::Method::POST,
-            "/user/repos",
-            Some(json!({"name": repo, "default_branch": "main"})),
-        )
-        .await?;
+    let (repo, source) = super::gitea_agent::new_repo(gitea, prefix).await?;
     let tree = WorkTree::new(gitea.push_url(&repo))?;
     tree.write("apps/app.yaml", &config_map_app("app", ns, "blue"))?;
     let commit = tree.commit_and_push("one app", "main")?;

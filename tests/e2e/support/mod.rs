@@ -8,3 +8,4 @@ pub mod cli;
 pub mod cluster;
 pub mod corpus;
 pub mod gitea;
+pub mod gitea_agent;
