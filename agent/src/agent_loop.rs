@@ -42,7 +42,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use analyzer::{
     AnalysisCache, AnalysisOptions, AppRef, Definitions, PackedApp, Severity, SharedOutput,
@@ -63,6 +63,7 @@ use crate::plan::{Action, AppPlan, Plan};
 use crate::prune_guard::{self, Approval, Evidence, PassBudget};
 use crate::report::{MarkdownOptions, plan_human, plan_markdown};
 use crate::schedule::DriftTimer;
+use crate::server::ui::record as ui_record;
 use crate::server::{self, PageApp, PlanPage, PlanStore, ServerState, SourceTrigger};
 use crate::source::git::{CommitId, GitSource, PollOutcome, SourceError};
 
@@ -128,6 +129,13 @@ pub async fn run(
     let metrics = Arc::new(Metrics::new());
     let plans = PlanStore::default();
     let cluster = connect_cluster(&config).await?;
+    let ui = server::ui::UiState::new(
+        server::ui::FleetState::default(),
+        Some(cluster.clone()),
+        crate::tracker::DEFAULT_NAMESPACE,
+        &config.server.external_url,
+    );
+    ui_record::sources(&ui.fleet, &config);
     let fleet = crate::workflow::Fleet::from_config(&config)
         .await
         .map_err(|error| AgentError::ClusterConnectFailed {
@@ -152,6 +160,7 @@ pub async fn run(
     let shared = Arc::new(Shared {
         metrics: metrics.clone(),
         plans: plans.clone(),
+        ui: ui.clone(),
         outbox: outbox.clone(),
         forge,
         cluster,
@@ -209,7 +218,11 @@ pub async fn run(
         auth: server::ApiAuth {
             token: config.server.api_token.clone(),
             trusted_header: config.server.trusted_header.clone(),
+            operator_token: config.server.operator_token.clone(),
+            groups_header: config.server.groups_header.clone(),
+            operator_groups: config.server.operator_groups.clone(),
         },
+        ui,
     };
     let mut server_shutdown = shutdown_rx.clone();
     let (server_stop_tx, server_stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -328,6 +341,8 @@ fn source_cluster(
 struct Shared {
     metrics: Arc<Metrics>,
     plans: PlanStore,
+    /// What the web UI shows of each app, and its requests (a resumed workflow).
+    ui: server::ui::UiState,
     outbox: Option<Outbox>,
     forge: Option<Arc<dyn Forge>>,
     cluster: Arc<Cluster>,
@@ -509,6 +524,12 @@ impl SourceWorker {
         }
         match outcome {
             PollOutcome::Unchanged { .. } => {
+                // A workflow resumed in the web UI continues with a deploy of the same revision.
+                if self.shared.ui.take_redeploy(&self.config.name)
+                    && let Some(deployed) = &self.deployed
+                {
+                    self.deploy(deployed.commit.clone()).await;
+                }
                 // A deploy held by its prune budget runs again once a new approval is stored.
                 if let Some((commit, seen)) = self.awaiting_approval.clone() {
                     let stored = self.stored_approval().await;
@@ -834,6 +855,7 @@ impl SourceWorker {
     /// (see [`SourceWorker::select`]); the others keep their last result.
     async fn deploy(&mut self, commit: CommitId) {
         let span = tracing::info_span!("deploy", source = %self.config.name, commit = %commit, revision = commit.short());
+        let started = Instant::now();
         async {
             self.status(&commit, SUMMARY_CONTEXT, StatusState::Pending, "rendering and planning");
             let rendered = match self.render(&commit).await {
@@ -869,6 +891,7 @@ impl SourceWorker {
             let (plan, workflows) = self
                 .plan(&selected, &commit, &selection.orphans, PlanPurpose::Apply)
                 .await;
+            ui_record::objects(&self.shared.ui.fleet, &self.config.name, self.cluster.name(), &plan);
             let cluster = self.cluster.clone();
             let whole_plan = plan.plan.clone();
             let (rest, plan) = partition(plan, &workflows);
@@ -880,9 +903,19 @@ impl SourceWorker {
             let fleet = self.fleet_for(&commit, &workflows).await;
             let results = live::run_workflows(&cluster, &plan, &*selected.output, &workflows, Some(&fleet), &driver).await;
             drop(plan);
+            ui_record::workflows(&self.shared.ui.fleet, &self.config.name, &results);
             let warnings = live::workflow_warnings(&results);
             reports.extend(live::workflow_reports(&results));
             let results = app_results_from_apply(&whole_plan, &reports);
+            ui_record::deploy(&self.shared.ui.fleet, &ui_record::Deploy {
+                source: &self.config.name,
+                cluster: self.cluster.name(),
+                commit: &ui_record::commit_info(self.git.repo(), &commit),
+                plan: &whole_plan,
+                results: &results,
+                finished_at: SystemTime::now(),
+                duration: started.elapsed(),
+            });
             let mut failed = Vec::new();
             for (app, (state, description)) in &results {
                 let span = tracing::info_span!("reconcile", app.namespace = %app.namespace, app.name = %app.name, revision = commit.short(), commit = %commit);
@@ -1216,6 +1249,7 @@ impl SourceWorker {
                 });
             }
             let results = app_results_plan_only(plan, "preview");
+            ui_record::preview(&self.shared.ui.fleet, &self.config.name, pull, plan);
             let (state, description) = if plan.has_errors() {
                 let n_blocked = results
                     .values()
@@ -1277,6 +1311,12 @@ impl SourceWorker {
                     },
                 )
                 .await;
+            ui_record::drift(
+                &self.shared.ui.fleet,
+                &self.config.name,
+                commit.as_str(),
+                &live_plan.plan,
+            );
             let mut drifted = Vec::new();
             for app_plan in &live_plan.plan.apps {
                 let has_drift = app_plan
@@ -1337,6 +1377,7 @@ impl SourceWorker {
                         reports.extend(live::workflow_reports(&ran));
                     }
                     let results = app_results_from_apply(&whole_plan, &reports);
+                    ui_record::corrected(&self.shared.ui.fleet, &self.config.name, &results);
                     let still_failing: Vec<String> = results
                         .iter()
                         .filter(|(_, (state, _))| *state != StatusState::Success)

@@ -295,7 +295,7 @@ pub fn sections() -> Vec<Section> {
         },
         Section {
             path: "server",
-            about: "The agent's HTTP server: `/healthz`, `/readyz`, `/metrics`, `/webhooks/{gitea,github,gitlab}`, `/plans/<commit>`.",
+            about: "The agent's HTTP server: `/healthz`, `/readyz`, `/metrics`, `/webhooks/{gitea,github,gitlab}`, `/plans/<commit>`, and the web UI under `/ui`.",
             fields: vec![
                 field("listen", "`0.0.0.0:8080`", "The address to listen on."),
                 field(
@@ -317,6 +317,21 @@ pub fn sections() -> Vec<Section> {
                     "trustedHeader",
                     "none",
                     "A header set by an authenticating proxy that plan pages require.",
+                ),
+                field(
+                    "operatorToken",
+                    "none (nobody acts in the UI)",
+                    "A bearer token (a secret reference, 16 characters or more) that reads what `apiToken` reads and may also resume workflows and approve rollout batches in the web UI (`/ui`). Browsers sign in with either token at `/ui/login`.",
+                ),
+                field(
+                    "groupsHeader",
+                    "none",
+                    "The header an authenticating proxy lists the user's groups in, comma-separated (`X-Forwarded-Groups`).",
+                ),
+                field(
+                    "operatorGroups",
+                    "none",
+                    "Users of `trustedHeader` in any of these groups (read from `groupsHeader`) may resume and approve in the web UI; everyone else only reads.",
                 ),
             ],
         },

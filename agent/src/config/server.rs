@@ -24,6 +24,13 @@ pub struct ServerFile {
     pub api_token: Option<Spanned<SecretRef>>,
     /// A header an authenticating proxy sets (`X-Forwarded-User`): requests carrying it pass.
     pub trusted_header: Option<Spanned<String>>,
+    /// The bearer token of operators: it reads what `apiToken` reads, and may also resume
+    /// workflows and approve rollout batches in the web UI.
+    pub operator_token: Option<Spanned<SecretRef>>,
+    /// The header the proxy lists a user's groups in (`X-Forwarded-Groups`, comma-separated).
+    pub groups_header: Option<Spanned<String>>,
+    /// Trusted-header users in any of these groups are operators.
+    pub operator_groups: Option<Spanned<Vec<String>>>,
 }
 
 /// The checked HTTP server settings.
@@ -37,6 +44,10 @@ pub struct ServerConfig {
     /// Who may read plan pages; nobody when neither is set.
     pub api_token: Option<Secret>,
     pub trusted_header: Option<axum::http::HeaderName>,
+    /// Who may also act in the web UI (resume, approve).
+    pub operator_token: Option<Secret>,
+    pub groups_header: Option<axum::http::HeaderName>,
+    pub operator_groups: Vec<String>,
 }
 
 pub(super) fn check_server(checker: &mut Checker<'_>, server: Option<ServerFile>) -> ServerConfig {
@@ -50,6 +61,9 @@ pub(super) fn check_server(checker: &mut Checker<'_>, server: Option<ServerFile>
             webhook_secret: None,
             api_token: None,
             trusted_header: None,
+            operator_token: None,
+            groups_header: None,
+            operator_groups: Vec::new(),
         };
     };
     let listen = match &server.listen {
@@ -117,11 +131,72 @@ pub(super) fn check_server(checker: &mut Checker<'_>, server: Option<ServerFile>
             }
         }
     });
+    let (operator_token, groups_header, operator_groups) = check_operators(checker, &server);
     ServerConfig {
         listen,
         external_url,
         webhook_secret,
         api_token,
         trusted_header,
+        operator_token,
+        groups_header,
+        operator_groups,
     }
+}
+
+/// `operatorToken`, `groupsHeader` and `operatorGroups`: who may act in the web UI.
+fn check_operators(
+    checker: &mut Checker<'_>,
+    server: &ServerFile,
+) -> (Option<Secret>, Option<axum::http::HeaderName>, Vec<String>) {
+    let operator_token = server
+        .operator_token
+        .as_ref()
+        .and_then(|secret| checker.spanned_secret("server.operatorToken", secret))
+        .map(|secret| Secret::new(secret.expose().trim()));
+    if operator_token
+        .as_ref()
+        .is_some_and(|token| token.expose().len() < 16)
+        && let Some(spanned) = &server.operator_token
+    {
+        checker.problem(
+            "server.operatorToken",
+            spanned,
+            "is shorter than 16 characters; use a long random token (openssl rand -hex 32)",
+        );
+    }
+    let groups_header = server.groups_header.as_ref().and_then(|name| {
+        match axum::http::HeaderName::from_bytes(name.value.trim().as_bytes()) {
+            Ok(header) if header != axum::http::header::AUTHORIZATION => Some(header),
+            _ => {
+                checker.problem(
+                    "server.groupsHeader",
+                    name,
+                    "must be an HTTP header name other than Authorization (e.g. X-Forwarded-Groups)",
+                );
+                None
+            }
+        }
+    });
+    let operator_groups: Vec<String> = server
+        .operator_groups
+        .as_ref()
+        .map(|groups| {
+            groups
+                .value
+                .iter()
+                .map(|group| group.trim().to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(groups) = &server.operator_groups
+        && (server.groups_header.is_none() || server.trusted_header.is_none())
+    {
+        checker.problem(
+            "server.operatorGroups",
+            groups,
+            "needs server.trustedHeader and server.groupsHeader (the proxy's user and groups headers)",
+        );
+    }
+    (operator_token, groups_header, operator_groups)
 }

@@ -1,5 +1,6 @@
 //! The agent's HTTP server (axum): `/healthz`, `/readyz`, `/metrics`, the webhook endpoints
-//! `/webhooks/gitea`, `/webhooks/github` and `/webhooks/gitlab`, and the read-only plan pages `/plans/<commit>`.
+//! `/webhooks/gitea`, `/webhooks/github` and `/webhooks/gitlab`, the read-only plan pages
+//! `/plans/<commit>`, and the web UI under `/ui` ([`ui`]).
 //!
 //! The server holds no agent logic. A verified webhook only wakes the matching source's poller
 //! through its [`SourceTrigger`]; plan pages are read from the [`PlanStore`] the loop fills.
@@ -11,6 +12,7 @@
 pub mod auth;
 pub mod plan_page;
 pub mod readiness;
+pub mod ui;
 pub mod webhook;
 
 use std::net::SocketAddr;
@@ -51,8 +53,10 @@ pub struct ServerState {
     pub webhook_secret: Option<Secret>,
     pub triggers: Arc<Vec<SourceTrigger>>,
     pub plans: PlanStore,
-    /// Who may read plan pages.
+    /// Who may read plan pages and the UI, and who may act in it.
     pub auth: ApiAuth,
+    /// The web UI's fleet state and actions.
+    pub ui: ui::UiState,
 }
 
 /// How long one request may take, body included: a client that sends slowly holds a
@@ -91,6 +95,7 @@ pub fn router(state: ServerState) -> Router {
         .route("/webhooks/github", post(github_webhook))
         .route("/webhooks/gitlab", post(gitlab_webhook))
         .merge(protected)
+        .merge(ui::routes(&state))
         .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,

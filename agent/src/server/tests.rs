@@ -36,7 +36,9 @@ async fn start(secret: Option<&str>) -> Running {
         auth: ApiAuth {
             token: Some(Secret::new(API_TOKEN)),
             trusted_header: Some(axum::http::HeaderName::from_static("x-forwarded-user")),
+            ..ApiAuth::default()
         },
+        ui: crate::server::ui::UiState::default(),
     };
     let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

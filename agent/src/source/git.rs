@@ -229,6 +229,34 @@ impl GitRepo {
         Ok(commit.oid().is_ok_and(|oid| repo.find_commit(oid).is_ok()))
     }
 
+    /// A commit's author name, the first line of its message and its commit time (seconds
+    /// since the epoch), for people (the web UI's history).
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::ReadFailed`] when the commit is unknown.
+    pub fn commit_summary(&self, commit: &CommitId) -> Result<(String, String, i64), SourceError> {
+        let repo = self.repository()?;
+        let read_failed = |message: String| SourceError::ReadFailed {
+            commit: commit.to_string(),
+            message,
+        };
+        let oid = commit
+            .oid()
+            .map_err(|error| read_failed(error.message().to_owned()))?;
+        let found = repo
+            .find_commit(oid)
+            .map_err(|error| read_failed(error.message().to_owned()))?;
+        let author = found.author().name().unwrap_or_default().to_owned();
+        let summary = found
+            .summary()
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+            .to_owned();
+        Ok((author, summary, found.time().seconds()))
+    }
+
     fn ref_head(&self, name: &str) -> Result<Option<CommitId>, SourceError> {
         let repo = self.repository()?;
         let Ok(reference) = repo.find_reference(name) else {
