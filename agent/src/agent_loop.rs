@@ -1262,7 +1262,7 @@ impl SourceWorker {
             } else {
                 (
                     StatusState::Success,
-                    format!("plan: {}", change_counts(plan)),
+                    format!("plan: {}{}", change_counts(plan), plan_digest_note(plan)),
                 )
             };
             self.status(commit, SUMMARY_CONTEXT, state, &description);
@@ -1641,7 +1641,11 @@ fn app_results_plan_only(plan: &Plan, note: &str) -> AppResults {
                 Some(error) => (StatusState::Failure, error),
                 None => (
                     StatusState::Success,
-                    format!("{note}: {}", app_change_counts(app_plan)),
+                    format!(
+                        "{note}: {}{}",
+                        app_change_counts(app_plan),
+                        digest_note(app_plan)
+                    ),
                 ),
             };
             (app_plan.app.clone(), result)
@@ -1655,15 +1659,30 @@ fn applied_description(app_plan: &AppPlan) -> String {
         .iter()
         .filter(|change| change.action != Action::Unchanged)
         .count();
+    let digest = digest_note(app_plan);
     if n_changes == 0 {
-        "in sync, nothing to apply".to_owned()
+        format!("in sync, nothing to apply{digest}")
     } else {
-        format!("applied: {}", app_change_counts(app_plan))
+        format!("applied: {}{digest}", app_change_counts(app_plan))
     }
+}
+
+/// `; digest 0123456789ab` for an app plan with a digest.
+fn digest_note(app_plan: &AppPlan) -> String {
+    let short = app_plan.digest.as_deref().map(crate::review::digest::short);
+    short.map_or_else(String::new, |digest| format!("; digest {digest}"))
 }
 
 fn app_change_counts(app_plan: &AppPlan) -> String {
     counts(app_plan.changes.iter().map(|change| change.action))
+}
+
+/// `; plan digest 0123456789ab` for a plan with a digest.
+fn plan_digest_note(plan: &Plan) -> String {
+    let digest = crate::review::digest::plan_digest(plan);
+    digest.map_or_else(String::new, |digest| {
+        format!("; plan digest {}", crate::review::digest::short(&digest))
+    })
 }
 
 fn change_counts(plan: &Plan) -> String {

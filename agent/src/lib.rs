@@ -26,6 +26,7 @@ pub mod prune_approval;
 pub mod prune_guard;
 pub mod redact;
 pub mod report;
+pub mod review;
 pub mod rollout;
 pub mod schedule;
 pub mod server;

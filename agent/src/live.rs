@@ -1528,6 +1528,7 @@ mod tests {
                 .collect(),
             diagnostics: Vec::new(),
             health: None,
+            digest: None,
         };
         let mut observation = AppObservation {
             desired,

@@ -228,6 +228,7 @@ mod tests {
             changes,
             diagnostics: Vec::new(),
             health: None,
+            digest: None,
         }
     }
 

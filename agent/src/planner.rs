@@ -382,6 +382,7 @@ pub fn plan_app(
         changes: Vec::new(),
         diagnostics: desired.diagnostics.clone(),
         health: None,
+        digest: None,
     };
     if desired.is_blocked() {
         return plan;
@@ -499,6 +500,8 @@ pub fn plan_app(
     // will not happen.
     if plan.diagnostics.len() > desired.diagnostics.len() {
         plan.changes.clear();
+    } else {
+        plan.digest = Some(crate::review::digest::app_digest(desired, live));
     }
     plan
 }
@@ -527,6 +530,7 @@ pub fn plan_app_deletion(
         changes,
         diagnostics,
         health: None,
+        digest: Some(crate::review::digest::deletion_digest(app, live)),
     }
 }
 

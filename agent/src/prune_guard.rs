@@ -272,6 +272,7 @@ mod tests {
             changes,
             diagnostics: Vec::new(),
             health: None,
+            digest: None,
         }
     }
 

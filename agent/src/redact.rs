@@ -88,6 +88,22 @@ pub fn url_credentials(text: &str) -> String {
     out
 }
 
+/// The object with a Secret's `data` and `stringData` values (and the last-applied copy)
+/// replaced by their SHA-256: what a digest may cover without any value being recoverable
+/// from the digest's input. Any other object is returned unchanged.
+pub fn hashed_secret_form(object: &Value) -> Value {
+    let mut object = object.clone();
+    if is_secret(&object) {
+        let hashes = value_hashes(&object);
+        mask_values(&mut object, &|field, key| {
+            hashes
+                .get(&(field.to_owned(), key.to_owned()))
+                .map_or_else(|| MASK.to_owned(), hex::encode)
+        });
+    }
+    object
+}
+
 /// SHA-256 of a value's JSON text: what two sides' values are compared by.
 fn value_hash(value: &Value) -> [u8; 32] {
     sha2::Sha256::digest(value.to_string().as_bytes()).into()

@@ -8,13 +8,16 @@
 //!                         "diff", "changedFields", "reason"}],
 //!            "diagnostics": [...],
 //!            "health": {"status", "message",
-//!                       "components": [{"name", "status", "message", "customStatus"}]} | null}],
+//!                       "components": [{"name", "status", "message", "customStatus"}]} | null,
+//!            "digest": "sha256 hex" | null}],
 //!  "diagnostics": [...],
+//!  "digest": "sha256 hex" | null,
 //!  "summary": {"create", "update", "delete", "conflict", "unchanged"}}
 //! ```
 //! `target`, `blocked`, the top-level `diagnostics` (problems not tied to one app),
 //! `changedFields`, `reason` and `health` (live plans only: `healthy|progressing|unknown|degraded`
-//! per app and per component, with the definition's `customStatus` message) are additions to the DESIGN.md contract; nothing there was
+//! per app and per component, with the definition's `customStatus` message) and the plan digests
+//! (`crate::review::digest`: per app, `null` when blocked; for the whole plan) are additions to the DESIGN.md contract; nothing there was
 //! renamed or removed.
 //!
 //! Diagnostic: `{"rule", "severity": "error|warning", "message", "file", "line", "column",
@@ -33,6 +36,8 @@ pub struct JsonPlan {
     pub target: JsonTarget,
     pub apps: Vec<JsonAppPlan>,
     pub diagnostics: Vec<JsonDiagnostic>,
+    /// The whole plan's digest; `null` when every app is blocked.
+    pub digest: Option<String>,
     pub summary: JsonSummary,
 }
 
@@ -58,6 +63,8 @@ pub struct JsonAppPlan {
     pub diagnostics: Vec<JsonDiagnostic>,
     /// The app's live health when the plan was made; `null` offline or when nothing rates it.
     pub health: Option<JsonHealth>,
+    /// The app plan's digest; `null` when blocked.
+    pub digest: Option<String>,
 }
 
 /// An app's health.
@@ -128,6 +135,7 @@ pub fn plan_json(plan: &Plan, sources: &SourceMap) -> JsonPlan {
         target: target_json(&plan.target),
         apps: plan.apps.iter().map(|app| app_json(app, sources)).collect(),
         diagnostics: diagnostics_json(&plan.diagnostics, sources),
+        digest: crate::review::digest::plan_digest(plan),
         summary: JsonSummary {
             create: summary.create,
             update: summary.update,
@@ -224,6 +232,7 @@ fn app_json(app: &AppPlan, sources: &SourceMap) -> JsonAppPlan {
                 })
                 .collect(),
         }),
+        digest: app.digest.clone(),
     }
 }
 

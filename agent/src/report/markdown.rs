@@ -32,7 +32,17 @@ impl Default for MarkdownOptions {
 /// The plan as a markdown comment, at most `options.max_len` bytes.
 pub fn plan_markdown(plan: &Plan, sources: &SourceMap, options: MarkdownOptions) -> String {
     let pieces = build_pieces(plan, sources);
-    fit(pieces, options.max_len)
+    // The hidden digests line opens the comment (reviewed-plan mode reads it back); a plan too
+    // large for it goes without, and the agent relies on the digests it recorded.
+    let digests = crate::review::digest::comment_line(plan);
+    if digests.len() < options.max_len / 2 {
+        format!(
+            "{digests}\n{}",
+            fit(pieces, options.max_len - digests.len() - 1)
+        )
+    } else {
+        fit(pieces, options.max_len)
+    }
 }
 
 /// A part of the comment: fixed text, or a diff block that can be collapsed to a short note.
@@ -54,6 +64,9 @@ fn build_pieces(plan: &Plan, sources: &SourceMap) -> Vec<Piece> {
     let _ = write!(text, "**Plan: {}**", summary.sentence());
     if summary.unchanged > 0 {
         let _ = write!(text, " ({} unchanged)", summary.unchanged);
+    }
+    if let Some(digest) = crate::review::digest::plan_digest(plan) {
+        let _ = write!(text, "\n\nPlan digest `{digest}`");
     }
     text.push_str("\n\n");
 
@@ -82,6 +95,9 @@ fn build_pieces(plan: &Plan, sources: &SourceMap) -> Vec<Piece> {
         let _ = writeln!(text, "\n#### `{}`\n", app.app);
         if let Some(revision) = &app.revision {
             let _ = writeln!(text, "Revision `{revision}`\n");
+        }
+        if let Some(digest) = &app.digest {
+            let _ = writeln!(text, "Digest `{digest}`\n");
         }
         let errors = error_count(&app.diagnostics);
         if errors > 0 {
@@ -329,11 +345,14 @@ mod tests {
             MarkdownOptions::default(),
         );
         expect![[r#"
+            <!-- driftless:digests team-a/web=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef -->
             ### Driftless plan
 
             > Planned against cluster(s) local
 
             **Plan: 1 to create, 1 to update, 1 to delete, 1 conflict** (1 unchanged)
+
+            Plan digest `bcbb89594beed938dd8d0fd292a36df4e5a10581959cc417e04a2bc5eb1e4a32`
 
             | App | Create | Update | Delete | Conflict | Unchanged | Status |
             | --- | ---: | ---: | ---: | ---: | ---: | --- |
@@ -349,6 +368,8 @@ mod tests {
             #### `team-a/web`
 
             Revision `1a2b3c4`
+
+            Digest `0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef`
 
             | Action | Kind | Namespace | Name | Cluster | Note |
             | --- | --- | --- | --- | --- | --- |
@@ -436,7 +457,8 @@ mod tests {
             out.ends_with("run `driftless plan` to see all of it._\n"),
             "{out}"
         );
-        assert!(out.starts_with("### Driftless plan\n"), "{out}");
+        assert!(out.starts_with("<!-- driftless:digests"), "{out}");
+        assert!(out.contains("-->\n### Driftless plan\n"), "{out}");
     }
 
     #[test]

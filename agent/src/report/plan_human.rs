@@ -100,6 +100,13 @@ pub fn plan_human(plan: &Plan) -> String {
         let _ = write!(out, " ({} unchanged)", summary.unchanged);
     }
     out.push('.');
+    if let Some(digest) = crate::review::digest::plan_digest(plan) {
+        let _ = write!(
+            out,
+            " Plan digest {}.",
+            crate::review::digest::short(&digest)
+        );
+    }
     if blocked > 0 {
         let _ = write!(
             out,
@@ -113,7 +120,18 @@ pub fn plan_human(plan: &Plan) -> String {
 
 fn write_app(out: &mut String, app: &AppPlan) {
     let revision = app.revision.as_deref().unwrap_or("working tree");
-    let _ = writeln!(out, "App {} (revision {revision})", app.app);
+    match &app.digest {
+        Some(digest) => {
+            let _ = writeln!(
+                out,
+                "App {} (revision {revision}, digest {digest})",
+                app.app
+            );
+        }
+        None => {
+            let _ = writeln!(out, "App {} (revision {revision})", app.app);
+        }
+    }
     if is_blocked(app) {
         let errors = app
             .diagnostics
@@ -267,6 +285,7 @@ pub(crate) mod tests {
                     changes: Vec::new(),
                     diagnostics: vec![Diagnostic::error("yaml-syntax", "bad", None)],
                     health: None,
+                    digest: None,
                 },
                 AppPlan {
                     app: app("web"),
@@ -290,6 +309,7 @@ pub(crate) mod tests {
                     ],
                     diagnostics: Vec::new(),
                     health: Some(sample_health()),
+                    digest: Some("0123456789abcdef".repeat(4)),
                 },
             ],
             diagnostics: Vec::new(),
@@ -327,7 +347,7 @@ pub(crate) mod tests {
             App team-a/broken (revision 1a2b3c4)
               blocked by 1 error; not planned (see the diagnostics on stderr)
 
-            App team-a/web (revision 1a2b3c4)
+            App team-a/web (revision 1a2b3c4, digest 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef)
               - delete   ConfigMap team-a/old
                   - data:
                   -   a: b
@@ -352,7 +372,7 @@ pub(crate) mod tests {
               Deployment       1       1       0         0          0
               Service          0       0       0         0          1
 
-            Plan: 1 to create, 1 to update, 1 to delete, 1 conflict (1 unchanged). 1 app blocked by errors.
+            Plan: 1 to create, 1 to update, 1 to delete, 1 conflict (1 unchanged). Plan digest bcbb89594bee. 1 app blocked by errors.
         "#]].assert_eq(&plan_human(&sample_plan()));
     }
 
