@@ -433,6 +433,8 @@ struct SourceWorker {
     /// The commit whose deploy its prune budget held, with the approval stored then: a
     /// different approval deploys it again.
     awaiting_approval: Option<(CommitId, Approval)>,
+    /// The apps a hold kept from the last deploy: deployed again once their hold lifts.
+    held: std::collections::BTreeSet<AppRef>,
 }
 
 impl SourceWorker {
@@ -461,6 +463,7 @@ impl SourceWorker {
             unsettled: std::collections::BTreeSet::new(),
             gc_pending: true,
             awaiting_approval: None,
+            held: std::collections::BTreeSet::new(),
         }
     }
 
@@ -537,6 +540,10 @@ impl SourceWorker {
                         tracing::info!(source = %self.config.name, commit = %commit, "prune approval changed; deploying again");
                         self.deploy(commit).await;
                     }
+                }
+                if let Some(commit) = self.hold_lifted().await {
+                    tracing::info!(source = %self.config.name, commit = %commit, "a hold lifted; deploying again");
+                    self.deploy(commit).await;
                 }
             }
             PollOutcome::Changed(change) => {
@@ -809,6 +816,24 @@ impl SourceWorker {
         })
     }
 
+    /// The holds in force now (see [`crate::review::hold`]).
+    async fn holds(&self) -> crate::review::hold::Holds {
+        let now = chrono::Utc::now();
+        crate::review::hold::read(&self.shared.cluster, crate::tracker::DEFAULT_NAMESPACE, now)
+            .await
+    }
+
+    /// The deployed commit, when a hold that kept some of its apps has lifted since.
+    async fn hold_lifted(&self) -> Option<CommitId> {
+        let deployed = self.deployed.as_ref()?;
+        if self.held.is_empty() {
+            return None;
+        }
+        let holds = self.holds().await;
+        let lifted = crate::review::hold::lifted(&self.held, &holds);
+        (!lifted.is_empty()).then(|| deployed.commit.clone())
+    }
+
     /// The prune approval stored for this source (none when it cannot be read).
     async fn stored_approval(&self) -> Approval {
         let cluster = &self.shared.cluster;
@@ -894,6 +919,8 @@ impl SourceWorker {
             ui_record::objects(&self.shared.ui.fleet, &self.config.name, self.cluster.name(), &plan);
             let cluster = self.cluster.clone();
             let whole_plan = plan.plan.clone();
+            let holds = self.holds().await;
+            let (plan, held) = crate::review::hold::withhold(plan, &holds);
             let (rest, plan) = partition(plan, &workflows);
             let mut reports = self.apply(&cluster, rest).await;
             note_memory("apply");
@@ -906,7 +933,9 @@ impl SourceWorker {
             ui_record::workflows(&self.shared.ui.fleet, &self.config.name, &results);
             let warnings = live::workflow_warnings(&results);
             reports.extend(live::workflow_reports(&results));
-            let results = app_results_from_apply(&whole_plan, &reports);
+            let mut results = app_results_from_apply(&whole_plan, &reports);
+            let metrics = &self.shared.metrics;
+            self.held = crate::review::hold::mark_held(&mut results, &held, &holds, metrics, &self.config.name);
             ui_record::deploy(&self.shared.ui.fleet, &ui_record::Deploy {
                 source: &self.config.name,
                 cluster: self.cluster.name(),
@@ -922,6 +951,7 @@ impl SourceWorker {
                 let _entered = span.enter();
                 match state {
                     StatusState::Success => tracing::info!(%description, "app reconciled"),
+                    StatusState::Pending => tracing::info!(%description, "app held"),
                     _ => {
                         self.shared.metrics.record_error(ErrorKind::Apply);
                         tracing::warn!(%description, "app failed");
@@ -996,6 +1026,7 @@ impl SourceWorker {
                     selection.n_unchanged
                 );
             }
+            summary.push_str(&crate::review::hold::summary_note(&self.held));
             self.status(&commit, SUMMARY_CONTEXT, summary_state, &summary);
             let rows = page_rows(&results);
             let mut body = plan_human(&whole_plan);
@@ -1353,6 +1384,8 @@ impl SourceWorker {
                     // one stopped by an outage (or waiting longer than a deploy drives it)
                     // continues here, without waiting for a new commit.
                     let whole_plan = live_plan.plan.clone();
+                    let holds = self.holds().await;
+                    let (live_plan, held) = crate::review::hold::withhold(live_plan, &holds);
                     let (rest, plan) = partition(live_plan, &workflows);
                     let mut reports = self.apply(&cluster, rest).await;
                     let drifted_workflows: BTreeMap<AppRef, analyzer::model::Application> =
@@ -1376,14 +1409,36 @@ impl SourceWorker {
                         .await;
                         reports.extend(live::workflow_reports(&ran));
                     }
-                    let results = app_results_from_apply(&whole_plan, &reports);
+                    let mut results = app_results_from_apply(&whole_plan, &reports);
+                    let metrics = &self.shared.metrics;
+                    let held = crate::review::hold::mark_held(
+                        &mut results,
+                        &held,
+                        &holds,
+                        metrics,
+                        &self.config.name,
+                    );
                     ui_record::corrected(&self.shared.ui.fleet, &self.config.name, &results);
                     let still_failing: Vec<String> = results
                         .iter()
-                        .filter(|(_, (state, _))| *state != StatusState::Success)
+                        .filter(|(_, (state, _))| {
+                            !matches!(state, StatusState::Success | StatusState::Pending)
+                        })
                         .map(|(app, _)| app.to_string())
                         .collect();
-                    if still_failing.is_empty() {
+                    let held_drifted: Vec<String> = held
+                        .iter()
+                        .map(ToString::to_string)
+                        .filter(|app| drifted.contains(app))
+                        .collect();
+                    if !held_drifted.is_empty() && still_failing.is_empty() {
+                        let note = format!(
+                            "drift not corrected in held app(s): {}",
+                            held_drifted.join(", ")
+                        );
+                        tracing::info!("{note}");
+                        self.status(&commit, DRIFT_CONTEXT, StatusState::Failure, &note);
+                    } else if still_failing.is_empty() {
                         for app_plan in &whole_plan.apps {
                             self.shared.metrics.set_drifted(
                                 &self.config.name,

@@ -77,6 +77,8 @@ pub struct Metrics {
     apps_reused: Family<SourceLabels, Counter>,
     apps_planned: Family<SourceLabels, Counter>,
     source_fetch_ok: Family<SourceLabels, Gauge>,
+    app_held: Family<AppLabels, Gauge>,
+    commit_to_live_seconds: HistogramFamily,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -88,6 +90,11 @@ impl fmt::Debug for Metrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Metrics").finish_non_exhaustive()
     }
+}
+
+fn commit_to_live_histogram() -> Histogram {
+    // 1 s … ~9 h: a deploy waits on polls, CI and rollouts, not milliseconds.
+    Histogram::new(exponential_buckets(1.0, 2.0, 16))
 }
 
 fn duration_histogram() -> Histogram {
@@ -178,9 +185,24 @@ impl Metrics {
             "1 when the source's last fetch succeeded, 0 when it failed (see /readyz for why)",
             source_fetch_ok.clone(),
         );
+        let app_held = Family::<AppLabels, Gauge>::default();
+        registry.register(
+            "app_held",
+            "1 while a hold pauses the app's apply and drift correction",
+            app_held.clone(),
+        );
+        let commit_to_live_seconds: HistogramFamily =
+            Family::new_with_constructor(commit_to_live_histogram);
+        registry.register(
+            "commit_to_live_seconds",
+            "From a deployed commit's time (or its webhook's arrival, when later) to its apps applied and healthy",
+            commit_to_live_seconds.clone(),
+        );
         Metrics {
             registry,
             source_fetch_ok,
+            app_held,
+            commit_to_live_seconds,
             apps_rendered,
             apps_reused,
             apps_planned,
@@ -225,6 +247,21 @@ impl Metrics {
         self.app_drifted
             .get_or_create(&labels)
             .set(i64::from(drifted));
+    }
+
+    pub fn set_held(&self, source: &str, namespace: &str, app: &str, held: bool) {
+        let labels = AppLabels {
+            source: source.to_owned(),
+            namespace: namespace.to_owned(),
+            app: app.to_owned(),
+        };
+        self.app_held.get_or_create(&labels).set(i64::from(held));
+    }
+
+    pub fn observe_commit_to_live(&self, source: &str, elapsed: Duration) {
+        self.commit_to_live_seconds
+            .get_or_create(&source_labels(source))
+            .observe(elapsed.as_secs_f64());
     }
 
     pub fn observe_render(&self, source: &str, elapsed: Duration) {

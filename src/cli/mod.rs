@@ -6,6 +6,7 @@
 mod agent_cmd;
 mod analyze;
 mod approve_prune;
+mod hold;
 mod kubeconfig;
 mod live;
 mod plan;
@@ -92,6 +93,12 @@ pub enum Command {
     /// prune budget (`prune:` in `driftless.yaml`): stores the approval in the cluster, for
     /// that commit and at most `--objects` objects; the agent then deploys the commit again.
     ApprovePrune(approve_prune::ApprovePruneArgs),
+    /// Hold one app: the agent applies nothing to it and corrects no drift in it until the
+    /// hold expires (`--for`) or is released; previews, plans and drift reports go on. Stored
+    /// in the cluster, so every agent replica sees it.
+    Hold(hold::HoldArgs),
+    /// Release an app's hold: the agent converges it to Git at its next pass.
+    Release(hold::ReleaseArgs),
 }
 
 /// Arguments of `driftless render`.
@@ -307,6 +314,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Agent(args) => agent_cmd::run(&args),
         Command::Resume(args) => resume::run(&args),
         Command::ApprovePrune(args) => approve_prune::run(&args),
+        Command::Hold(args) => hold::hold(&args),
+        Command::Release(args) => hold::release(&args),
     }
 }
 

@@ -317,7 +317,7 @@ cacheDir: {cache}
 
 /// The agent config of the drift and outage tests: one source, one cluster, a Gitea forge at
 /// `forge_url`, and a drift schedule every 2 seconds in `drift_mode` (none when `None`).
-fn single_source_config(
+pub(crate) fn single_source_config(
     source: &str,
     clone_url: &str,
     cluster: &TestCluster,
@@ -374,7 +374,7 @@ server: {{ listen: '127.0.0.1:{port}', apiToken: {{ env: E2E_API_TOKEN }} }}
     ))
 }
 
-fn color(config_map: &ConfigMap) -> Option<&str> {
+pub(crate) fn color(config_map: &ConfigMap) -> Option<&str> {
     config_map
         .data
         .as_ref()

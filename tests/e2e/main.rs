@@ -22,6 +22,7 @@ mod helm;
 mod kubeconfig;
 mod plan_apply;
 mod rbac;
+mod review;
 mod scale;
 mod secrets;
 mod watch_cache;

@@ -3,3 +3,4 @@
 //! in these modules.
 
 pub mod digest;
+pub mod hold;

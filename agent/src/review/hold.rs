@@ -1,0 +1,332 @@
+//! Per-app holds: a hold pauses apply and drift correction of one app until it expires or is
+//! released; previews, plans and drift reports go on.
+//!
+//! Storage: one ConfigMap per held app in the tracker namespace,
+//! `driftless-hold.<namespace>.<name>`, labelled [`LABEL`]. The tracker namespace because every
+//! agent replica already reads it (its RBAC covers ConfigMaps there, its trackers live there)
+//! and a ConfigMap because every cluster serves it with optimistic concurrency: a hold set on
+//! one replica is seen by all at their next pass, with one LIST. Expiry is a time in the
+//! record: an expired hold is ignored, so it lifts itself without anyone deleting it.
+//!
+//! Fail closed: when the holds cannot be read, every app counts as held for that pass.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use analyzer::AppRef;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::Cluster;
+use crate::forge::StatusState;
+use crate::live::LivePlan;
+use crate::metrics::Metrics;
+use crate::plan::Plan;
+use crate::tracker_store::{ConfigMapStore, RecordError};
+
+/// The label every hold ConfigMap carries.
+pub const LABEL: &str = "driftless.dev/hold";
+const DATA_KEY: &str = "hold.json";
+
+/// One app's hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hold {
+    pub app: AppRef,
+    pub reason: String,
+    pub until: DateTime<Utc>,
+    /// Who set it (`driftless hold`, `reviewed-plan`).
+    pub set_by: String,
+}
+
+impl Hold {
+    /// A hold of `app` from now for `duration`.
+    ///
+    /// # Errors
+    /// The duration is too long to add to the clock.
+    pub fn expiring_in(
+        app: AppRef,
+        reason: &str,
+        duration: std::time::Duration,
+        set_by: &str,
+    ) -> Result<Hold, String> {
+        let duration = chrono::Duration::from_std(duration)
+            .map_err(|_| "the hold's duration is too long".to_owned())?;
+        let until = Utc::now()
+            .checked_add_signed(duration)
+            .ok_or_else(|| "the hold's duration is too long".to_owned())?;
+        Ok(Hold {
+            app,
+            reason: reason.to_owned(),
+            until,
+            set_by: set_by.to_owned(),
+        })
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct WireHold {
+    namespace: String,
+    name: String,
+    reason: String,
+    until: String,
+    set_by: String,
+}
+
+/// The holds in force for one pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Holds {
+    /// Unexpired holds, by app.
+    pub active: BTreeMap<AppRef, Hold>,
+    /// Why the holds could not be read: then every app is held.
+    pub unreadable: Option<String>,
+}
+
+impl Holds {
+    /// Why `app` is held, or `None`.
+    pub fn reason(&self, app: &AppRef) -> Option<String> {
+        if let Some(error) = &self.unreadable {
+            return Some(format!("holds could not be read ({error}); retrying"));
+        }
+        self.active.get(app).map(|hold| {
+            format!(
+                "held until {} by {}: {}",
+                hold.until.format("%Y-%m-%dT%H:%M:%SZ"),
+                hold.set_by,
+                hold.reason
+            )
+        })
+    }
+
+    /// Whether any app is held.
+    pub fn any(&self) -> bool {
+        self.unreadable.is_some() || !self.active.is_empty()
+    }
+}
+
+/// The ConfigMap name of `app`'s hold.
+pub fn record_name(app: &AppRef) -> String {
+    format!("driftless-hold.{}.{}", app.namespace, app.name)
+}
+
+/// The unexpired holds at `now` (one LIST). A failed read or a record that does not parse
+/// makes [`Holds::unreadable`] say why.
+pub async fn read(cluster: &Cluster, namespace: &str, now: DateTime<Utc>) -> Holds {
+    let store = ConfigMapStore::new(cluster, namespace, LABEL, DATA_KEY);
+    let records = match store.list().await {
+        Ok(records) => records,
+        Err(error) => {
+            return Holds {
+                active: BTreeMap::new(),
+                unreadable: Some(error),
+            };
+        }
+    };
+    let mut holds = Holds::default();
+    for record in records {
+        match parse(&record.text) {
+            Ok(hold) if hold.until > now => {
+                holds.active.insert(hold.app.clone(), hold);
+            }
+            Ok(_) => {}
+            Err(error) => {
+                holds.unreadable = Some(format!("hold {} is not valid: {error}", record.name));
+            }
+        }
+    }
+    holds
+}
+
+/// Stores `hold`, replacing an earlier hold of the same app.
+///
+/// # Errors
+/// The write failed (a conflict: someone changed the hold meanwhile; run again).
+pub async fn write(cluster: &Cluster, namespace: &str, hold: &Hold) -> Result<(), String> {
+    let store = ConfigMapStore::new(cluster, namespace, LABEL, DATA_KEY);
+    let name = record_name(&hold.app);
+    let current = store.read(&name).await?;
+    let text = serde_json::to_string(&WireHold {
+        namespace: hold.app.namespace.clone(),
+        name: hold.app.name.clone(),
+        reason: hold.reason.clone(),
+        until: hold.until.to_rfc3339(),
+        set_by: hold.set_by.clone(),
+    })
+    .map_err(|error| error.to_string())?;
+    let resource_version = current.and_then(|stored| stored.resource_version);
+    match store
+        .write(&name, text, BTreeMap::new(), resource_version.as_deref())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(RecordError::Conflict) => Err(format!(
+            "hold {name} was changed by someone else meanwhile; run the command again"
+        )),
+        Err(RecordError::Failed(message)) => Err(message),
+    }
+}
+
+/// Deletes `app`'s hold; no hold is fine. Returns whether there was one.
+///
+/// # Errors
+/// The delete failed.
+pub async fn release(cluster: &Cluster, namespace: &str, app: &AppRef) -> Result<bool, String> {
+    let store = ConfigMapStore::new(cluster, namespace, LABEL, DATA_KEY);
+    let name = record_name(app);
+    let Some(current) = store.read(&name).await? else {
+        return Ok(false);
+    };
+    match store
+        .delete(&name, current.resource_version.as_deref())
+        .await
+    {
+        Ok(()) => Ok(true),
+        Err(RecordError::Conflict) => Err(format!(
+            "hold {name} was changed by someone else meanwhile; run the command again"
+        )),
+        Err(RecordError::Failed(message)) => Err(message),
+    }
+}
+
+/// Splits a live plan into the apps to apply and the held apps' plans, moving its parts. A
+/// held app's objects, orphans (an app gone from Git) and health stay out of the apply.
+pub fn withhold(live_plan: LivePlan, holds: &Holds) -> (LivePlan, Vec<AppRef>) {
+    if !holds.any() {
+        return (live_plan, Vec::new());
+    }
+    let LivePlan {
+        plan,
+        observations,
+        orphans,
+        health,
+        statuses,
+    } = live_plan;
+    let is_held = |app: &AppRef| holds.reason(app).is_some();
+    let (held_apps, apps): (Vec<_>, Vec<_>) = plan
+        .apps
+        .into_iter()
+        .partition(|app_plan| is_held(&app_plan.app));
+    let held: Vec<AppRef> = held_apps.into_iter().map(|app_plan| app_plan.app).collect();
+    let kept = LivePlan {
+        plan: Plan {
+            target: plan.target,
+            apps,
+            diagnostics: plan.diagnostics,
+        },
+        observations: observations
+            .into_iter()
+            .filter(|observation| !is_held(&observation.desired.app))
+            .collect(),
+        orphans: orphans
+            .into_iter()
+            .filter(|orphan| !is_held(&orphan.app))
+            .collect(),
+        health: health
+            .into_iter()
+            .filter(|(app, _)| !is_held(app))
+            .collect(),
+        statuses: statuses
+            .into_iter()
+            .filter(|(app, _)| !is_held(app))
+            .collect(),
+    };
+    (kept, held)
+}
+
+/// Gives each held app of `results` its hold as status (pending: it waits, nothing failed)
+/// and sets every app's `driftless_app_held` gauge. Returns the held apps.
+pub fn mark_held(
+    results: &mut BTreeMap<AppRef, (StatusState, String)>,
+    held: &[AppRef],
+    holds: &Holds,
+    metrics: &Metrics,
+    source: &str,
+) -> BTreeSet<AppRef> {
+    for (app, result) in results.iter_mut() {
+        let reason = held.contains(app).then(|| holds.reason(app)).flatten();
+        metrics.set_held(source, &app.namespace, &app.name, reason.is_some());
+        if let Some(reason) = reason {
+            *result = (StatusState::Pending, format!("not applied: {reason}"));
+        }
+    }
+    held.iter().cloned().collect()
+}
+
+/// A sentence naming the held apps, for summaries (`""` when none).
+pub fn summary_note(held: &BTreeSet<AppRef>) -> String {
+    if held.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = held.iter().map(ToString::to_string).collect();
+    format!("; {} app(s) held: {}", held.len(), names.join(", "))
+}
+
+/// The apps of `held` whose hold `holds` no longer has (expired or released).
+pub fn lifted(held: &BTreeSet<AppRef>, holds: &Holds) -> Vec<AppRef> {
+    held.iter()
+        .filter(|app| holds.reason(app).is_none())
+        .cloned()
+        .collect()
+}
+
+fn parse(text: &str) -> Result<Hold, String> {
+    let wire: WireHold = serde_json::from_str(text).map_err(|error| error.to_string())?;
+    let until = DateTime::parse_from_rfc3339(&wire.until)
+        .map_err(|error| format!("until: {error}"))?
+        .with_timezone(&Utc);
+    Ok(Hold {
+        app: AppRef {
+            namespace: wire.namespace,
+            name: wire.name,
+        },
+        reason: wire.reason,
+        until,
+        set_by: wire.set_by,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_name_their_expiry_and_reason_and_an_unreadable_store_holds_all() {
+        let app = AppRef {
+            namespace: "team".into(),
+            name: "web".into(),
+        };
+        let other = AppRef {
+            namespace: "team".into(),
+            name: "api".into(),
+        };
+        let until = DateTime::parse_from_rfc3339("2026-01-01T10:00:00Z")
+            .expect("valid time")
+            .with_timezone(&Utc);
+        let mut holds = Holds::default();
+        holds.active.insert(
+            app.clone(),
+            Hold {
+                app: app.clone(),
+                reason: "incident 42".into(),
+                until,
+                set_by: "driftless hold".into(),
+            },
+        );
+        assert_eq!(
+            holds.reason(&app).as_deref(),
+            Some("held until 2026-01-01T10:00:00Z by driftless hold: incident 42")
+        );
+        assert_eq!(holds.reason(&other), None);
+        let held = BTreeSet::from([app.clone(), other.clone()]);
+        assert_eq!(lifted(&held, &holds), vec![other.clone()]);
+        holds.unreadable = Some("forbidden".into());
+        assert!(holds.reason(&other).is_some());
+    }
+
+    #[test]
+    fn records_round_trip() {
+        let text = r#"{"namespace":"team","name":"web","reason":"r","until":"2026-01-01T10:00:00+00:00","setBy":"x"}"#;
+        let hold = parse(text).expect("valid hold");
+        assert_eq!(hold.app.name, "web");
+        assert!(parse(r#"{"namespace":"team"}"#).is_err());
+    }
+}
