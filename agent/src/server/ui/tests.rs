@@ -307,6 +307,7 @@ fn a_deploy_records_state_history_and_removal() {
             changes: vec![],
             diagnostics: vec![],
             health: None,
+            digest: None,
         }],
         diagnostics: vec![],
     };
