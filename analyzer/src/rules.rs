@@ -125,6 +125,11 @@ pub const RULES: &[Rule] = &[
         "a field the API server's validation rejects: a name, port, quantity, env var name, volume mount, restart policy, ...",
     ),
     rule(
+        "missing-anti-affinity",
+        Severity::Warning,
+        "a replicated workload has no pod anti-affinity or topology spread (kube-linter no-anti-affinity)",
+    ),
+    rule(
         "missing-field",
         Severity::Error,
         "a required field (`kind`, `metadata.name`, a component's `name` or `type`) is missing",
@@ -170,6 +175,11 @@ pub const RULES: &[Rule] = &[
         "a PodDisruptionBudget allows no disruption (kube-linter pdb-max-unavailable, pdb-min-available)",
     ),
     rule(
+        "pdb-unhealthy-eviction",
+        Severity::Warning,
+        "a PodDisruptionBudget does not let unhealthy pods be evicted (kube-linter pdb-unhealthy-pod-eviction-policy)",
+    ),
+    rule(
         "privilege-escalation",
         Severity::Warning,
         "a container allows privilege escalation or adds `SYS_ADMIN` (kube-linter privilege-escalation-container)",
@@ -178,6 +188,11 @@ pub const RULES: &[Rule] = &[
         "privileged-container",
         Severity::Warning,
         "a container runs privileged",
+    ),
+    rule(
+        "probe-port",
+        Severity::Warning,
+        "a probe checks a port its container does not declare (kube-linter liveness-port, readiness-port, startup-port)",
     ),
     rule(
         "property-not-allowed",

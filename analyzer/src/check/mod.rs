@@ -34,6 +34,7 @@ mod host_pid;
 mod image_tag;
 mod invalid_name;
 mod invalid_value;
+mod missing_anti_affinity;
 mod missing_kind;
 mod missing_probes;
 mod missing_property;
@@ -41,9 +42,11 @@ mod missing_resources;
 mod missing_service_account;
 mod net_raw_capability;
 mod pdb_blocks_eviction;
+mod pdb_unhealthy_eviction;
 mod pod_spec;
 mod privilege_escalation;
 mod privileged_container;
+mod probe_port;
 mod property_constraints;
 mod property_not_allowed;
 mod property_out_of_range;
@@ -585,6 +588,7 @@ fn check_app(ctx: &AppContext<'_>) -> Vec<Diagnostic> {
         dangling_ingress::check(ctx, &app_objects, object, &mut out);
         dangling_hpa::check(ctx, &app_objects, object, &mut out);
         pdb_blocks_eviction::check(ctx, object, &mut out);
+        pdb_unhealthy_eviction::check(ctx, object, &mut out);
         // The rules below all start from the object's `apiVersion` and `kind`: read once.
         let Some((api_version, kind)) = object_type(&object.object) else {
             // Without both, no rule below applies: no retired API, no schema, no pod.
@@ -616,6 +620,8 @@ fn check_app(ctx: &AppContext<'_>) -> Vec<Diagnostic> {
             host_network::check(ctx, object, &pod, &mut out);
             host_path::check(ctx, object, &pod, &mut out);
             missing_probes::check(ctx, object, &pod, &mut out);
+            probe_port::check(ctx, object, &pod, &mut out);
+            missing_anti_affinity::check(ctx, object, kind, &pod, &mut out);
             host_ipc::check(ctx, object, &pod, &mut out);
             host_pid::check(ctx, object, &pod, &mut out);
             run_as_root::check(ctx, object, &pod, &mut out);
@@ -787,11 +793,12 @@ mod tests {
              (mismatching-selector), `removed-api-version` (no-extensions-v1beta), \
              `writable-root-filesystem` (no-read-only-root-fs), `missing-service-account` \
              (non-existent-service-account), `pdb-blocks-eviction` (pdb-max-unavailable, \
-             pdb-min-available), `privilege-escalation` (privilege-escalation-container), \
+             pdb-min-available), `pdb-unhealthy-eviction` (pdb-unhealthy-pod-eviction-policy), \
+             `probe-port` (liveness-port, readiness-port, startup-port), \
+             `missing-anti-affinity` (no-anti-affinity), `privilege-escalation` (privilege-escalation-container), \
              `privileged-container`, `run-as-root` (run-as-non-root), `ssh-port`, \
              `unsafe-sysctl` (unsafe-sysctls), `missing-resources` (unset-cpu-requirements, \
-             unset-memory-requirements). Not covered: no-anti-affinity, \
-             pdb-unhealthy-pod-eviction-policy, liveness-port, readiness-port, startup-port.\n\n\
+             unset-memory-requirements): all of its default checks.\n\n\
              | id | default severity | summary |\n| --- | --- | --- |\n",
         );
         for rule in RULES {
