@@ -11,6 +11,8 @@ declare -A PACKAGES=(
   [curl]=curl [openssl]=openssl [ss]=iproute2 [setsid]=util-linux [flock]=util-linux
   [git]=git [tail]=coreutils [sed]=sed [gcc]=gcc [pkg-config]=pkg-config [perl]=perl [make]=make [jq]=jq
   [ssh-keygen]=openssh-client [ssh-keyscan]=openssh-client
+  # The web UI's browser tests (tests/e2e/ui.rs): Debian's Chromium and its WebDriver.
+  [chromium]=chromium [chromedriver]=chromium-driver
 )
 
 die() { printf 'install-prereqs: error: %s\n' "$*" >&2; exit 1; }
@@ -50,4 +52,4 @@ if ((${#missing[@]})); then
   "${sudo[@]}" apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >&2
 fi
-say "prerequisites present: $go_version, $(cargo --version), curl, openssl, ss, setsid, flock, gcc (cgo for Gitea's sqlite), libssl-dev (git2's https and ssh), openssh-client (SSH e2e tests), jq (hack/demo.sh)"
+say "prerequisites present: $go_version, $(cargo --version), curl, openssl, ss, setsid, flock, gcc (cgo for Gitea's sqlite), libssl-dev (git2's https and ssh), openssh-client (SSH e2e tests), jq (hack/demo.sh), chromium + chromedriver (the UI's browser tests)"

@@ -25,5 +25,6 @@ mod rbac;
 mod review;
 mod scale;
 mod secrets;
+mod ui;
 mod watch_cache;
 mod workflow;

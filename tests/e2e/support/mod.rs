@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod apps;
+pub mod browser;
 pub mod cli;
 pub mod cluster;
 pub mod corpus;

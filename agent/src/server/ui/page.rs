@@ -383,7 +383,10 @@ fn workflow_section(html: &mut String, input: &AppPageInput<'_>) {
         esc(short(&workflow.revision)),
         phase = workflow.phase,
     );
-    for (name, step) in &workflow.steps {
+    // In the order they ran (the state keeps steps by name), steps not started yet last.
+    let mut steps: Vec<_> = workflow.steps.iter().collect();
+    steps.sort_by_key(|(name, step)| (step.started_at.map_or(u64::MAX, |at| at.0), *name));
+    for (name, step) in steps {
         let action = if step.phase == StepPhase::Suspending && !step.resumed {
             action_button(input, name, "Resume")
         } else if step.resumed && !step.phase.is_finished() {

@@ -104,7 +104,7 @@ pub struct PlanView {
     /// `deploy`, `drift check`.
     pub purpose: &'static str,
     pub changes: Vec<PlannedChange>,
-    /// Errors and warnings of the render and the plan, `rule: message`.
+    /// Errors and warnings of the render and the plan, `warning[rule]: message`.
     pub diagnostics: Vec<String>,
     /// The diffs were cut at [`PLAN_TEXT_LIMIT`].
     pub truncated: bool,
@@ -431,7 +431,13 @@ pub fn plan_view(app_plan: &AppPlan, commit: &str, purpose: &'static str) -> Pla
         diagnostics: app_plan
             .diagnostics
             .iter()
-            .map(|diagnostic| format!("{}: {}", diagnostic.rule, diagnostic.message))
+            .map(|diagnostic| {
+                let severity = match diagnostic.severity {
+                    analyzer::Severity::Error => "error",
+                    _ => "warning",
+                };
+                format!("{severity}[{}]: {}", diagnostic.rule, diagnostic.message)
+            })
             .collect(),
         truncated,
     }
