@@ -433,8 +433,8 @@ struct SourceWorker {
     /// The commit whose deploy its prune budget held, with the approval stored then: a
     /// different approval deploys it again.
     awaiting_approval: Option<(CommitId, Approval)>,
-    /// The apps a hold kept from the last deploy: deployed again once their hold lifts.
-    held: std::collections::BTreeSet<AppRef>,
+    /// Holds, commit-to-live time and reviewed plans ([`crate::review`]).
+    review: crate::review::SourceReview,
 }
 
 impl SourceWorker {
@@ -463,7 +463,7 @@ impl SourceWorker {
             unsettled: std::collections::BTreeSet::new(),
             gc_pending: true,
             awaiting_approval: None,
-            held: std::collections::BTreeSet::new(),
+            review: crate::review::SourceReview::default(),
         }
     }
 
@@ -484,6 +484,7 @@ impl SourceWorker {
                 _ = self.notify.notified() => {
                     tracing::debug!(source = %self.config.name, "woken by a webhook");
                     poll_now = true;
+                    self.review.webhook_at = Some(chrono::Utc::now());
                 }
                 _ = shutdown.wait_for(|stop| *stop) => {}
             }
@@ -540,6 +541,12 @@ impl SourceWorker {
                         tracing::info!(source = %self.config.name, commit = %commit, "prune approval changed; deploying again");
                         self.deploy(commit).await;
                     }
+                }
+                let (metrics, source) = (&self.shared.metrics, &self.config.name);
+                if let Some((commit, summary)) =
+                    self.review.poll_live(&self.cluster, metrics, source).await
+                {
+                    self.status(&commit, SUMMARY_CONTEXT, StatusState::Success, &summary);
                 }
                 if let Some(commit) = self.hold_lifted().await {
                     tracing::info!(source = %self.config.name, commit = %commit, "a hold lifted; deploying again");
@@ -826,11 +833,11 @@ impl SourceWorker {
     /// The deployed commit, when a hold that kept some of its apps has lifted since.
     async fn hold_lifted(&self) -> Option<CommitId> {
         let deployed = self.deployed.as_ref()?;
-        if self.held.is_empty() {
+        if self.review.held.is_empty() {
             return None;
         }
         let holds = self.holds().await;
-        let lifted = crate::review::hold::lifted(&self.held, &holds);
+        let lifted = crate::review::hold::lifted(&self.review.held, &holds);
         (!lifted.is_empty()).then(|| deployed.commit.clone())
     }
 
@@ -922,6 +929,7 @@ impl SourceWorker {
             let holds = self.holds().await;
             let (plan, held) = crate::review::hold::withhold(plan, &holds);
             let (rest, plan) = partition(plan, &workflows);
+            let probe = crate::review::live_time::probe(&rest);
             let mut reports = self.apply(&cluster, rest).await;
             note_memory("apply");
             let mut driver_live = self.live_options(&cluster);
@@ -935,7 +943,7 @@ impl SourceWorker {
             reports.extend(live::workflow_reports(&results));
             let mut results = app_results_from_apply(&whole_plan, &reports);
             let metrics = &self.shared.metrics;
-            self.held = crate::review::hold::mark_held(&mut results, &held, &holds, metrics, &self.config.name);
+            self.review.held = crate::review::hold::mark_held(&mut results, &held, &holds, metrics, &self.config.name);
             ui_record::deploy(&self.shared.ui.fleet, &ui_record::Deploy {
                 source: &self.config.name,
                 cluster: self.cluster.name(),
@@ -1026,10 +1034,15 @@ impl SourceWorker {
                     selection.n_unchanged
                 );
             }
-            summary.push_str(&crate::review::hold::summary_note(&self.held));
+            summary.push_str(&crate::review::hold::summary_note(&self.review.held));
+            if summary_state == StatusState::Success {
+                let (metrics, source) = (&self.shared.metrics, &self.config.name);
+                let note = (self.review).deployed(&self.cluster, self.git.repo(), &commit, probe, &summary, metrics, source).await;
+                summary.push_str(&note);
+            }
             self.status(&commit, SUMMARY_CONTEXT, summary_state, &summary);
             let rows = page_rows(&results);
-            let mut body = plan_human(&whole_plan);
+            let mut body = format!("{summary}\n\n{}", plan_human(&whole_plan));
             if !warnings.is_empty() {
                 body = format!("{}\n\n{body}", warnings.join("\n"));
             }

@@ -1,5 +1,6 @@
 //! Applying exactly what was reviewed, end to end with the real Gitea and the shared cluster:
-//! per-app holds (`driftless hold`) stop drift correction and lift themselves when they expire.
+//! per-app holds (`driftless hold`) stop drift correction and lift themselves when they expire;
+//! the commit-to-live figure reaches the summary status, the plan page and the metrics.
 //!
 //! Each test keeps its waits short: drift checks every 2 seconds, holds of seconds.
 
@@ -10,9 +11,11 @@ use serde_json::json;
 
 use crate::agent::{color, single_source_config};
 use crate::support::agent::{AgentProcess, free_port, wait_for};
+use crate::support::apps::config_map_app;
 use crate::support::cli::{driftless, expect_success};
 use crate::support::cluster::{TestCluster, TestNamespace};
 use crate::support::gitea::{Gitea, repo_with_one_app};
+use crate::support::gitea_agent::{AgentLines, GiteaAgent};
 
 /// A hold stops the drift correction of its app (reported as held, the live edit kept, the
 /// `driftless_app_held` metric at 1), then expires by itself and the next check restores Git.
@@ -83,5 +86,36 @@ async fn a_hold_stops_drift_correction_and_expires_by_itself() -> Result<()> {
     .await?;
     wait_for("a clean drift status", drift_status("success", "")).await?;
     agent.stop_checked(&[&gitea.token])?;
+    Ok(())
+}
+
+/// A deploy's summary status says how long after the commit its apps were live, and so do the
+/// plan page and the `driftless_commit_to_live_seconds` histogram.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_commit_to_live_time_is_in_the_summary_status() -> Result<()> {
+    let gitea = Gitea::shared()?;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "live").await?;
+    let agent = GiteaAgent::start(&gitea, &cluster, "live", &AgentLines::default(), &[]).await?;
+    (agent.tree).write(
+        "apps/app.yaml",
+        &config_map_app("app", &namespace.name, "blue"),
+    )?;
+    let commit = agent.tree.commit_and_push("one app", "main")?;
+    let ((state, description), _) = agent.summary(&commit).await?;
+    ensure!(state == "success", "{description}");
+    ensure!(
+        description.contains("s after the commit") && description.contains("; live "),
+        "{description}"
+    );
+    let page = (agent.process.plan_page(&commit).await?).unwrap_or_default();
+    ensure!(page.contains("s after the commit"), "{page}");
+    let count = format!(
+        "driftless_commit_to_live_seconds_count{{source=\"{}\"}} 1",
+        agent.source
+    );
+    let metrics = agent.process.metrics().await?;
+    ensure!(metrics.contains(&count), "{metrics}");
+    agent.stop()?;
     Ok(())
 }
