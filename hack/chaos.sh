@@ -2,9 +2,9 @@
 # The crash and fault trials of the agent against a real local cluster, recorded in
 # RELIABILITY.md. Each trial SIGKILLs the agent at a random instant of a first deploy, an update,
 # a prune, a workflow with a suspend or a rollout in batches (crash trials), or puts a fault
-# between it and the apiserver through Toxiproxy (fault trials: latency, connections cut
-# mid-response, the apiserver unreachable, an apiserver restart), then checks: no orphan, no
-# wrong prune, convergence on what Git says. The work is done by the e2e test
+# between it and the apiserver through Toxiproxy or hack/faultproxy (fault trials: latency,
+# connections cut mid-response, the apiserver unreachable, an apiserver restart, 5xx answers),
+# then checks: no orphan, no wrong prune, convergence on what Git says. The work is done by the e2e test
 # `chaos::killed_and_faulted_agents_leave_no_orphan_prune_nothing_wrong_and_converge` on a
 # cluster of its own (`chaos`, started and stopped by the test).
 #

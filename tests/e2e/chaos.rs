@@ -264,7 +264,12 @@ async fn run_trial(
     let config = work.path().join("driftless.yaml");
     std::fs::write(
         &config,
-        agent_config(&tree, agent_kubeconfig(cluster, proxy), port, work.path())?,
+        agent_config(
+            &tree,
+            agent_kubeconfig(cluster, proxy, fault),
+            port,
+            work.path(),
+        )?,
     )?;
 
     let after = scenario.after(namespace);

@@ -2,11 +2,14 @@
 //! Go module by `hack/build-toxiproxy.sh`) that the agent's kubeconfig points at, and a restart
 //! of the apiserver itself.
 //!
-//! Toxiproxy works on TCP, and the agent speaks TLS to the apiserver through it, so the proxy
-//! cannot forge HTTP answers: 5xx responses are not among these faults.
+//! Toxiproxy works on TCP, and the agent speaks TLS to the apiserver through it, so it cannot
+//! forge HTTP answers. For 5xx answers a trial's agent talks instead to `hack/faultproxy`, an
+//! HTTPS reverse proxy (Go's standard library, built by `hack/build-faultproxy.sh`) that
+//! terminates TLS and answers a share of the requests with 500, 503 or 504.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
@@ -27,14 +30,17 @@ pub enum Fault {
     Unreachable,
     /// The apiserver process is stopped and started again.
     ApiserverRestart,
+    /// Half the requests answered with a 5xx (500, 503 or 504) by the HTTPS fault proxy.
+    ServerErrors,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 4] = [
+    pub const ALL: [Fault; 5] = [
         Fault::Latency,
         Fault::CutMidResponse,
         Fault::Unreachable,
         Fault::ApiserverRestart,
+        Fault::ServerErrors,
     ];
 
     pub fn name(self) -> &'static str {
@@ -43,6 +49,7 @@ impl Fault {
             Fault::CutMidResponse => "cut-mid-response",
             Fault::Unreachable => "unreachable",
             Fault::ApiserverRestart => "apiserver-restart",
+            Fault::ServerErrors => "http-5xx",
         }
     }
 }
@@ -57,6 +64,8 @@ pub struct FaultProxy {
     /// A copy of the cluster's kubeconfig whose server is the proxy.
     pub kubeconfig: PathBuf,
     http: reqwest::Client,
+    /// The HTTPS proxy that answers with 5xx, for [`Fault::ServerErrors`] trials.
+    server_errors: HttpFaultProxy,
     _dir: tempfile::TempDir,
 }
 
@@ -93,13 +102,17 @@ impl FaultProxy {
             &kubeconfig,
             original.replace(&from, &format!("https://127.0.0.1:{listen_port}")),
         )?;
+        let server_errors =
+            HttpFaultProxy::start(&cluster.kubeconfig, &original, &from, dir.path())?;
         let proxy = FaultProxy {
             child,
             api: format!("http://127.0.0.1:{api_port}"),
             kubeconfig,
             http: reqwest::Client::new(),
+            server_errors,
             _dir: dir,
         };
+        proxy.server_errors.wait_ready(&proxy.http).await?;
         proxy.wait_ready().await?;
         proxy
             .call(
@@ -181,6 +194,16 @@ impl FaultProxy {
             Fault::ApiserverRestart => {
                 restart_apiserver(cluster).await?;
             }
+            Fault::ServerErrors => {
+                let status = [500, 503, 504][(bytes % 3) as usize];
+                self.server_errors
+                    .admin(
+                        &self.http,
+                        reqwest::Method::PUT,
+                        &format!("status={status}&ratio=0.5"),
+                    )
+                    .await?;
+            }
         }
         Ok(())
     }
@@ -212,8 +235,153 @@ impl FaultProxy {
                 .await?;
             }
             Fault::ApiserverRestart => {}
+            Fault::ServerErrors => {
+                self.server_errors
+                    .admin(&self.http, reqwest::Method::DELETE, "")
+                    .await?;
+                let injected = self.server_errors.injected(&self.http).await?;
+                ensure!(
+                    injected
+                        > self
+                            .server_errors
+                            .injected_before
+                            .swap(injected, Ordering::SeqCst),
+                    "the 5xx fault answered no request: the agent made none while it was in place"
+                );
+            }
         }
         Ok(())
+    }
+}
+
+/// `hack/faultproxy` in front of the apiserver: answers a share of the requests with a 5xx.
+struct HttpFaultProxy {
+    child: Child,
+    admin: String,
+    /// A copy of the cluster's kubeconfig whose server is this proxy, trusting its certificate.
+    kubeconfig: PathBuf,
+    /// The proxy's count of injected answers when the last fault was lifted.
+    injected_before: AtomicU64,
+}
+
+impl HttpFaultProxy {
+    /// Starts the proxy before the apiserver at `server` (as `kubeconfig_text`, read from
+    /// `kubeconfig`, names it), presenting the kubeconfig's client certificate.
+    fn start(
+        kubeconfig: &Path,
+        kubeconfig_text: &str,
+        server: &str,
+        dir: &Path,
+    ) -> Result<HttpFaultProxy> {
+        let binary = hack_script("build-faultproxy.sh", &[])?;
+        let binary = binary
+            .lines()
+            .last()
+            .context("build-faultproxy.sh printed no path")?
+            .trim()
+            .to_owned();
+        // The kubeconfig of hack/cluster.sh names its files, relative paths from its folder.
+        let base = kubeconfig.parent().unwrap_or(Path::new("."));
+        let file = |key: &str| -> Result<PathBuf> {
+            let value = kubeconfig_text
+                .lines()
+                .find_map(|line| line.trim().strip_prefix(&format!("{key}:")))
+                .with_context(|| format!("the kubeconfig has no {key}"))?;
+            Ok(base.join(value.trim()))
+        };
+        let (listen_port, admin_port) = (free_port()?, free_port()?);
+        let serving_ca = dir.join("faultproxy-ca.pem");
+        let child = Command::new(&binary)
+            .arg("-listen")
+            .arg(format!("127.0.0.1:{listen_port}"))
+            .arg("-admin")
+            .arg(format!("127.0.0.1:{admin_port}"))
+            .arg("-upstream")
+            .arg(server)
+            .arg("-ca")
+            .arg(file("certificate-authority")?)
+            .arg("-cert")
+            .arg(file("client-certificate")?)
+            .arg("-key")
+            .arg(file("client-key")?)
+            .arg("-serving-ca-out")
+            .arg(&serving_ca)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {binary}"))?;
+        let ca_line = kubeconfig_text
+            .lines()
+            .find(|line| line.trim().starts_with("certificate-authority:"))
+            .context("the kubeconfig has no certificate-authority")?;
+        let indent = &ca_line[..ca_line.len() - ca_line.trim_start().len()];
+        let proxied = kubeconfig_text
+            .replace(server, &format!("https://127.0.0.1:{listen_port}"))
+            .replace(
+                ca_line,
+                &format!("{indent}certificate-authority: {}", serving_ca.display()),
+            );
+        let path = dir.join("kubeconfig-5xx");
+        std::fs::write(&path, proxied)?;
+        Ok(HttpFaultProxy {
+            child,
+            admin: format!("http://127.0.0.1:{admin_port}"),
+            kubeconfig: path,
+            injected_before: AtomicU64::new(0),
+        })
+    }
+
+    async fn wait_ready(&self, http: &reqwest::Client) -> Result<()> {
+        for _ in 0..100 {
+            if self.injected(http).await.is_ok() {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        bail!(
+            "hack/faultproxy did not answer on {} within 10s",
+            self.admin
+        )
+    }
+
+    async fn admin(
+        &self,
+        http: &reqwest::Client,
+        method: reqwest::Method,
+        query: &str,
+    ) -> Result<()> {
+        let response = http
+            .request(method, format!("{}/fault?{query}", self.admin))
+            .send()
+            .await
+            .context("hack/faultproxy /fault")?;
+        ensure!(
+            response.status().is_success(),
+            "hack/faultproxy /fault?{query}: {}",
+            response.status()
+        );
+        Ok(())
+    }
+
+    /// How many requests the proxy has answered with a fault so far.
+    async fn injected(&self, http: &reqwest::Client) -> Result<u64> {
+        let stats: serde_json::Value = http
+            .get(format!("{}/stats", self.admin))
+            .send()
+            .await?
+            .json()
+            .await?;
+        stats["injected"]
+            .as_u64()
+            .context("hack/faultproxy /stats has no injected count")
+    }
+}
+
+impl Drop for HttpFaultProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -233,9 +401,16 @@ async fn restart_apiserver(cluster: &TestCluster) -> Result<()> {
     .await?
 }
 
-/// The kubeconfig the agent of a trial uses: the proxy's for fault trials.
-pub fn agent_kubeconfig<'a>(cluster: &'a TestCluster, proxy: Option<&'a FaultProxy>) -> &'a Path {
-    proxy.map_or(cluster.kubeconfig.as_path(), |proxy| {
-        proxy.kubeconfig.as_path()
-    })
+/// The kubeconfig the agent of a trial uses: a proxy's when the run has fault trials (the HTTPS
+/// fault proxy's for a 5xx trial).
+pub fn agent_kubeconfig<'a>(
+    cluster: &'a TestCluster,
+    proxy: Option<&'a FaultProxy>,
+    fault: Option<Fault>,
+) -> &'a Path {
+    match (proxy, fault) {
+        (Some(proxy), Some(Fault::ServerErrors)) => proxy.server_errors.kubeconfig.as_path(),
+        (Some(proxy), _) => proxy.kubeconfig.as_path(),
+        (None, _) => cluster.kubeconfig.as_path(),
+    }
 }

@@ -1,0 +1,3 @@
+module driftless.dev/hack/faultproxy
+
+go 1.22
