@@ -65,6 +65,8 @@ use crate::report::{MarkdownOptions, plan_human, plan_markdown};
 use crate::schedule::DriftTimer;
 use crate::server::ui::record as ui_record;
 use crate::server::{self, PageApp, PlanPage, PlanStore, ServerState, SourceTrigger};
+use crate::shard::Shards;
+use crate::shard::source::SourceShard;
 use crate::source::git::{CommitId, GitSource, PollOutcome, SourceError};
 
 /// The summary status context.
@@ -126,7 +128,7 @@ pub async fn run(
         let _ = shutdown_tx.send(true);
     });
 
-    let metrics = Arc::new(Metrics::new());
+    let mut metrics = Metrics::new();
     let plans = PlanStore::default();
     let cluster = connect_cluster(&config).await?;
     let ui = server::ui::UiState::new(
@@ -136,6 +138,16 @@ pub async fn run(
         &config.server.external_url,
     );
     ui_record::sources(&ui.fleet, &config);
+    let (shard_stop, shard_stop_rx) = watch::channel(false);
+    let shards = (config.sharding.clone()).map(|sharding| {
+        Shards::start(
+            sharding,
+            cluster.clone(),
+            metrics.registry_mut(),
+            shard_stop_rx,
+        )
+    });
+    let metrics = Arc::new(metrics);
     let fleet = crate::workflow::Fleet::from_config(&config)
         .await
         .map_err(|error| AgentError::ClusterConnectFailed {
@@ -173,6 +185,7 @@ pub async fn run(
             config.sources.iter().map(|source| source.name.as_str()),
         )),
         work_permits: Semaphore::new(config.concurrency.max(1)),
+        shards,
     });
 
     let mut workers = Vec::new();
@@ -215,6 +228,7 @@ pub async fn run(
         webhook_secret: config.server.webhook_secret.clone(),
         triggers: Arc::new(triggers),
         plans: plans.clone(),
+        shards: shared.shards.clone(),
         auth: server::ApiAuth {
             token: config.server.api_token.clone(),
             trusted_header: config.server.trusted_header.clone(),
@@ -249,6 +263,11 @@ pub async fn run(
         if let Err(error) = task.await {
             tracing::error!(error = %error, "a source task panicked");
         }
+    }
+    // Every source stopped and gave up its claims: leave the members.
+    let _ = shard_stop.send(true);
+    if let Some(shards) = &shared.shards {
+        shards.leave().await;
     }
     // Every source stopped: give queued statuses a last chance, then stop serving.
     let _ = server_shutdown.wait_for(|stop| *stop).await;
@@ -357,6 +376,8 @@ struct Shared {
     readiness: Arc<server::SourceReadiness>,
     /// `concurrency` permits: one per app being planned or applied, agent-wide.
     work_permits: Semaphore,
+    /// Replicas sharing the apps (`sharding` configured).
+    shards: Option<Shards>,
 }
 
 /// The revision a source last deployed, kept for drift checks.
@@ -435,6 +456,8 @@ struct SourceWorker {
     awaiting_approval: Option<(CommitId, Approval)>,
     /// Holds, commit-to-live time and reviewed plans ([`crate::review`]).
     review: crate::review::SourceReview,
+    /// This source's share of the apps when replicas share them.
+    shard: Option<SourceShard>,
 }
 
 impl SourceWorker {
@@ -451,6 +474,7 @@ impl SourceWorker {
             .map(|drift| DriftTimer::new(drift.schedule.clone(), chrono::Utc::now()));
         SourceWorker {
             git,
+            shard: (shared.shards.clone()).map(|shards| SourceShard::new(shards, &config.name)),
             config,
             shared,
             cluster,
@@ -479,6 +503,7 @@ impl SourceWorker {
             let drift_at = drift_wait.map(|wait| tokio::time::Instant::now() + wait);
             let wake_at = drift_at.map_or(next_poll, |drift_at| drift_at.min(next_poll));
             let mut poll_now = false;
+            let mut members_changed = false;
             tokio::select! {
                 _ = tokio::time::sleep_until(wake_at) => {}
                 _ = self.notify.notified() => {
@@ -487,9 +512,13 @@ impl SourceWorker {
                     self.review.webhook_at = Some(chrono::Utc::now());
                 }
                 _ = shutdown.wait_for(|stop| *stop) => {}
+                () = shard_changed(&mut self.shard) => members_changed = true,
             }
             if *shutdown.borrow() {
                 break;
+            }
+            if members_changed {
+                self.rebalance().await;
             }
             // Each step runs to completion even if shutdown is requested meanwhile.
             if poll_now || tokio::time::Instant::now() >= next_poll {
@@ -503,6 +532,9 @@ impl SourceWorker {
             if drift_due {
                 self.drift_check().await;
             }
+        }
+        if let Some(shard) = &mut self.shard {
+            shard.leave().await;
         }
         tracing::info!(source = %self.config.name, "source stopped");
     }
@@ -908,7 +940,9 @@ impl SourceWorker {
                 self.store_page(&commit, "deploy (refused)", &[], &message);
                 return;
             }
-            let selection = self.select(&rendered.output, true);
+            self.share(&rendered.output).await;
+            let mut selection = self.select(&rendered.output, true);
+            self.narrow(&mut selection).await;
             let scanned = !matches!(selection.orphans, Orphans::Skip);
             for app in &selection.output.apps {
                 self.status(&commit, &app_context(&app.app), StatusState::Pending, "planning");
@@ -1040,7 +1074,9 @@ impl SourceWorker {
                 let note = (self.review).deployed(&self.cluster, self.git.repo(), &commit, probe, &summary, metrics, source).await;
                 summary.push_str(&note);
             }
-            self.status(&commit, SUMMARY_CONTEXT, summary_state, &summary);
+            if self.shard.as_ref().is_none_or(SourceShard::is_leader) {
+                self.status(&commit, SUMMARY_CONTEXT, summary_state, &summary);
+            }
             let rows = page_rows(&results);
             let mut body = format!("{summary}\n\n{}", plan_human(&whole_plan));
             if !warnings.is_empty() {
@@ -1197,8 +1233,12 @@ impl SourceWorker {
         Some(candidates)
     }
 
-    /// Plan-only previews of open pull requests into the tracked branch.
+    /// Plan-only previews of open pull requests into the tracked branch (by the leader when
+    /// replicas share the apps).
     async fn preview_pulls(&mut self) {
+        if self.shard.as_ref().is_some_and(|shard| !shard.is_leader()) {
+            return;
+        }
         let (Some(forge), Some(repo)) = (self.shared.forge.clone(), self.config.forge_repo.clone())
         else {
             return;
@@ -1330,7 +1370,7 @@ impl SourceWorker {
         };
         let commit = deployed.commit.clone();
         // Drift checks plan every app, shared with the deployed render (no copy).
-        let rendered = Selected {
+        let mut rendered = Selected {
             output: Arc::new(SharedApps {
                 apps: deployed.output.apps.iter().cloned().collect(),
                 diagnostics: deployed.output.diagnostics.clone(),
@@ -1338,6 +1378,18 @@ impl SourceWorker {
             sources: deployed.sources.clone(),
             source_objects: object_count(&deployed.output),
         };
+        let mut orphans = Orphans::NotRendered;
+        if let Some(shard) = &mut self.shard {
+            // Only the apps this replica owns and has claimed; orphans are the leader's.
+            let (claimed, _) = shard.claim(&rendered.output.apps).await;
+            rendered.output = Arc::new(SharedApps {
+                apps: claimed,
+                diagnostics: rendered.output.diagnostics.clone(),
+            });
+            if !shard.is_leader() {
+                orphans = Orphans::Skip;
+            }
+        }
         let span = tracing::info_span!("drift", source = %self.config.name, commit = %commit, revision = commit.short());
         async {
             // Every app, and every orphan: drift checks are what covers the unchanged apps.
@@ -1347,7 +1399,7 @@ impl SourceWorker {
                 .plan(
                     &rendered,
                     &commit,
-                    &Orphans::NotRendered,
+                    &orphans,
                     if correct {
                         PlanPurpose::Apply
                     } else {
@@ -1483,6 +1535,57 @@ impl SourceWorker {
         }
         .instrument(span)
         .await;
+    }
+
+    /// The members changed: apps this replica gained are deployed now, at the deployed commit.
+    async fn rebalance(&mut self) {
+        let Some(deployed) = &self.deployed else {
+            return;
+        };
+        let (commit, output) = (deployed.commit.clone(), deployed.output.clone());
+        if self.share(&output).await {
+            self.deploy(commit).await;
+        }
+    }
+
+    /// With replicas sharing the apps: assigns the render's apps to the members. Apps gained
+    /// are planned again, apps lost forgotten. True when this replica gained apps or some of
+    /// its apps wait for their claim.
+    async fn share(&mut self, output: &SharedOutput) -> bool {
+        let Some(shard) = &mut self.shard else {
+            return false;
+        };
+        let moved = shard
+            .rebalance(output.apps.iter().map(|app| &app.app))
+            .await;
+        for app in &moved.lost {
+            self.records.remove(app);
+            self.unsettled.remove(app);
+        }
+        for app in &moved.gained {
+            self.records.remove(app);
+            self.unsettled.insert(app.clone());
+        }
+        !moved.gained.is_empty() || shard.is_waiting()
+    }
+
+    /// With replicas sharing the apps: keeps of the selection the apps this replica owns and
+    /// holds the claim of (an owned app claimed elsewhere is planned again later); only the
+    /// leader looks for apps removed from Git.
+    async fn narrow(&mut self, selection: &mut Selection) {
+        let Some(shard) = &mut self.shard else {
+            return;
+        };
+        let (claimed, waiting) = shard.claim(&selection.output.apps).await;
+        self.unsettled.extend(waiting);
+        if !shard.is_leader() {
+            selection.orphans = Orphans::Skip;
+        }
+        let diagnostics = selection.output.diagnostics.clone();
+        selection.output = Arc::new(SharedApps {
+            apps: claimed,
+            diagnostics,
+        });
     }
 
     fn store_page(&self, commit: &CommitId, title: &str, rows: &[PageApp], body: &str) {
@@ -1659,6 +1762,14 @@ fn run_bounded<'a, R: Send + 'a>(
         }));
     }
     Box::pin(futures::future::join_all(guarded))
+}
+
+/// Resolves when the members changed (see [`SourceShard::changed`]); never without sharding.
+async fn shard_changed(shard: &mut Option<SourceShard>) {
+    match shard {
+        Some(shard) => shard.changed().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// `driftless/<namespace>/<app>`.

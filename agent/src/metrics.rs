@@ -216,6 +216,11 @@ impl Metrics {
         }
     }
 
+    /// The registry, for a subsystem registering its own metrics at start-up (the shards).
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
     /// The text exposition format.
     pub fn encode(&self) -> String {
         let mut out = String::new();

@@ -17,6 +17,7 @@
 //! [`write_record`] and [`delete_record`], always conditioned on the resourceVersion read.
 
 use analyzer::AppRef;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{
     Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
@@ -316,6 +317,63 @@ pub(crate) async fn delete_record(
                 .map_or(Written::Unknown, Written::Version)
         })
     });
+    match deleted {
+        Ok(_) => Ok(()),
+        Err(error) if has_status(&error, 404) => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+/// Stores a coordination Lease (a replica's membership, a per-app claim, the leader): a create
+/// when it carries no resourceVersion, else a replace conditioned on the one it carries, so two
+/// replicas never both win the same Lease. Leases skip the QPS budget: a renewal held behind a
+/// deploy's requests would let the Lease expire under a replica that is alive. The watch cache
+/// never serves Leases, so there is nothing to note.
+///
+/// # Errors
+/// The request failed; a 409 means another replica wrote the Lease since it was read.
+pub(crate) async fn write_lease(
+    cluster: &Cluster,
+    namespace: &str,
+    lease: &Lease,
+) -> Result<Lease, kube::Error> {
+    let api: Api<Lease> = Api::namespaced(cluster.client().clone(), namespace);
+    let name = lease.metadata.name.clone().unwrap_or_default();
+    #[allow(clippy::disallowed_methods, reason = "the writer")]
+    let written = match lease.metadata.resource_version {
+        None => match api.create(&PostParams::default(), lease).await {
+            Err(error) if has_status(&error, 404) => {
+                ensure_namespace(cluster, namespace).await?;
+                api.create(&PostParams::default(), lease).await
+            }
+            other => other,
+        },
+        Some(_) => api.replace(&name, &PostParams::default(), lease).await,
+    };
+    written
+}
+
+/// Deletes a Lease conditioned on `resource_version` (a replica leaving, a claim given up); a
+/// Lease already gone is fine.
+///
+/// # Errors
+/// The request failed for another reason than a 404; a 409 means another replica wrote it.
+pub(crate) async fn delete_lease(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    resource_version: &str,
+) -> Result<(), kube::Error> {
+    let api: Api<Lease> = Api::namespaced(cluster.client().clone(), namespace);
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            resource_version: Some(resource_version.to_owned()),
+            uid: None,
+        }),
+        ..DeleteParams::default()
+    };
+    #[allow(clippy::disallowed_methods, reason = "the writer")]
+    let deleted = api.delete(name, &params).await;
     match deleted {
         Ok(_) => Ok(()),
         Err(error) if has_status(&error, 404) => Ok(()),

@@ -17,6 +17,11 @@ pub struct AgentArgs {
     #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
 
+    /// This replica's name among the agents sharing the apps (default: `sharding.replicaId`,
+    /// else `$POD_NAME`). Turns sharding on with its defaults when the config has no `sharding`.
+    #[arg(long, value_name = "NAME")]
+    pub replica_id: Option<String>,
+
     /// Log format on stderr.
     #[arg(long, value_enum, default_value_t = LogFormat::Json)]
     pub log_format: LogFormat,
@@ -62,7 +67,28 @@ pub fn init_tracing(verbose: u8, format: LogFormat) {
 /// address taken, no cluster credentials).
 pub fn run(args: &AgentArgs) -> anyhow::Result<Outcome> {
     let env = agent::config::Environment::from_process();
-    let config = agent::config::Config::load(&args.config, &env)?;
+    let mut config = agent::config::Config::load(&args.config, &env)?;
+    if let Some(replica_id) = &args.replica_id {
+        match &mut config.sharding {
+            Some(sharding) => sharding.replica_id.clone_from(replica_id),
+            None => {
+                config.sharding = Some(agent::config::ShardingConfig::with_defaults(
+                    replica_id.clone(),
+                ));
+            }
+        }
+    }
+    if let Some(sharding) = &config.sharding {
+        let id = &sharding.replica_id;
+        anyhow::ensure!(
+            !id.is_empty()
+                && id.len() <= 63
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+            "sharding needs this replica's name, a DNS label (got {id:?}): set sharding.replicaId, pass --replica-id, or set $POD_NAME"
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("driftless-agent")

@@ -25,6 +25,7 @@ mod rbac;
 mod review;
 mod scale;
 mod secrets;
+mod shards;
 mod ui;
 mod watch_cache;
 mod workflow;

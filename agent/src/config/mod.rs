@@ -38,6 +38,7 @@ mod forge;
 pub mod reference;
 mod secret;
 mod server;
+mod sharding;
 mod sources;
 mod transport;
 
@@ -54,6 +55,7 @@ pub use drift::{DriftConfig, DriftFile, DriftMode, parse_cron};
 pub use forge::{ForgeConfig, ForgeFile, ForgeKind, RepoSlug};
 pub use secret::{Environment, Secret, SecretRef};
 pub use server::{ServerConfig, ServerFile};
+pub use sharding::{ShardingConfig, ShardingFile};
 pub use sources::{
     CredentialsFile, GitCredentials, PathFilter, PathMatch, PathsFile, SourceConfig, SourceFile,
     parse_duration,
@@ -64,6 +66,7 @@ use clusters::check_clusters;
 use drift::check_drift;
 use forge::check_forge;
 use server::check_server;
+use sharding::check_sharding;
 use sources::check_source;
 
 // ---- the raw file ----------------------------------------------------------------------------
@@ -79,6 +82,8 @@ pub struct ConfigFile {
     pub forge: Option<ForgeFile>,
     pub drift: Option<DriftFile>,
     pub server: Option<ServerFile>,
+    /// Replicas sharing the apps; absent: one agent deploys every app.
+    pub sharding: Option<ShardingFile>,
     pub qps: Option<Spanned<f32>>,
     pub burst: Option<Spanned<u32>>,
     pub concurrency: Option<Spanned<usize>>,
@@ -99,6 +104,9 @@ pub struct Config {
     pub forge: Option<ForgeConfig>,
     pub drift: Option<DriftConfig>,
     pub server: ServerConfig,
+    /// Replicas sharing the apps through Leases (`agent::shard`); `None`: this agent deploys
+    /// every app.
+    pub sharding: Option<ShardingConfig>,
     /// Kubernetes API requests per second, per cluster.
     pub qps: f32,
     pub burst: u32,
@@ -289,6 +297,9 @@ impl ConfigFile {
             .drift
             .and_then(|drift| check_drift(&mut checker, drift));
         let server = check_server(&mut checker, self.server);
+        let sharding = self
+            .sharding
+            .and_then(|sharding| check_sharding(&mut checker, sharding));
         let qps = match self.qps {
             Some(qps) if !(qps.value.is_finite() && qps.value > 0.0) => {
                 checker.problem("qps", &qps, "must be a positive number");
@@ -341,6 +352,7 @@ impl ConfigFile {
             forge,
             drift,
             server,
+            sharding,
             qps,
             burst,
             concurrency,

@@ -53,6 +53,8 @@ pub struct ServerState {
     pub webhook_secret: Option<Secret>,
     pub triggers: Arc<Vec<SourceTrigger>>,
     pub plans: PlanStore,
+    /// The replicas sharing the apps, for `/shards` (404 without sharding).
+    pub shards: Option<crate::shard::Shards>,
     /// Who may read plan pages and the UI, and who may act in it.
     pub auth: ApiAuth,
     /// The web UI's fleet state and actions.
@@ -83,6 +85,7 @@ pub enum ServerError {
 pub fn router(state: ServerState) -> Router {
     let protected = Router::new()
         .route("/plans/{commit}", get(plan))
+        .route("/shards", get(shards_page))
         .route_layer(axum::middleware::from_fn_with_state(
             state.auth.clone(),
             auth::require,
@@ -129,6 +132,13 @@ pub async fn serve(
         .with_graceful_shutdown(shutdown)
         .await
         .map_err(ServerError::ServeFailed)
+}
+
+async fn shards_page(State(state): State<ServerState>) -> Response {
+    match &state.shards {
+        Some(shards) => crate::shard::page::render(shards).into_response(),
+        None => (StatusCode::NOT_FOUND, "sharding is not configured\n").into_response(),
+    }
 }
 
 async fn healthz() -> &'static str {

@@ -24,6 +24,7 @@ async fn start(secret: Option<&str>) -> Running {
     let notify = Arc::new(Notify::new());
     let state = ServerState {
         metrics: Arc::new(Metrics::new()),
+        shards: None,
         readiness: Arc::new(SourceReadiness::new(["platform"])),
         webhook_secret: secret.map(Secret::new),
         triggers: Arc::new(vec![SourceTrigger {

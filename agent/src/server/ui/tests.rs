@@ -36,6 +36,7 @@ async fn start() -> Running {
     let fleet = FleetState::default();
     let state = ServerState {
         metrics: Arc::new(Metrics::new()),
+        shards: None,
         readiness: Arc::new(SourceReadiness::new(["platform"])),
         webhook_secret: None,
         triggers: Arc::new(vec![SourceTrigger {
