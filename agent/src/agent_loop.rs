@@ -59,6 +59,7 @@ use crate::forge::outbox::{ForgeOp, Outbox, OutboxConfig};
 use crate::forge::{CommitStatus, Forge, ForgeError, PullRequest, StatusState};
 use crate::live::{self, LiveOptions, LivePlan, Orphans, SharedApps};
 use crate::metrics::{ApiTarget, ErrorKind, Metrics};
+use crate::notify::Notifier;
 use crate::plan::{Action, AppPlan, Plan};
 use crate::prune_guard::{self, Approval, Evidence, PassBudget};
 use crate::report::{MarkdownOptions, plan_human, plan_markdown};
@@ -95,6 +96,8 @@ pub enum AgentError {
     },
     #[error("connecting to the forge")]
     ForgeConnectFailed(#[source] ForgeError),
+    #[error("starting the notification channels (HTTP client)")]
+    NotifierStartFailed(#[source] reqwest::Error),
     #[error(transparent)]
     Server(#[from] server::ServerError),
 }
@@ -169,7 +172,15 @@ pub async fn run(
         }
         None => (None, None, None),
     };
+    let (notifier, notifier_tasks) = Notifier::start(
+        &config.notifications,
+        metrics.clone(),
+        crate::notify::RetryPolicy::default(),
+        shutdown_rx.clone(),
+    )
+    .map_err(AgentError::NotifierStartFailed)?;
     let shared = Arc::new(Shared {
+        notifier,
         metrics: metrics.clone(),
         plans: plans.clone(),
         ui: ui.clone(),
@@ -279,6 +290,14 @@ pub async fn run(
     {
         tracing::warn!("forge outbox did not drain within 10s at shutdown");
     }
+    for task in notifier_tasks {
+        if tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .is_err()
+        {
+            tracing::warn!("a notification channel did not drain within 10s at shutdown");
+        }
+    }
     let _ = server_stop_tx.send(());
     match server_task.await {
         Ok(result) => result?,
@@ -358,6 +377,8 @@ fn source_cluster(
 
 /// What every source task shares.
 struct Shared {
+    /// Slack, Teams and webhook channels.
+    notifier: Notifier,
     metrics: Arc<Metrics>,
     plans: PlanStore,
     /// What the web UI shows of each app, and its requests (a resumed workflow).
@@ -927,6 +948,8 @@ impl SourceWorker {
                 Err(message) => {
                     tracing::error!(error = %message, "render failed");
                     self.status(&commit, SUMMARY_CONTEXT, StatusState::Error, &message);
+                    let page = self.page_url(&commit);
+                    self.shared.notifier.deploy_refused(&self.config.name, commit.as_str(), &message, page);
                     return;
                 }
             };
@@ -938,6 +961,8 @@ impl SourceWorker {
                 tracing::error!("{message}");
                 self.status(&commit, SUMMARY_CONTEXT, StatusState::Failure, &message);
                 self.store_page(&commit, "deploy (refused)", &[], &message);
+                let page = self.page_url(&commit);
+                self.shared.notifier.deploy_refused(&self.config.name, commit.as_str(), &message, page);
                 return;
             }
             self.share(&rendered.output).await;
@@ -1002,6 +1027,13 @@ impl SourceWorker {
                 }
                 self.status(&commit, &app_context(app), *state, description);
             }
+            self.shared.notifier.deploy_failed(
+                &self.config.name,
+                commit.as_str(),
+                n_apps,
+                failed_apps(&results),
+                self.page_url(&commit),
+            );
             // Apps that left Git and whose deletion completed are forgotten; a deletion that
             // failed, or a tracker list that failed, makes the next deploy look again. The
             // render is sorted by app: a binary search, not a set of every app per commit.
@@ -1059,6 +1091,8 @@ impl SourceWorker {
             {
                 summary_state = StatusState::Failure;
                 summary = held.message.clone();
+                let page = self.page_url(&commit);
+                self.shared.notifier.prune_held(&self.config.name, commit.as_str(), &held.message, page);
                 let seen = self.stored_approval().await;
                 self.awaiting_approval = Some((commit.clone(), seen));
             }
@@ -1430,11 +1464,16 @@ impl SourceWorker {
                 }
             }
             if drifted.is_empty() {
+                self.shared.notifier.drift_cleared(&self.config.name);
                 tracing::info!("no drift");
                 self.status(&commit, DRIFT_CONTEXT, StatusState::Success, "no drift");
                 return;
             }
             tracing::warn!(apps = ?drifted, mode = ?drift.mode, "drift found");
+            let page = self.page_url(&commit);
+            self.shared
+                .notifier
+                .drift_found(&self.config.name, commit.as_str(), &drifted, page);
             match drift.mode {
                 DriftMode::Report => {
                     self.status(
@@ -1778,6 +1817,15 @@ pub fn app_context(app: &AppRef) -> String {
 }
 
 type AppResults = BTreeMap<AppRef, (StatusState, String)>;
+
+/// The apps of `results` that did not succeed, with why, for notifications.
+fn failed_apps(results: &AppResults) -> Vec<(String, String)> {
+    results
+        .iter()
+        .filter(|(_, (state, _))| *state != StatusState::Success)
+        .map(|(app, (_, description))| (app.to_string(), description.clone()))
+        .collect()
+}
 
 fn first_error(app_plan: &AppPlan) -> Option<String> {
     app_plan

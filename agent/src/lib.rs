@@ -15,6 +15,7 @@ pub mod live;
 pub mod metrics;
 pub mod namespace_contents;
 pub mod namespaces;
+pub mod notify;
 pub mod observe;
 pub mod offline_plan;
 pub mod ownership;

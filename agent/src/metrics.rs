@@ -19,6 +19,7 @@ pub enum ApiTarget {
     Forge,
     Git,
     Kube,
+    Notification,
 }
 
 /// Which step an error happened in.

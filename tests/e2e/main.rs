@@ -20,6 +20,7 @@ mod fleet;
 mod git_transports;
 mod helm;
 mod kubeconfig;
+mod notifications;
 mod plan_apply;
 mod rbac;
 mod review;

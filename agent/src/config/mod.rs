@@ -25,6 +25,7 @@
 //! forge: { kind: gitea, baseUrl: https://git.example.com, token: { file: /run/secrets/forge } }
 //! drift: { schedule: "*/10 * * * *", mode: report }
 //! server: { listen: "0.0.0.0:8080", externalUrl: https://driftless.example.com, webhookSecret: { env: HOOK_SECRET } }
+//! notifications: [{ name: ops, kind: slack, url: { env: SLACK_WEBHOOK_URL } }]
 //! qps: 20
 //! burst: 40
 //! concurrency: 4
@@ -35,6 +36,7 @@ mod boundary;
 mod clusters;
 mod drift;
 mod forge;
+mod notifications;
 pub mod reference;
 mod secret;
 mod server;
@@ -53,6 +55,9 @@ pub use boundary::{PreviewPolicy, PreviewRefusal, ServiceAccountRef};
 pub use clusters::{ClusterConfig, ClusterFile};
 pub use drift::{DriftConfig, DriftFile, DriftMode, parse_cron};
 pub use forge::{ForgeConfig, ForgeFile, ForgeKind, RepoSlug};
+pub use notifications::{
+    NotificationChannel, NotificationEvent, NotificationFile, NotificationKind,
+};
 pub use secret::{Environment, Secret, SecretRef};
 pub use server::{ServerConfig, ServerFile};
 pub use sharding::{ShardingConfig, ShardingFile};
@@ -65,6 +70,7 @@ pub use transport::{FetchFile, parse_size};
 use clusters::check_clusters;
 use drift::check_drift;
 use forge::check_forge;
+use notifications::check_notifications;
 use server::check_server;
 use sharding::check_sharding;
 use sources::check_source;
@@ -84,6 +90,8 @@ pub struct ConfigFile {
     pub server: Option<ServerFile>,
     /// Replicas sharing the apps; absent: one agent deploys every app.
     pub sharding: Option<ShardingFile>,
+    #[serde(default)]
+    pub notifications: Vec<NotificationFile>,
     pub qps: Option<Spanned<f32>>,
     pub burst: Option<Spanned<u32>>,
     pub concurrency: Option<Spanned<usize>>,
@@ -107,6 +115,8 @@ pub struct Config {
     /// Replicas sharing the apps through Leases (`agent::shard`); `None`: this agent deploys
     /// every app.
     pub sharding: Option<ShardingConfig>,
+    /// Chat channels and webhooks told about failures, drift and held prunes.
+    pub notifications: Vec<NotificationChannel>,
     /// Kubernetes API requests per second, per cluster.
     pub qps: f32,
     pub burst: u32,
@@ -300,6 +310,7 @@ impl ConfigFile {
         let sharding = self
             .sharding
             .and_then(|sharding| check_sharding(&mut checker, sharding));
+        let notifications = check_notifications(&mut checker, self.notifications);
         let qps = match self.qps {
             Some(qps) if !(qps.value.is_finite() && qps.value > 0.0) => {
                 checker.problem("qps", &qps, "must be a positive number");
@@ -353,6 +364,7 @@ impl ConfigFile {
             drift,
             server,
             sharding,
+            notifications,
             qps,
             burst,
             concurrency,

@@ -71,6 +71,11 @@ pub fn sections() -> Vec<Section> {
                     "The HTTP server: probes, metrics, webhooks, plan pages.",
                 ),
                 field(
+                    "notifications",
+                    "none",
+                    "Slack, Teams and webhook channels told about failures, drift and held prunes; see `notifications[]`.",
+                ),
+                field(
                     "qps",
                     "`20`",
                     "Kubernetes API requests per second, per cluster.",
@@ -336,6 +341,37 @@ pub fn sections() -> Vec<Section> {
             ],
         },
         Section {
+            path: "notifications[]",
+            about: "One channel told about events. Delivered in the background, in order, retried with backoff (or the `Retry-After` asked for) while the channel is down; messages name apps, commits and what failed, never a Secret value or a credential.",
+            fields: vec![
+                field(
+                    "name",
+                    "required",
+                    "A DNS label naming the channel in logs.",
+                ),
+                field(
+                    "kind",
+                    "required",
+                    "`slack` (incoming webhook), `teams` (workflow or incoming webhook; an Adaptive Card) or `webhook` (a JSON document: `event`, `source`, `commit`, `summary`, `apps[]`, `pageUrl`).",
+                ),
+                field(
+                    "url",
+                    "required",
+                    "The endpoint, as a secret reference (a Slack or Teams webhook URL is a credential).",
+                ),
+                field(
+                    "token",
+                    "none",
+                    "For `webhook`: a secret sent as `Authorization: Bearer`.",
+                ),
+                field(
+                    "events",
+                    "every event",
+                    "Which of `deployFailed`, `driftFound` and `pruneHeld` to send. The same news is sent once (per source, commit and apps).",
+                ),
+            ],
+        },
+        Section {
             path: "secret references",
             about: "Every secret (`token`, `sshKey`, `webhookSecret`, …) is one of these.",
             fields: vec![
@@ -437,6 +473,10 @@ mod tests {
         check("forge", accepted::<ForgeFile>());
         check("drift", accepted::<DriftFile>());
         check("server", accepted::<ServerFile>());
+        check(
+            "notifications[]",
+            accepted::<crate::config::NotificationFile>(),
+        );
         check("secret references", accepted::<SecretRef>());
     }
 

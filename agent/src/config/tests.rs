@@ -497,3 +497,83 @@ fn an_unknown_analysis_rule_is_a_config_problem() {
     assert_eq!(problems[0].field, "analysis");
     assert!(problems[0].message.contains("no-such-rule"), "{problems:?}");
 }
+
+#[test]
+fn notification_channels_are_checked_and_their_urls_stay_secret() {
+    let config = parse(
+        "sources: [{ name: platform, url: https://git.example.com/a.git }]
+notifications:
+  - { name: ops, kind: slack, url: { env: HOOK_SECRET } }
+  - { name: pager, kind: webhook, url: { env: GIT_TOKEN }, token: { env: FORGE_TOKEN }, events: [pruneHeld] }
+",
+    );
+    // The env values are not URLs: refused, naming the field, never the value.
+    let Err(ConfigError::Invalid {
+        problems: found, ..
+    }) = config
+    else {
+        panic!("expected invalid fields, got {config:?}");
+    };
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found[0].field, "notifications[0].url");
+    assert_eq!(found[0].message, "must hold an http:// or https:// URL");
+    let text = format!("{found:?}");
+    assert!(
+        !text.contains("hook-secret-789") && !text.contains("git-token-value-123"),
+        "{text}"
+    );
+
+    let env = Environment::from_pairs([
+        ("SLACK_URL", "https://hooks.slack.com/services/T0/B0/secret"),
+        ("HOOK_TOKEN", "bearer-value"),
+    ]);
+    let config = Config::parse(
+        "sources: [{ name: platform, url: https://git.example.com/a.git }]
+notifications:
+  - { name: ops, kind: slack, url: { env: SLACK_URL } }
+  - { name: pager, kind: webhook, url: { env: SLACK_URL }, token: { env: HOOK_TOKEN }, events: [pruneHeld] }
+",
+        Path::new("driftless.yaml"),
+        Path::new("/etc/driftless"),
+        &env,
+    )
+    .expect("a valid config");
+    assert_eq!(config.notifications.len(), 2);
+    assert_eq!(config.notifications[0].kind, NotificationKind::Slack);
+    assert_eq!(
+        config.notifications[0].events,
+        NotificationEvent::ALL.into_iter().collect()
+    );
+    assert_eq!(
+        config.notifications[1].events,
+        [NotificationEvent::PruneHeld].into_iter().collect()
+    );
+    let text = format!("{config:?}");
+    assert!(
+        !text.contains("services/T0") && !text.contains("bearer-value"),
+        "{text}"
+    );
+
+    let problems = problems(
+        "sources: [{ name: platform, url: https://git.example.com/a.git }]
+notifications:
+  - { name: ops, kind: teams, url: { env: HOOK_SECRET }, token: { env: GIT_TOKEN }, events: [] }
+  - { name: ops, kind: slack, url: { env: MISSING } }
+",
+    );
+    let fields: Vec<&str> = problems
+        .iter()
+        .map(|problem| problem.field.as_str())
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "notifications[0].url",
+            "notifications[0].token",
+            "notifications[0].events",
+            "notifications[1].name",
+            "notifications[1].url",
+        ],
+        "{problems:?}"
+    );
+}
