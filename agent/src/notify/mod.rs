@@ -53,8 +53,11 @@ pub struct Notifier {
     channels: Vec<ChannelHandle>,
     /// Per source and event, the commit and apps last notified: the same news is not sent
     /// again (a drift check every few minutes would otherwise repeat it each time).
-    last_sent: Arc<Mutex<BTreeMap<(String, NotificationEvent), (String, BTreeSet<String>)>>>,
+    last_sent: Arc<Mutex<LastSent>>,
 }
+
+/// Per source and event, the commit and apps last notified.
+type LastSent = BTreeMap<(String, NotificationEvent), (String, BTreeSet<String>)>;
 
 #[derive(Debug, Clone)]
 struct ChannelHandle {
@@ -211,10 +214,7 @@ impl Notifier {
         self.send(notification);
     }
 
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, BTreeMap<(String, NotificationEvent), (String, BTreeSet<String>)>>
-    {
+    fn lock(&self) -> std::sync::MutexGuard<'_, LastSent> {
         // A panic while holding the map leaves it usable: it only remembers what was sent.
         self.last_sent
             .lock()
@@ -370,8 +370,11 @@ mod tests {
 
     /// A local receiver: answers `503` to the first `failures` requests, then records each
     /// body with its `Authorization` header and answers `200`.
-    async fn receiver(failures: usize) -> (String, Arc<Mutex<Vec<(Option<String>, Value)>>>) {
-        let received: Arc<Mutex<Vec<(Option<String>, Value)>>> = Arc::default();
+    /// What the receiver got: each request's `Authorization` header and body.
+    type Received = Arc<Mutex<Vec<(Option<String>, Value)>>>;
+
+    async fn receiver(failures: usize) -> (String, Received) {
+        let received: Received = Arc::default();
         let sink = received.clone();
         let attempts = Arc::new(AtomicUsize::new(0));
         let app = axum::Router::new().route(
