@@ -942,7 +942,9 @@ impl SourceWorker {
         let span = tracing::info_span!("deploy", source = %self.config.name, commit = %commit, revision = commit.short());
         let started = Instant::now();
         async {
-            self.status(&commit, SUMMARY_CONTEXT, StatusState::Pending, "rendering and planning");
+            if self.shard.is_none() {
+                self.status(&commit, SUMMARY_CONTEXT, StatusState::Pending, "rendering and planning");
+            }
             let rendered = match self.render(&commit).await {
                 Ok(rendered) => rendered,
                 Err(message) => {
@@ -1108,7 +1110,8 @@ impl SourceWorker {
                 let note = (self.review).deployed(&self.cluster, self.git.repo(), &commit, probe, &summary, metrics, source).await;
                 summary.push_str(&note);
             }
-            if self.shard.as_ref().is_none_or(SourceShard::is_leader) {
+            // Replicas sharing the apps summarise from all their results (`share_results`).
+            if self.shard.is_none() {
                 self.status(&commit, SUMMARY_CONTEXT, summary_state, &summary);
             }
             let rows = page_rows(&results);
@@ -1136,6 +1139,7 @@ impl SourceWorker {
                 output: rendered.output,
                 sources: rendered.sources,
             });
+            self.share_results().await;
         }
         .instrument(span)
         .await;
@@ -1584,6 +1588,24 @@ impl SourceWorker {
         let (commit, output) = (deployed.commit.clone(), deployed.output.clone());
         if self.share(&output).await {
             self.deploy(commit).await;
+        }
+        self.share_results().await;
+    }
+
+    /// With replicas sharing the apps: publishes this replica's results at the deployed commit;
+    /// the leader writes the commit's summary status once every app has one.
+    async fn share_results(&mut self) {
+        let (Some(shard), Some(deployed)) = (&mut self.shard, &self.deployed) else {
+            return;
+        };
+        let states = (self.records.iter())
+            .filter(|(app, _)| shard.owns(app))
+            .map(|(app, record)| (app.clone(), record.state))
+            .collect();
+        let apps: Vec<&AppRef> = deployed.output.apps.iter().map(|app| &app.app).collect();
+        let commit = deployed.commit.clone();
+        if let Some((state, summary)) = shard.share_results(commit.as_str(), states, &apps).await {
+            self.status(&commit, SUMMARY_CONTEXT, state, &summary);
         }
     }
 

@@ -174,7 +174,7 @@ async fn replicas_share_the_apps_and_take_over_a_killed_ones() -> Result<()> {
     // No orphans: exactly the apps' ConfigMaps (and the root CA) in the namespace.
     let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &ns);
     let names: Vec<String> = config_maps
-        .list(&ListParams::default())
+        .list(&ListParams::default().labels("!driftless.dev/shard-role"))
         .await?
         .items
         .into_iter()
@@ -245,7 +245,8 @@ cacheDir: {cache}
         )
     }
 
-    /// Waits until every app's ConfigMap holds `color` and its status on `commit` is a success.
+    /// Waits until every app's ConfigMap holds `color`, its status on `commit` is a success,
+    /// and so is the commit's one summary status.
     async fn wait_deployed(&self, commit: &str, apps: &[String], color: &str) -> Result<()> {
         let config_maps: Api<ConfigMap> = Api::namespaced(self.cluster.client.clone(), self.ns);
         wait_for(
@@ -269,7 +270,18 @@ cacheDir: {cache}
                         return Ok(None);
                     }
                 }
-                Ok(Some(()))
+                // One summary, by the leader, from every replica's published results.
+                match statuses.get("driftless") {
+                    Some((state, description)) if state == "success" => {
+                        let expected = format!("{} app(s) deployed by", apps.len());
+                        ensure!(description.starts_with(&expected), "summary: {description}");
+                        Ok(Some(()))
+                    }
+                    Some((state, description)) if state != "pending" => {
+                        bail!("the summary is {state}: {description}")
+                    }
+                    _ => Ok(None),
+                }
             },
         )
         .await

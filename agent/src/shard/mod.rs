@@ -13,13 +13,15 @@
 //!   takes the app's claim Lease. A claim held by a live member is never taken, so while two
 //!   replicas' views of the members disagree during a handover, at most one applies an app. The
 //!   old owner deletes its claims as soon as the apps move away.
-//! - **Leader**: one replica holds the leader Lease. It alone looks for apps removed from Git,
-//!   previews pull requests, and writes the summary status of a commit.
+//! - **Leader**: one replica holds the leader Lease. It alone looks for apps removed from Git
+//!   and previews pull requests. Every replica publishes its apps' results in the cluster, and
+//!   the leader writes a commit's summary status from them ([`results`]).
 //!
 //! - [`sim`]: the simulation comparing bounded hashing with round-robin and plain hashing.
 
 pub mod assign;
 pub(crate) mod lease;
+pub(crate) mod results;
 pub mod sim;
 pub mod source;
 

@@ -16,7 +16,9 @@ use k8s_openapi::api::coordination::v1::Lease;
 use tokio::sync::watch;
 
 use super::lease::{self, Acquired, LeaseId};
+use super::results;
 use super::{APP_ANNOTATION, ROLE_LABEL, Shards, View, assign};
+use crate::forge::StatusState;
 
 /// Claims taken at once: each is a read and a write.
 const CLAIMS_IN_FLIGHT: usize = 8;
@@ -44,6 +46,12 @@ pub struct SourceShard {
     waiting: BTreeSet<AppRef>,
     /// When each gained app was gained, until its claim is held (the handover time).
     gained_at: BTreeMap<AppRef, Instant>,
+    /// The results last published: the commit and the states of the apps owned.
+    published: Option<(String, BTreeMap<AppRef, StatusState>)>,
+    /// The summary status last written (leader), by commit.
+    summarized: Option<(String, StatusState, String)>,
+    /// The leader waits for other replicas' results to summarise the deployed commit.
+    summary_pending: bool,
 }
 
 impl SourceShard {
@@ -57,6 +65,9 @@ impl SourceShard {
             claims: BTreeMap::new(),
             waiting: BTreeSet::new(),
             gained_at: BTreeMap::new(),
+            published: None,
+            summarized: None,
+            summary_pending: false,
         }
     }
 
@@ -64,7 +75,7 @@ impl SourceShard {
     /// waits for its claim. Never resolves once the membership task stopped.
     pub async fn changed(&mut self) {
         let tick = self.shards.tick();
-        if self.waiting.is_empty() {
+        if self.waiting.is_empty() && !self.summary_pending {
             if self.view.changed().await.is_err() {
                 std::future::pending::<()>().await;
             }
@@ -72,6 +83,54 @@ impl SourceShard {
             tokio::select! {
                 _ = self.view.changed() => {}
                 () = tokio::time::sleep(tick) => {}
+            }
+        }
+    }
+
+    /// Whether `app` is this replica's under the last assignment.
+    #[must_use]
+    pub fn owns(&self, app: &AppRef) -> bool {
+        self.owned.contains(app)
+    }
+
+    /// Publishes this replica's results at `commit` (`states`: the apps it owns) when they
+    /// changed, and, on the leader, returns the commit's summary status once every app of
+    /// `apps` (the whole render) has a result and the summary differs from the last returned.
+    pub async fn share_results(
+        &mut self,
+        commit: &str,
+        states: BTreeMap<AppRef, StatusState>,
+        apps: &[&AppRef],
+    ) -> Option<(StatusState, String)> {
+        let fresh = Some((commit.to_owned(), states));
+        if self.published != fresh {
+            let (_, states) = fresh.as_ref().expect("just set");
+            match results::publish(&self.shards, &self.source, commit, states).await {
+                Ok(()) => self.published = fresh,
+                Err(error) => {
+                    tracing::warn!(%error, "publishing this replica's app results failed; trying again later")
+                }
+            }
+        }
+        let view = self.view.borrow().clone();
+        self.summary_pending = view.leader;
+        if !view.leader {
+            return None;
+        }
+        match results::summary(&self.shards, &self.source, commit, apps, &view.members).await {
+            Ok(Some((state, description))) => {
+                self.summary_pending = false;
+                let summary = (commit.to_owned(), state, description.clone());
+                if self.summarized.as_ref() == Some(&summary) {
+                    return None;
+                }
+                self.summarized = Some(summary);
+                Some((state, description))
+            }
+            Ok(None) => None,
+            Err(error) => {
+                tracing::warn!(%error, "reading the replicas' app results failed; trying again later");
+                None
             }
         }
     }
