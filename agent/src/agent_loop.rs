@@ -601,6 +601,9 @@ impl SourceWorker {
                 {
                     self.status(&commit, SUMMARY_CONTEXT, StatusState::Success, &summary);
                 }
+                if let Some(commit) = self.plan_approved().await {
+                    self.deploy(commit).await;
+                }
                 if let Some(commit) = self.hold_lifted().await {
                     tracing::info!(source = %self.config.name, commit = %commit, "a hold lifted; deploying again");
                     self.deploy(commit).await;
@@ -876,6 +879,45 @@ impl SourceWorker {
         })
     }
 
+    /// Reviewed-plan mode: the held apps' new plan, posted on their pull request.
+    fn post_merge_plan(&self, plan: &Plan, sources: &SourceMap) {
+        let (Some(mode), Some(outbox), Some(repo)) = (
+            &self.config.reviewed_plan,
+            &self.shared.outbox,
+            &self.config.forge_repo,
+        ) else {
+            return;
+        };
+        let limit = self
+            .shared
+            .forge
+            .as_ref()
+            .map_or(60_000, |forge| forge.comment_limit());
+        if let Some((pull, marker, body)) =
+            self.review
+                .reviewed
+                .comment(plan, sources, &mode.approvers, limit)
+        {
+            outbox.send(ForgeOp::Comment {
+                repo: repo.clone(),
+                pull,
+                marker,
+                body,
+            });
+        }
+    }
+
+    /// Reviewed-plan mode: the commit to deploy again once a held plan is approved.
+    async fn plan_approved(&mut self) -> Option<CommitId> {
+        let mode = self.config.reviewed_plan.as_ref()?;
+        let forge = self.shared.forge.as_deref();
+        let (repo, cluster) = (self.config.forge_repo.as_ref(), &self.shared.cluster);
+        self.review
+            .reviewed
+            .approval(forge, repo, cluster, &mode.approvers)
+            .await
+    }
+
     /// The holds in force now (see [`crate::review::hold`]).
     async fn holds(&self) -> crate::review::hold::Holds {
         let now = chrono::Utc::now();
@@ -987,7 +1029,10 @@ impl SourceWorker {
             ui_record::objects(&self.shared.ui.fleet, &self.config.name, self.cluster.name(), &plan);
             let cluster = self.cluster.clone();
             let whole_plan = plan.plan.clone();
-            let holds = self.holds().await;
+            let mut holds = self.holds().await;
+            if let Some(mode) = &self.config.reviewed_plan {
+                (self.review.reviewed).check(mode, self.git.repo(), &commit, &whole_plan, &mut holds);
+            }
             let (plan, held) = crate::review::hold::withhold(plan, &holds);
             let (rest, plan) = partition(plan, &workflows);
             let probe = crate::review::live_time::probe(&rest);
@@ -1005,6 +1050,7 @@ impl SourceWorker {
             let mut results = app_results_from_apply(&whole_plan, &reports);
             let metrics = &self.shared.metrics;
             self.review.held = crate::review::hold::mark_held(&mut results, &held, &holds, metrics, &self.config.name);
+            self.review.reviewed.fail_held(&mut results, &mut self.review.held);
             ui_record::deploy(&self.shared.ui.fleet, &ui_record::Deploy {
                 source: &self.config.name,
                 cluster: self.cluster.name(),
@@ -1114,6 +1160,7 @@ impl SourceWorker {
             if self.shard.is_none() {
                 self.status(&commit, SUMMARY_CONTEXT, summary_state, &summary);
             }
+            self.post_merge_plan(&whole_plan, &rendered.sources);
             let rows = page_rows(&results);
             let mut body = format!("{summary}\n\n{}", plan_human(&whole_plan));
             if !warnings.is_empty() {
@@ -1354,6 +1401,9 @@ impl SourceWorker {
                 .plan(&selected, commit, &selection.orphans, PlanPurpose::Preview)
                 .await;
             let plan = &live_plan.plan;
+            self.review
+                .reviewed
+                .record_preview(pull.number, commit, plan);
             let limit = self
                 .shared
                 .forge
@@ -1492,7 +1542,8 @@ impl SourceWorker {
                     // one stopped by an outage (or waiting longer than a deploy drives it)
                     // continues here, without waiting for a new commit.
                     let whole_plan = live_plan.plan.clone();
-                    let holds = self.holds().await;
+                    let mut holds = self.holds().await;
+                    self.review.reviewed.hold_awaiting(&mut holds);
                     let (live_plan, held) = crate::review::hold::withhold(live_plan, &holds);
                     let (rest, plan) = partition(live_plan, &workflows);
                     let mut reports = self.apply(&cluster, rest).await;
@@ -1918,7 +1969,7 @@ fn applied_description(app_plan: &AppPlan) -> String {
 
 /// `; digest 0123456789ab` for an app plan with a digest.
 fn digest_note(app_plan: &AppPlan) -> String {
-    let short = app_plan.digest.as_deref().map(crate::review::digest::short);
+    let short = (app_plan.digest.as_ref()).map(|digest| crate::review::digest::short(&digest.full));
     short.map_or_else(String::new, |digest| format!("; digest {digest}"))
 }
 

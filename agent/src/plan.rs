@@ -129,7 +129,7 @@ pub struct AppPlan {
     pub health: Option<crate::health::AppHealth>,
     /// The plan's digest ([`crate::review::digest`]): what it was made from. `None` for a
     /// blocked app, which has nothing to apply.
-    pub digest: Option<String>,
+    pub digest: Option<crate::review::digest::AppDigest>,
 }
 
 /// One object's planned action.

@@ -1,6 +1,7 @@
 //! `driftless hold` and `driftless release`: pause and resume one app's apply and drift
 //! correction. The hold is stored in the cluster (`agent::review::hold`), where every agent
-//! replica reads it at its next pass; it lifts itself when it expires.
+//! replica reads it at its next pass; it lifts itself when it expires. `driftless approve`
+//! approves a plan that reviewed-plan mode held, by digest (`agent::review::approval`).
 
 use std::time::Duration;
 
@@ -52,6 +53,47 @@ pub struct ReleaseArgs {
 
     #[command(flatten)]
     pub cluster: HoldCluster,
+}
+
+/// Arguments of `driftless approve`.
+#[derive(Debug, clap::Args)]
+pub struct ApproveArgs {
+    /// The app, as `namespace/name`.
+    pub app: String,
+
+    /// The digest of the plan approved (whole, or its first 12 characters).
+    #[arg(long)]
+    pub digest: String,
+
+    #[command(flatten)]
+    pub cluster: HoldCluster,
+}
+
+/// Runs `driftless approve`.
+///
+/// # Errors
+/// A bad app or digest, an unreachable cluster, or a failed write.
+pub fn approve(args: &ApproveArgs) -> anyhow::Result<Outcome> {
+    let app = parse_app(&args.app)?;
+    let digest = args.digest.trim();
+    if digest.len() < agent::review::digest::SHORT_LEN
+        || !digest.chars().all(|c| c.is_ascii_hexdigit())
+    {
+        anyhow::bail!(
+            "--digest {digest:?} is not a plan digest: give the hex digest the app's status names ({} characters or more)",
+            agent::review::digest::SHORT_LEN
+        );
+    }
+    block_on(&args.cluster, async |cluster, namespace| {
+        agent::review::approval::write(cluster, namespace, &app, digest)
+            .await
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("storing the approval of {app}"))?;
+        println!(
+            "approved the plan {digest} of {app}: the agent applies it at its next poll if its plan is still that one"
+        );
+        anyhow::Ok(Outcome::Success)
+    })
 }
 
 /// Runs `driftless hold`.

@@ -132,6 +132,15 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
         report_cluster_diagnostics(&live_plan, &repo, style);
         write_stdout(&plan_human(&live_plan.plan))?;
         tracing::info!(rss = %memory(), "plan written");
+        if let Some(expected) = &args.plan_digest {
+            let digest = agent::review::digest::plan_digest(&live_plan.plan).unwrap_or_default();
+            if !agent::review::digest::matches(&digest, expected) {
+                write_stderr(&format!(
+                    "the plan's digest is {digest}, not {expected}: the cluster or the repository changed since that plan; nothing was applied (review the plan above and run again with its digest)\n"
+                ));
+                return Ok(Outcome::Blocked);
+            }
+        }
         // Without changes there is nothing to confirm; the apply then only brings the trackers
         // up to date (adoptions, entries of objects that left our ownership).
         if live_plan.plan.has_changes() && !args.yes && !confirm()? {

@@ -99,6 +99,9 @@ pub enum Command {
     Hold(hold::HoldArgs),
     /// Release an app's hold: the agent converges it to Git at its next pass.
     Release(hold::ReleaseArgs),
+    /// Approve an app's plan that reviewed-plan mode held, by its digest (the one its commit
+    /// status and the posted plan name): the agent applies it if its plan is still that one.
+    Approve(hold::ApproveArgs),
 }
 
 /// Arguments of `driftless render`.
@@ -196,6 +199,11 @@ pub struct ApplyArgs {
     /// repository's objects, in one apply): without it, such an apply prunes nothing.
     #[arg(long)]
     pub approve_prune: bool,
+
+    /// Apply only if the plan's digest (the `Plan digest` line of `driftless plan`, whole or its
+    /// first 12 characters) is this one: what was reviewed is what is applied, or nothing is.
+    #[arg(long, value_name = "DIGEST")]
+    pub plan_digest: Option<String>,
 
     /// How long apps with a workflow keep being driven (steps waiting for health, durations,
     /// other apps) before the command returns; the next apply or agent pass continues from the
@@ -316,6 +324,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::ApprovePrune(args) => approve_prune::run(&args),
         Command::Hold(args) => hold::hold(&args),
         Command::Release(args) => hold::release(&args),
+        Command::Approve(args) => hold::approve(&args),
     }
 }
 

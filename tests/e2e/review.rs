@@ -1,10 +1,13 @@
 //! Applying exactly what was reviewed, end to end with the real Gitea and the shared cluster:
 //! per-app holds (`driftless hold`) stop drift correction and lift themselves when they expire;
-//! the commit-to-live figure reaches the summary status, the plan page and the metrics.
+//! the commit-to-live figure reaches the summary status, the plan page and the metrics;
+//! reviewed-plan mode applies a merged pull request whose plan is the one reviewed, and holds
+//! (with a new plan posted and a failure status naming why) one whose merge brought changes
+//! or whose live object moved, until a `/driftless apply` comment or `driftless approve`.
 //!
 //! Each test keeps its waits short: drift checks every 2 seconds, holds of seconds.
 
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use serde_json::json;
@@ -116,6 +119,255 @@ async fn the_commit_to_live_time_is_in_the_summary_status() -> Result<()> {
     );
     let metrics = agent.process.metrics().await?;
     ensure!(metrics.contains(&count), "{metrics}");
+    agent.stop()?;
+    Ok(())
+}
+
+/// Reviewed-plan mode with direct pushes applied and the Gitea user as approver.
+fn reviewed_lines(gitea: &Gitea) -> AgentLines {
+    AgentLines {
+        source: format!(
+            "    applyReviewedPlan: true\n    reviewedPlan: {{ directPushes: apply, approvers: [{}] }}\n",
+            gitea.user
+        ),
+        ..AgentLines::default()
+    }
+}
+
+/// One app whose ConfigMap has a `color` and, a few lines further, a `size` (so a change to
+/// each merges cleanly).
+fn two_field_app(namespace: &str, color: &str, size: &str) -> String {
+    format!(
+        "apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: app
+  namespace: {namespace}
+spec:
+  components:
+    - name: settings
+      type: k8s-objects
+      properties:
+        objects:
+          - apiVersion: v1
+            kind: ConfigMap
+            metadata:
+              name: app-settings
+            data:
+              color: {color}
+              a: '1'
+              b: '2'
+              c: '3'
+              size: {size}
+"
+    )
+}
+
+/// The app deployed from `main`, then a pull request from `feature` setting its color to
+/// green, previewed (its plan comment carries the digests). Returns the pull request number.
+async fn deployed_then_pull(agent: &GiteaAgent<'_>, ns: &str) -> Result<u64> {
+    let (gitea, repo) = (agent.gitea, &agent.repo);
+    agent
+        .tree
+        .write("apps/app.yaml", &two_field_app(ns, "blue", "small"))?;
+    let first = agent.tree.commit_and_push("blue", "main")?;
+    let ((state, description), _) = agent.summary(&first).await?;
+    ensure!(state == "success", "{description}");
+    agent.tree.git(&["checkout", "-q", "-b", "feature"])?;
+    agent
+        .tree
+        .write("apps/app.yaml", &two_field_app(ns, "green", "small"))?;
+    let head = agent.tree.commit_and_push("green", "feature")?;
+    agent.tree.git(&["checkout", "-q", "main"])?;
+    wait_for("Gitea to record the feature branch", || async {
+        let path = format!("/repos/{}/{repo}/branches/feature", gitea.user);
+        Ok(gitea
+            .api(reqwest::Method::GET, &path, None)
+            .await
+            .ok()
+            .map(drop))
+    })
+    .await?;
+    let pull = gitea
+        .api(
+            reqwest::Method::POST,
+            &format!("/repos/{}/{repo}/pulls", gitea.user),
+            Some(json!({"head": "feature", "base": "main", "title": "make it green"})),
+        )
+        .await?;
+    let number = pull["number"].as_u64().context("pull request number")?;
+    let digests = format!("<!-- driftless:digests {ns}/app=");
+    wait_for("the plan comment with its digests", || async {
+        let comments = gitea.comments(repo, number).await?;
+        Ok(comments
+            .into_iter()
+            .find(|(_, body)| body.contains(&digests)))
+    })
+    .await?;
+    let ((state, description), _) = agent.summary(&head).await?;
+    ensure!(
+        description.contains("plan digest"),
+        "{state}: {description}"
+    );
+    Ok(number)
+}
+
+/// Merges the pull request with a merge commit; returns the merge commit.
+async fn merge(agent: &GiteaAgent<'_>, number: u64) -> Result<String> {
+    let (gitea, repo) = (agent.gitea, &agent.repo);
+    let path = format!("/repos/{}/{repo}/pulls/{number}", gitea.user);
+    // Gitea checks mergeability in the background after the base moves, refusing meanwhile.
+    wait_for("Gitea to merge the pull request", || async {
+        let (merge_path, merge) = (format!("{path}/merge"), Some(json!({"Do": "merge"})));
+        let merged = gitea.api(reqwest::Method::POST, &merge_path, merge).await;
+        Ok(merged.ok().map(drop))
+    })
+    .await?;
+    let merged = gitea.api(reqwest::Method::GET, &path, None).await?;
+    let commit = merged["merge_commit_sha"]
+        .as_str()
+        .context("merge commit")?;
+    agent
+        .tree
+        .git(&["pull", "-q", &gitea.push_url(repo), "main"])?;
+    Ok(commit.to_owned())
+}
+
+async fn data(config_maps: &Api<ConfigMap>, key: &str) -> Result<Option<String>> {
+    let live = config_maps.get("app-settings").await?;
+    Ok(live.data.and_then(|data| data.get(key).cloned()))
+}
+
+/// A merged pull request whose plan is the one reviewed is applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reviewed_plan_a_matching_merge_is_applied() -> Result<()> {
+    let gitea = Gitea::shared()?;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "reviewed-match").await?;
+    let ns = namespace.name.as_str();
+    let agent = GiteaAgent::start(&gitea, &cluster, "match", &reviewed_lines(&gitea), &[]).await?;
+    let number = deployed_then_pull(&agent, ns).await?;
+    let commit = merge(&agent, number).await?;
+    let ((state, description), statuses) = agent.summary(&commit).await?;
+    ensure!(state == "success", "{description}");
+    let (app_state, app_description) = &statuses[&format!("driftless/{ns}/app")];
+    ensure!(
+        app_state == "success" && app_description.contains("digest"),
+        "{app_description}"
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    ensure!(data(&config_maps, "color").await?.as_deref() == Some("green"));
+    agent.stop()?;
+    Ok(())
+}
+
+/// A merge that brought changes the pull request did not show is held: a failure status says
+/// why, the new plan is posted on the pull request, and an approver's `/driftless apply`
+/// comment applies it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reviewed_plan_a_merge_with_extra_changes_waits_for_an_approval_comment() -> Result<()> {
+    let gitea = Gitea::shared()?;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "reviewed-extra").await?;
+    let ns = namespace.name.as_str();
+    let agent = GiteaAgent::start(&gitea, &cluster, "extra", &reviewed_lines(&gitea), &[]).await?;
+    let number = deployed_then_pull(&agent, ns).await?;
+    // After the review, main changes the same app (a direct push, applied).
+    agent
+        .tree
+        .write("apps/app.yaml", &two_field_app(ns, "blue", "large"))?;
+    let direct = agent.tree.commit_and_push("large", "main")?;
+    let ((state, description), _) = agent.summary(&direct).await?;
+    ensure!(state == "success", "{description}");
+
+    let commit = merge(&agent, number).await?;
+    let ((state, _), statuses) = agent.summary(&commit).await?;
+    let (app_state, app_description) = &statuses[&format!("driftless/{ns}/app")];
+    ensure!(
+        state == "failure" && app_state == "failure",
+        "{app_description}"
+    );
+    ensure!(
+        app_description.contains("merge brought changes"),
+        "{app_description}"
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    ensure!(
+        data(&config_maps, "color").await?.as_deref() == Some("blue"),
+        "applied unreviewed"
+    );
+    let marker = format!("<!-- driftless:merge-plan commit={commit}");
+    let (_, body) = wait_for("the new plan on the pull request", || async {
+        let comments = gitea.comments(&agent.repo, number).await?;
+        Ok(comments
+            .into_iter()
+            .find(|(_, body)| body.starts_with(&marker)))
+    })
+    .await?;
+    ensure!(
+        body.contains("/driftless apply") && body.contains("large"),
+        "{body}"
+    );
+
+    let comments_path = format!(
+        "/repos/{}/{}/issues/{number}/comments",
+        gitea.user, agent.repo
+    );
+    let approval = json!({"body": "/driftless apply"});
+    (gitea.api(reqwest::Method::POST, &comments_path, Some(approval))).await?;
+    wait_for("the approved plan to be applied", || async {
+        let color = data(&config_maps, "color").await?;
+        let size = data(&config_maps, "size").await?;
+        Ok((color.as_deref() == Some("green") && size.as_deref() == Some("large")).then_some(()))
+    })
+    .await?;
+    agent.stop()?;
+    Ok(())
+}
+
+/// A live object changed between the review and the merge holds its app; `driftless approve`
+/// with the digest its status names applies it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reviewed_plan_a_live_change_after_the_review_holds_the_app() -> Result<()> {
+    let gitea = Gitea::shared()?;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "reviewed-live").await?;
+    let ns = namespace.name.as_str();
+    let agent = GiteaAgent::start(&gitea, &cluster, "live", &reviewed_lines(&gitea), &[]).await?;
+    let number = deployed_then_pull(&agent, ns).await?;
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    let touch = json!({"metadata": {"annotations": {"touched-by": "a human"}}});
+    let patch = kube::api::Patch::Merge(&touch);
+    config_maps
+        .patch("app-settings", &Default::default(), &patch)
+        .await?;
+
+    let commit = merge(&agent, number).await?;
+    let (_, statuses) = agent.summary(&commit).await?;
+    let (app_state, app_description) = &statuses[&format!("driftless/{ns}/app")];
+    ensure!(app_state == "failure", "{app_description}");
+    ensure!(
+        app_description.contains("a live object moved"),
+        "{app_description}"
+    );
+    ensure!(
+        data(&config_maps, "color").await?.as_deref() == Some("blue"),
+        "applied unreviewed"
+    );
+
+    let digest = app_description
+        .rsplit("digest ")
+        .next()
+        .context("a digest in the status")?;
+    let approved = driftless(
+        &cluster,
+        &["approve", &format!("{ns}/app"), "--digest", digest],
+    )?;
+    expect_success(&approved, "driftless approve")?;
+    wait_for("the approved plan to be applied", || async {
+        Ok((data(&config_maps, "color").await?.as_deref() == Some("green")).then_some(()))
+    })
+    .await?;
     agent.stop()?;
     Ok(())
 }

@@ -38,6 +38,7 @@ mod drift;
 mod forge;
 mod notifications;
 pub mod reference;
+pub mod reviewed;
 mod secret;
 mod server;
 mod sharding;

@@ -169,6 +169,32 @@ pub fn sections() -> Vec<Section> {
                     "see `sources[].prune`",
                     "How much one pass may prune before it waits for approval.",
                 ),
+                field(
+                    "applyReviewedPlan",
+                    "`false`",
+                    "Apply a merged pull request's apps only when their plan digest is the one last posted on the pull request; hold the others with a new plan posted, until approved.",
+                ),
+                field(
+                    "reviewedPlan",
+                    "see `sources[].reviewedPlan`",
+                    "Direct pushes and approvers of reviewed-plan mode.",
+                ),
+            ],
+        },
+        Section {
+            path: "sources[].reviewedPlan",
+            about: "Used with `applyReviewedPlan: true`. A held app is applied once approved: a `/driftless apply` comment on the pull request from an approver, or `driftless approve APP --digest D`.",
+            fields: vec![
+                field(
+                    "directPushes",
+                    "`hold`",
+                    "`hold` or `apply`: what a commit that no previewed pull request merged gets (squash and rebase merges count as direct pushes).",
+                ),
+                field(
+                    "approvers",
+                    "none",
+                    "Forge logins whose `/driftless apply` comment approves a held plan.",
+                ),
             ],
         },
         Section {
@@ -468,6 +494,10 @@ mod tests {
         check(
             "sources[].prune",
             accepted::<crate::config::sources::PruneFile>(),
+        );
+        check(
+            "sources[].reviewedPlan",
+            accepted::<crate::config::reviewed::ReviewedPlanFile>(),
         );
         check("clusters[]", accepted::<ClusterFile>());
         check("forge", accepted::<ForgeFile>());

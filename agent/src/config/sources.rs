@@ -51,6 +51,9 @@ pub struct SourceFile {
     pub ca_file: Option<Spanned<std::path::PathBuf>>,
     /// The fetch's depth and network budget.
     pub fetch: Option<Spanned<FetchFile>>,
+    /// Apply a merged pull request's apps only when their plan is the one reviewed.
+    pub apply_reviewed_plan: Option<bool>,
+    pub reviewed_plan: Option<super::reviewed::ReviewedPlanFile>,
 }
 
 /// A source's prune budget as written (`prune: {maxObjects, maxPercent}`).
@@ -111,6 +114,8 @@ pub struct SourceConfig {
     pub fetch: FetchBudget,
     /// Commits of history per fetch; 0 for all.
     pub depth: u32,
+    /// Reviewed-plan mode (`applyReviewedPlan`); `None` when off.
+    pub reviewed_plan: Option<super::reviewed::ReviewedPlan>,
 }
 
 /// Include and exclude globs over repository paths.
@@ -346,6 +351,7 @@ pub(super) fn check_source(
         ca: transport.ca,
         fetch: transport.fetch,
         depth: transport.depth,
+        reviewed_plan: super::reviewed::check(source.apply_reviewed_plan, source.reviewed_plan),
     })
 }
 

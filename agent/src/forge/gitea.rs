@@ -95,6 +95,33 @@ pub(crate) struct CommentBody {
     pub(crate) id: u64,
     #[serde(default)]
     pub(crate) body: String,
+    /// Gitea's and GitHub's author.
+    #[serde(default)]
+    pub(crate) user: Option<UserBody>,
+    /// GitLab's author.
+    #[serde(default)]
+    pub(crate) author: Option<AuthorBody>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct AuthorBody {
+    #[serde(default)]
+    pub(crate) username: String,
+}
+
+impl CommentBody {
+    pub(crate) fn into_comment(self) -> crate::forge::Comment {
+        let author = match (self.user, self.author) {
+            (Some(user), _) => user.login,
+            (None, Some(author)) => author.username,
+            (None, None) => String::new(),
+        };
+        crate::forge::Comment {
+            id: CommentId(self.id),
+            author,
+            body: self.body,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -196,6 +223,30 @@ pub(crate) async fn open_pulls(
     Ok(pulls)
 }
 
+/// Every comment on the pull request, oldest first.
+pub(crate) async fn comments(
+    rest: &RestClient,
+    paging: Paging,
+    repo: &RepoSlug,
+    pull: u64,
+) -> Result<Vec<crate::forge::Comment>, ForgeError> {
+    let (owner, name) = (segment(&repo.owner), segment(&repo.name));
+    let comments: Vec<CommentBody> = rest
+        .get_all(paging.size, |page| {
+            format!(
+                "/repos/{owner}/{name}/issues/{pull}/comments?{}={}&page={page}",
+                paging.param, paging.size
+            )
+        })
+        .await?;
+    let mut comments: Vec<_> = comments
+        .into_iter()
+        .map(CommentBody::into_comment)
+        .collect();
+    comments.sort_by_key(|comment| comment.id);
+    Ok(comments)
+}
+
 /// Edits our marked comment on the pull request in place, or creates it.
 pub(crate) async fn upsert_comment(
     rest: &RestClient,
@@ -265,5 +316,13 @@ impl Forge for GiteaForge {
 
     fn comment_limit(&self) -> usize {
         COMMENT_LIMIT
+    }
+
+    fn comments<'a>(
+        &'a self,
+        repo: &'a RepoSlug,
+        pull: u64,
+    ) -> BoxFuture<'a, Result<Vec<crate::forge::Comment>, ForgeError>> {
+        Box::pin(comments(&self.rest, GITEA_PAGING, repo, pull))
     }
 }

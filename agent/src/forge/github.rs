@@ -82,4 +82,12 @@ impl Forge for GitHubForge {
     fn comment_limit(&self) -> usize {
         COMMENT_LIMIT
     }
+
+    fn comments<'a>(
+        &'a self,
+        repo: &'a RepoSlug,
+        pull: u64,
+    ) -> BoxFuture<'a, Result<Vec<crate::forge::Comment>, ForgeError>> {
+        Box::pin(gitea::comments(&self.rest, GITHUB_PAGING, repo, pull))
+    }
 }

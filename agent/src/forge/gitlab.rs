@@ -149,6 +149,26 @@ async fn open_pulls(rest: &RestClient, repo: &RepoSlug) -> Result<Vec<PullReques
     Ok(pulls)
 }
 
+/// Every note on the merge request, oldest first (GitLab lists them newest first).
+async fn notes(
+    rest: &RestClient,
+    repo: &RepoSlug,
+    merge_request: u64,
+) -> Result<Vec<crate::forge::Comment>, ForgeError> {
+    let notes_path = format!(
+        "/projects/{}/merge_requests/{merge_request}/notes",
+        project(repo)
+    );
+    let notes: Vec<CommentBody> = rest
+        .get_all(PAGE_SIZE, |page| {
+            format!("{notes_path}?per_page={PAGE_SIZE}&page={page}")
+        })
+        .await?;
+    let mut notes: Vec<_> = notes.into_iter().map(CommentBody::into_comment).collect();
+    notes.sort_by_key(|note| note.id);
+    Ok(notes)
+}
+
 async fn upsert_note(
     rest: &RestClient,
     repo: &RepoSlug,
@@ -210,6 +230,14 @@ impl Forge for GitLabForge {
 
     fn comment_limit(&self) -> usize {
         COMMENT_LIMIT
+    }
+
+    fn comments<'a>(
+        &'a self,
+        repo: &'a RepoSlug,
+        pull: u64,
+    ) -> BoxFuture<'a, Result<Vec<crate::forge::Comment>, ForgeError>> {
+        Box::pin(notes(&self.rest, repo, pull))
     }
 }
 

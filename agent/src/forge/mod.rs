@@ -93,6 +93,15 @@ pub struct PullRequest {
     pub from_fork: bool,
 }
 
+/// A comment on a pull request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Comment {
+    pub id: CommentId,
+    /// The login of who wrote it (`""` when the forge did not say).
+    pub author: String,
+    pub body: String,
+}
+
 /// The id of a comment on the forge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CommentId(pub u64);
@@ -192,6 +201,13 @@ pub trait Forge: Send + Sync + fmt::Debug {
 
     /// The largest comment body the forge accepts, in characters.
     fn comment_limit(&self) -> usize;
+
+    /// Every comment on `pull` (open or merged), oldest first.
+    fn comments<'a>(
+        &'a self,
+        repo: &'a RepoSlug,
+        pull: u64,
+    ) -> BoxFuture<'a, Result<Vec<Comment>, ForgeError>>;
 }
 
 /// Builds the forge client for the configured kind.

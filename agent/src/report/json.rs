@@ -232,7 +232,7 @@ fn app_json(app: &AppPlan, sources: &SourceMap) -> JsonAppPlan {
                 })
                 .collect(),
         }),
-        digest: app.digest.clone(),
+        digest: app.digest.as_ref().map(|digest| digest.full.clone()),
     }
 }
 

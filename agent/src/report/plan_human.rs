@@ -309,7 +309,10 @@ pub(crate) mod tests {
                     ],
                     diagnostics: Vec::new(),
                     health: Some(sample_health()),
-                    digest: Some("0123456789abcdef".repeat(4)),
+                    digest: Some(crate::review::digest::AppDigest {
+                        full: "0123456789abcdef".repeat(4),
+                        desired: "fedcba9876543210".repeat(4),
+                    }),
                 },
             ],
             diagnostics: Vec::new(),

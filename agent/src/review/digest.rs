@@ -30,8 +30,23 @@ pub const SHORT_LEN: usize = 12;
 
 const COMMENT_PREFIX: &str = "<!-- driftless:digests";
 
+/// An app plan's digest, and the part of it that covers only what Git asks for (the desired
+/// objects and policies): when two plans' digests differ, this part tells whether Git or the
+/// cluster moved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppDigest {
+    pub full: String,
+    pub desired: String,
+}
+
+impl std::fmt::Display for AppDigest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.full)
+    }
+}
+
 /// The digest of one app's plan.
-pub fn app_digest(desired: &DesiredApp, live: &LiveObjects) -> String {
+pub fn app_digest(desired: &DesiredApp, live: &LiveObjects) -> AppDigest {
     let mut objects: Vec<(String, String)> = desired
         .objects
         .iter()
@@ -53,18 +68,21 @@ pub fn app_digest(desired: &DesiredApp, live: &LiveObjects) -> String {
             json!([object_ref.api_version, object_ref.to_string(), state])
         })
         .collect();
-    let canonical = json!({
+    let wanted = json!({
         "app": desired.app.to_string(),
         "objects": objects,
-        "live": live_objects,
         // `Debug` of plain data: stable for a given agent version, which is all a review needs.
         "policies": format!("{:?}", desired.policies),
     });
-    sha256_json(&canonical)
+    let desired_digest = sha256_json(&wanted);
+    AppDigest {
+        full: sha256_json(&json!({"desired": desired_digest, "live": live_objects})),
+        desired: desired_digest,
+    }
 }
 
 /// The digest of an app being deleted (gone from Git): the live objects its tracker lists.
-pub fn deletion_digest(app: &analyzer::AppRef, live: &LiveObjects) -> String {
+pub fn deletion_digest(app: &analyzer::AppRef, live: &LiveObjects) -> AppDigest {
     let desired = DesiredApp {
         app: app.clone(),
         revision: None,
@@ -83,7 +101,7 @@ pub fn plan_digest(plan: &Plan) -> Option<String> {
         .iter()
         .filter_map(|app| {
             let digest = app.digest.as_ref()?;
-            Some(json!([app.app.to_string(), digest]))
+            Some(json!([app.app.to_string(), digest.full]))
         })
         .collect();
     if entries.is_empty() {
@@ -149,6 +167,11 @@ fn live_content(live: &Value) -> Value {
     content
 }
 
+/// SHA-256 of a text, hex.
+pub fn sha256_text(text: &str) -> String {
+    hex::encode(sha2::Sha256::digest(text.as_bytes()))
+}
+
 fn sha256_json(value: &Value) -> String {
     let bytes = serde_json::to_vec(value).expect("a JSON value always serialises");
     hex::encode(sha2::Sha256::digest(&bytes))
@@ -194,7 +217,7 @@ mod tests {
         let empty = LiveObjects::default();
         let first = app_digest(&desired, &empty);
         assert_eq!(first, app_digest(&desired, &empty), "deterministic");
-        assert_eq!(first.len(), 64);
+        assert_eq!(first.full.len(), 64);
         assert_ne!(first, app_digest(&desired_with(secret("hunter3")), &empty));
 
         let object_ref = desired.objects[0].object_ref.clone();
@@ -212,6 +235,7 @@ mod tests {
         };
         let planned = app_digest(&desired, &live_at("1", "aGk=", "a"));
         assert_ne!(planned, first, "absent and present differ");
+        assert_eq!(planned.desired, first.desired, "the same desired objects");
         assert_eq!(planned, app_digest(&desired, &live_at("2", "aGk=", "b")));
         assert_ne!(planned, app_digest(&desired, &live_at("3", "aG8=", "b")));
     }
@@ -236,7 +260,10 @@ mod tests {
             changes: Vec::new(),
             diagnostics: Vec::new(),
             health: None,
-            digest: Some("ab".repeat(32)),
+            digest: Some(AppDigest {
+                full: "ab".repeat(32),
+                desired: "cd".repeat(32),
+            }),
         });
         let body = format!("{}\n### Driftless plan\n", comment_line(&plan));
         let read = digests_in_comment(&body);

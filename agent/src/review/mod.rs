@@ -3,9 +3,11 @@
 //! [`SourceReview`] per source and calls in here with a few lines per hook; the logic lives in
 //! these modules.
 
+pub mod approval;
 pub mod digest;
 pub mod hold;
 pub mod live_time;
+pub mod reviewed;
 
 use std::collections::BTreeSet;
 
@@ -26,6 +28,8 @@ pub struct SourceReview {
     pub webhook_at: Option<DateTime<Utc>>,
     /// The last deploy, while its apps are not all healthy yet.
     pub pending_live: Option<live_time::PendingLive>,
+    /// Reviewed-plan mode's digests and approvals.
+    pub reviewed: reviewed::Reviewed,
 }
 
 impl SourceReview {

@@ -229,6 +229,30 @@ impl GitRepo {
         Ok(commit.oid().is_ok_and(|oid| repo.find_commit(oid).is_ok()))
     }
 
+    /// A commit's parents, first parent first (a merge commit's second parent is the merged
+    /// head).
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::ReadFailed`] when the commit is unknown.
+    pub fn parents(&self, commit: &CommitId) -> Result<Vec<CommitId>, SourceError> {
+        let repo = self.repository()?;
+        let read_failed = |message: String| SourceError::ReadFailed {
+            commit: commit.to_string(),
+            message,
+        };
+        let oid = commit
+            .oid()
+            .map_err(|error| read_failed(error.message().to_owned()))?;
+        let found = repo
+            .find_commit(oid)
+            .map_err(|error| read_failed(error.message().to_owned()))?;
+        Ok(found
+            .parent_ids()
+            .map(|parent| CommitId(parent.to_string()))
+            .collect())
+    }
+
     /// A commit's author name, the first line of its message and its commit time (seconds
     /// since the epoch), for people (the web UI's history).
     ///

@@ -74,6 +74,14 @@ impl Forge for Scripted {
     fn comment_limit(&self) -> usize {
         1000
     }
+
+    fn comments<'a>(
+        &'a self,
+        _repo: &'a RepoSlug,
+        _pull: u64,
+    ) -> BoxFuture<'a, Result<Vec<crate::forge::Comment>, ForgeError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
 }
 
 impl Scripted {

@@ -120,6 +120,7 @@ fn source_config_with(
         ca: None,
         fetch,
         depth: 1,
+        reviewed_plan: None,
     })
 }
 
