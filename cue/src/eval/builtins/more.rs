@@ -9,7 +9,8 @@ use std::rc::Rc;
 
 use sha2::Digest as _;
 
-use super::{Args, R, err, str_list, string};
+use super::strings::str_list;
+use super::{Args, R, err, string};
 use crate::ErrorKind;
 use crate::eval::val::Atom;
 
