@@ -35,21 +35,29 @@
 //! before an app's file shifts its id). A reused result is re-pointed at the new snapshot's ids
 //! by file identity (path, and the position of an embedded template in its file); a result
 //! whose file cannot be found again is rendered afresh.
+//!
+//! Beside this file: `cache/keys.rs` computes the keys and file identities above,
+//! `cache/slim.rs` slims analysed apps and parses them again for a render, `cache/files.rs`
+//! keeps the parses, `cache/chunked.rs` the per-app lists.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use cue::FileId;
-use sha2::Digest;
 
 pub use chunked::Chunked;
 pub(crate) use files::FileCache;
+pub(crate) use slim::full_app;
+
+use keys::{
+    FileKey, builtins_digest, definitions_digest, file_ids, file_key_is, file_keys, global_digest,
+    manifest_digest, referenced,
+};
 
 use crate::check::{AppObjects, ObjectIndex, SchemaMemo};
 use crate::load::application::LoadedApp;
-use crate::load::yaml::YamlDocument;
 use crate::load::{Loaded, ParsedDocument, ParsedFile};
-use crate::model::{Application, Definition, DefinitionKind, WorkflowStep};
+use crate::model::{Definition, DefinitionKind};
 use crate::{
     AnalysisOptions, Definitions, Diagnostic, ObjectsForm, PackedApp, PackedObjects, RenderOutput,
     RenderedApp, RenderedObject, Snapshot, SourceMap,
@@ -286,14 +294,6 @@ struct Entry {
     rendered: Arc<PackedApp>,
 }
 
-/// A file of a source map, independent of its id.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct FileKey {
-    path: String,
-    /// `(first line, indentation)` of an embedded template in `path`.
-    embedded: Option<(u32, u32)>,
-}
-
 /// A per-app result as the analysis pipeline passes it on: the app (after per-app rules and
 /// settings; objects in the form `O`), the definitions it used, and whether it came from the
 /// cache.
@@ -379,56 +379,6 @@ impl AnalysisCache {
     pub(crate) fn put_last(&mut self, mut last: LastAnalysis) {
         self.slim(&mut last.loaded.apps, &last.loaded.sources);
         self.last = Some(last);
-    }
-
-    /// Drops the YAML value (`document.value`) of every cached app that still has it, in the
-    /// entries, in `apps` (the loaded state the cache keeps) and in the per-file parses: once
-    /// an app is rendered and checked nothing reads it again but a new render of the same
-    /// parse (a definition it uses changed), and that re-parses the file's text, which the
-    /// source map holds anyway ([`full_app`]). At 10,000 apps these values are a
-    /// `serde_json::Value` tree of every manifest held for the agent's lifetime.
-    /// The positions and the decoded `Application` but for its properties stay: cross-app
-    /// rules and settings read them for apps that did not change. Each app is slimmed once: a reused app costs a
-    /// look at its value.
-    fn slim(&mut self, apps: &mut [Arc<LoadedApp>], sources: &SourceMap) {
-        // A batch of entries at a time, each batch replaced everywhere before the next is
-        // copied: a full app dies once its last holder has its slim copy, so the slim copies
-        // and the full apps they replace overlap by one batch, not by every app (at 10,000
-        // apps that overlap was ~36 MiB on top of the analysis).
-        // One app per batch in tests: their few apps cross batches.
-        const BATCH: usize = if cfg!(test) { 1 } else { 256 };
-        let mut start = 0;
-        while start < self.entries.len() {
-            let end = (start + BATCH).min(self.entries.len());
-            // By the address of the full app: each is replaced by the same slim `Arc`
-            // everywhere, so a reused parse is its entry's app by pointer, as before. Looked
-            // up, never iterated into output.
-            let mut slimmed: HashMap<*const LoadedApp, Arc<LoadedApp>> = HashMap::new();
-            for entry in &mut self.entries[start..end] {
-                if is_slim(&entry.app) {
-                    continue;
-                }
-                let slim = Arc::new(slim_copy(&entry.app));
-                slimmed.insert(Arc::as_ptr(&entry.app), slim.clone());
-                entry.app = slim;
-            }
-            start = end;
-            if slimmed.is_empty() {
-                continue;
-            }
-            let mut files: Vec<FileId> = Vec::new();
-            for app in apps.iter_mut() {
-                if let Some(slim) = slimmed.get(&Arc::as_ptr(app)) {
-                    files.push(app.file);
-                    *app = slim.clone();
-                }
-            }
-            files.sort_unstable_by_key(|file| file.0);
-            files.dedup();
-            for file in files {
-                self.files.slim_apps(sources.path(file), &slimmed);
-            }
-        }
     }
 
     /// The cached result of app `index` of the last analysis (before cross-app rules).
@@ -767,67 +717,6 @@ impl AnalysisCache {
     }
 }
 
-/// True when `app` was kept without its YAML value and properties ([`AnalysisCache::slim`]):
-/// an Application document is a mapping, never null.
-fn is_slim(app: &LoadedApp) -> bool {
-    app.document.value.is_null()
-}
-
-/// `app` without its YAML value, nor its components' and traits' properties (the bulk of the
-/// decoded model; only a render reads them). Names, types, annotations and the rest of the
-/// model stay: the cache's dependencies, cross-app rules and settings read them.
-fn slim_copy(app: &LoadedApp) -> LoadedApp {
-    let mut model = app.app.clone();
-    for component in &mut model.spec.components {
-        component.properties = None;
-        for component_trait in &mut component.traits {
-            component_trait.properties = None;
-        }
-    }
-    LoadedApp {
-        app: model,
-        app_ref: app.app_ref.clone(),
-        file: app.file,
-        document: YamlDocument {
-            value: serde_json::Value::Null,
-            positions: app.document.positions.clone(),
-        },
-        file_digest: app.file_digest,
-        diagnostics: app.diagnostics.clone(),
-    }
-}
-
-/// `app` as loaded, with its YAML value: a slimmed app ([`AnalysisCache::slim`]) is parsed
-/// again from its file's text in `loaded`'s source map, which is the text it was parsed from
-/// (a parse is reused only for the same path, text and file id, under the same namespace
-/// rules). For a render of a cached parse whose cached result cannot be reused.
-pub(crate) fn full_app<'a>(
-    app: &'a Arc<LoadedApp>,
-    loaded: &Loaded,
-    namespaces: &crate::load::application::NamespaceRules<'_>,
-) -> std::borrow::Cow<'a, Arc<LoadedApp>> {
-    use std::borrow::Cow;
-    if !is_slim(app) {
-        return Cow::Borrowed(app);
-    }
-    let parsed = crate::load::parse_yaml_file(
-        app.file,
-        loaded.sources.path(app.file),
-        loaded.sources.text(app.file),
-        namespaces,
-    );
-    let ParsedFile::Yaml(documents) = parsed else {
-        return Cow::Borrowed(app);
-    };
-    documents
-        .into_iter()
-        .find_map(|document| match document {
-            ParsedDocument::App(Ok(found)) if found.app_ref == app.app_ref => Some(found),
-            _ => None,
-        })
-        .map_or(Cow::Borrowed(app), Cow::Owned)
-}
-
 /// Brings a reused entry up to this snapshot: a re-pointed result (a new `Arc`) with its
 /// files, and the app's new parse when its file was parsed again with the same manifest.
 fn refresh(
@@ -881,122 +770,6 @@ fn new_entry(
     }
 }
 
-/// The identity of every file `rendered` refers to.
-fn file_keys(rendered: &PackedApp, sources: &SourceMap) -> Vec<(FileId, FileKey)> {
-    let mut ids: Vec<FileId> = vec![rendered.file];
-    for diagnostic in &rendered.diagnostics {
-        ids.extend(diagnostic.span.map(|span| span.file));
-        ids.extend(diagnostic.labels.iter().map(|label| label.span.file));
-    }
-    ids.sort_by_key(|id| id.0);
-    ids.dedup();
-    ids.into_iter()
-        .map(|id| (id, file_key(sources, id)))
-        .collect()
-}
-
-/// The definitions an Application names, by kind.
-fn referenced(app: &Application) -> Vec<(DefinitionKind, String)> {
-    fn steps(found: &mut Vec<(DefinitionKind, String)>, list: &[WorkflowStep]) {
-        for step in list {
-            found.push((DefinitionKind::WorkflowStep, step.step_type.clone()));
-            steps(found, &step.sub_steps);
-        }
-    }
-    let mut found = Vec::new();
-    for component in &app.spec.components {
-        found.push((DefinitionKind::Component, component.component_type.clone()));
-        for component_trait in &component.traits {
-            found.push((DefinitionKind::Trait, component_trait.trait_type.clone()));
-        }
-    }
-    for policy in &app.spec.policies {
-        found.push((DefinitionKind::Policy, policy.policy_type.clone()));
-    }
-    if let Some(workflow) = &app.spec.workflow {
-        steps(&mut found, &workflow.steps);
-    }
-    found
-}
-
-/// The app's file (path and content) and identity.
-fn manifest_digest(app: &LoadedApp, sources: &SourceMap) -> [u8; 32] {
-    let mut hasher = sha2::Sha256::new();
-    for part in [
-        sources.path(app.file),
-        app.app_ref.namespace.as_str(),
-        app.app_ref.name.as_str(),
-    ] {
-        hasher.update(part.as_bytes());
-        hasher.update([0]);
-    }
-    hasher.update(app.file_digest);
-    hasher.finalize().into()
-}
-
-/// Everything every app's result may depend on.
-fn global_digest(loaded: &Loaded, options: &AnalysisOptions) -> [u8; 32] {
-    let mut hasher = sha2::Sha256::new();
-    // Debug output of plain option structs: deterministic (no hash maps in them), and any new
-    // field is covered without touching this function.
-    hasher.update(format!("{options:?}").as_bytes());
-    for definition in loaded.definitions.iter() {
-        hasher.update([0]);
-        hasher.update(definition.kind.cr_kind().as_bytes());
-        hasher.update(definition.name.as_bytes());
-        if definition.kind == DefinitionKind::Workload {
-            hasher.update(definition.source_digest);
-        }
-    }
-    hasher.update(format!("{:?}", loaded.standalone).as_bytes());
-    for crd in &loaded.crds {
-        hasher.update([0]);
-        hasher.update(crd.to_string().as_bytes());
-    }
-    hasher.finalize().into()
-}
-
-/// Every file of `sources` by identity (the first id of each).
-fn file_ids(sources: &SourceMap) -> HashMap<FileKey, FileId> {
-    let mut ids = HashMap::with_capacity(sources.len());
-    for index in 0..sources.len() {
-        let id = FileId(index as u32);
-        ids.entry(file_key(sources, id)).or_insert(id);
-    }
-    ids
-}
-
-/// True when `file` of `sources` is the file `key` names, without building a key.
-fn file_key_is(sources: &SourceMap, file: FileId, key: &FileKey) -> bool {
-    sources.path(file) == key.path
-        && sources
-            .embedding(file)
-            .map(|embedding| (embedding.first_line, embedding.indent))
-            == key.embedded
-}
-
-/// Every definition by kind, name and source digest.
-fn definitions_digest(loaded: &Loaded) -> [u8; 32] {
-    let mut hasher = sha2::Sha256::new();
-    for definition in loaded.definitions.iter() {
-        hasher.update(definition.kind.cr_kind().as_bytes());
-        hasher.update([0]);
-        hasher.update(definition.name.as_bytes());
-        hasher.update([0]);
-        hasher.update(definition.source_digest);
-    }
-    hasher.finalize().into()
-}
-
-fn file_key(sources: &SourceMap, file: FileId) -> FileKey {
-    FileKey {
-        path: sources.path(file).to_owned(),
-        embedded: sources
-            .embedding(file)
-            .map(|embedding| (embedding.first_line, embedding.indent)),
-    }
-}
-
 /// The apps of a parsed file, when it holds nothing else (no other document, no error).
 fn apps_only(parsed: &ParsedFile) -> Option<Vec<&Arc<LoadedApp>>> {
     let ParsedFile::Yaml(documents) = parsed else {
@@ -1011,21 +784,9 @@ fn apps_only(parsed: &ParsedFile) -> Option<Vec<&Arc<LoadedApp>>> {
         .collect()
 }
 
-/// Every built-in definition by kind, name and source digest, and their problems.
-fn builtins_digest(builtins: &Definitions) -> [u8; 32] {
-    let mut hasher = sha2::Sha256::new();
-    for definition in builtins.iter() {
-        hasher.update(definition.kind.cr_kind().as_bytes());
-        hasher.update([0]);
-        hasher.update(definition.name.as_bytes());
-        hasher.update([0]);
-        hasher.update(definition.source_digest);
-    }
-    hasher.update(format!("{:?}", builtins.diagnostics()).as_bytes());
-    hasher.finalize().into()
-}
-
 mod chunked;
 mod files;
+mod keys;
+mod slim;
 #[cfg(test)]
 mod tests;

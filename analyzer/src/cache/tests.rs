@@ -688,7 +688,7 @@ fn cached_apps_are_kept_without_their_yaml_value_in_one_copy() {
         assert_eq!(cache.entries.len(), 2);
         for entry in &cache.entries {
             assert!(
-                super::is_slim(&entry.app),
+                super::slim::is_slim(&entry.app),
                 "{} keeps its YAML value",
                 entry.app.app_ref
             );
