@@ -1517,6 +1517,18 @@ impl SourceWorker {
                     drifted.push(app_plan.app.to_string());
                 }
             }
+            if let (DriftMode::Report, Some(outbox), Some(repo)) =
+                (drift.mode, &self.shared.outbox, &self.config.forge_repo)
+            {
+                (self.review.drift_issues).sync(
+                    outbox,
+                    repo,
+                    &self.config.name,
+                    &commit,
+                    &live_plan.plan,
+                    &rendered.sources,
+                );
+            }
             if drifted.is_empty() {
                 self.shared.notifier.drift_cleared(&self.config.name);
                 tracing::info!("no drift");

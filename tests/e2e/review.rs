@@ -371,3 +371,74 @@ async fn reviewed_plan_a_live_change_after_the_review_holds_the_app() -> Result<
     agent.stop()?;
     Ok(())
 }
+
+/// The drift issues of `repo` (title, state, body), any state.
+async fn issues(gitea: &Gitea, repo: &str) -> Result<Vec<(String, String, String)>> {
+    let path = format!("/repos/{}/{repo}/issues?state=all&type=issues", gitea.user);
+    let listed = gitea.api(reqwest::Method::GET, &path, None).await?;
+    let text = |issue: &serde_json::Value, field: &str| {
+        issue[field].as_str().unwrap_or_default().to_owned()
+    };
+    Ok(listed
+        .as_array()
+        .map(|issues| {
+            let fields = |issue| {
+                (
+                    text(issue, "title"),
+                    text(issue, "state"),
+                    text(issue, "body"),
+                )
+            };
+            issues.iter().map(fields).collect()
+        })
+        .unwrap_or_default())
+}
+
+/// In report mode a drifted app gets one forge issue with the (masked) diff, and the issue
+/// closes itself once the drift is corrected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drifted_app_gets_an_issue_that_closes_once_corrected() -> Result<()> {
+    let gitea = Gitea::shared()?;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "drift-issue").await?;
+    let ns = namespace.name.as_str();
+    let lines = AgentLines {
+        top: "drift: { schedule: '*/2 * * * * *', mode: report }\n".to_owned(),
+        ..AgentLines::default()
+    };
+    let agent = GiteaAgent::start(&gitea, &cluster, "driftissue", &lines, &[]).await?;
+    (agent.tree).write("apps/app.yaml", &config_map_app("app", ns, "blue"))?;
+    let commit = agent.tree.commit_and_push("one app", "main")?;
+    let ((state, description), _) = agent.summary(&commit).await?;
+    ensure!(state == "success", "{description}");
+
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    let set_color = |color: &str| json!({"data": {"color": color}});
+    let (hacked, blue) = (set_color("hacked"), set_color("blue"));
+    let params = Default::default();
+    config_maps
+        .patch("app-settings", &params, &kube::api::Patch::Merge(&hacked))
+        .await?;
+    let title = format!("Drift in {ns}/app");
+    let (_, _, body) = wait_for("an open drift issue", || async {
+        let found = issues(&gitea, &agent.repo).await?;
+        Ok(found
+            .into_iter()
+            .find(|(t, state, _)| *t == title && state == "open"))
+    })
+    .await?;
+    ensure!(body.contains("hacked") && body.contains("blue"), "{body}");
+    ensure!(!body.contains(&gitea.token), "the issue leaked the token");
+
+    config_maps
+        .patch("app-settings", &params, &kube::api::Patch::Merge(&blue))
+        .await?;
+    wait_for("the drift issue to close", || async {
+        let found = issues(&gitea, &agent.repo).await?;
+        let ours: Vec<_> = found.iter().filter(|(t, _, _)| *t == title).collect();
+        Ok((ours.len() == 1 && ours[0].1 == "closed").then_some(()))
+    })
+    .await?;
+    agent.stop()?;
+    Ok(())
+}

@@ -174,7 +174,7 @@ pub(crate) fn find_marked(comments: &[CommentBody], marker: &str) -> Option<Comm
 /// How a forge pages its lists: the query parameter and the page size. The only difference
 /// between Gitea's and GitHub's status, pull and comment endpoints.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Paging {
+pub struct Paging {
     pub(crate) param: &'static str,
     pub(crate) size: usize,
 }
@@ -316,6 +316,21 @@ impl Forge for GiteaForge {
 
     fn comment_limit(&self) -> usize {
         COMMENT_LIMIT
+    }
+
+    fn sync_issue<'a>(
+        &'a self,
+        repo: &'a RepoSlug,
+        marker: &'a str,
+        state: crate::forge::issues::IssueState<'a>,
+    ) -> BoxFuture<'a, Result<(), ForgeError>> {
+        Box::pin(crate::forge::issues::sync(
+            &self.rest,
+            GITEA_PAGING,
+            repo,
+            marker,
+            state,
+        ))
     }
 
     fn comments<'a>(

@@ -83,6 +83,21 @@ impl Forge for GitHubForge {
         COMMENT_LIMIT
     }
 
+    fn sync_issue<'a>(
+        &'a self,
+        repo: &'a RepoSlug,
+        marker: &'a str,
+        state: crate::forge::issues::IssueState<'a>,
+    ) -> BoxFuture<'a, Result<(), ForgeError>> {
+        Box::pin(crate::forge::issues::sync(
+            &self.rest,
+            GITHUB_PAGING,
+            repo,
+            marker,
+            state,
+        ))
+    }
+
     fn comments<'a>(
         &'a self,
         repo: &'a RepoSlug,

@@ -232,6 +232,18 @@ impl Forge for GitLabForge {
         COMMENT_LIMIT
     }
 
+    fn sync_issue<'a>(
+        &'a self,
+        repo: &'a RepoSlug,
+        marker: &'a str,
+        state: crate::forge::issues::IssueState<'a>,
+    ) -> BoxFuture<'a, Result<(), ForgeError>> {
+        Box::pin(async move {
+            let project = project(repo);
+            crate::forge::issues::sync_gitlab(&self.rest, PAGE_SIZE, &project, marker, state).await
+        })
+    }
+
     fn comments<'a>(
         &'a self,
         repo: &'a RepoSlug,

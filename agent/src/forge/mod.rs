@@ -12,6 +12,7 @@
 pub mod gitea;
 pub mod github;
 pub mod gitlab;
+pub mod issues;
 pub mod outbox;
 mod rest;
 
@@ -202,6 +203,15 @@ pub trait Forge: Send + Sync + fmt::Debug {
     /// The largest comment body the forge accepts, in characters.
     fn comment_limit(&self) -> usize;
 
+    /// Brings the issue whose body opens with `marker` to `state`: creates or edits it
+    /// (open), or closes it (closed; no open issue is fine).
+    fn sync_issue<'a>(
+        &'a self,
+        repo: &'a RepoSlug,
+        marker: &'a str,
+        state: issues::IssueState<'a>,
+    ) -> BoxFuture<'a, Result<(), ForgeError>>;
+
     /// Every comment on `pull` (open or merged), oldest first.
     fn comments<'a>(
         &'a self,
@@ -230,6 +240,11 @@ pub fn connect(config: &ForgeConfig) -> Result<Box<dyn Forge>, ForgeError> {
             config.token.clone(),
         )?)),
     }
+}
+
+/// The hidden marker that identifies the drift issue of one app of a source.
+pub fn drift_issue_marker(source: &str, app: &analyzer::AppRef) -> String {
+    format!("<!-- driftless:drift source={source} app={app} -->")
 }
 
 /// The hidden marker that identifies our plan comment on a pull request, one per source.

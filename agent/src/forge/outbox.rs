@@ -48,6 +48,13 @@ pub enum ForgeOp {
         marker: String,
         body: String,
     },
+    /// Open (with this title and body) or close (`body` `None`) the issue carrying `marker`.
+    Issue {
+        repo: RepoSlug,
+        marker: String,
+        title: String,
+        body: Option<String>,
+    },
 }
 
 /// What makes two operations supersede each other: the newer one replaces the older.
@@ -55,6 +62,7 @@ pub enum ForgeOp {
 enum OpKey {
     Status(RepoSlug, CommitId, String),
     Comment(RepoSlug, u64, String),
+    Issue(RepoSlug, String),
 }
 
 impl ForgeOp {
@@ -68,6 +76,7 @@ impl ForgeOp {
             ForgeOp::Comment {
                 repo, pull, marker, ..
             } => OpKey::Comment(repo.clone(), *pull, marker.clone()),
+            ForgeOp::Issue { repo, marker, .. } => OpKey::Issue(repo.clone(), marker.clone()),
         }
     }
 }
@@ -437,6 +446,21 @@ async fn deliver(forge: &dyn Forge, metrics: &Metrics, op: &ForgeOp) -> Result<(
                 .upsert_comment(repo, *pull, marker, &body)
                 .await
                 .map(drop)
+        }
+        ForgeOp::Issue {
+            repo,
+            marker,
+            title,
+            body,
+        } => {
+            let body = body
+                .as_ref()
+                .map(|body| fit_comment(marker, body, forge.comment_limit()));
+            let state = match &body {
+                Some(body) => crate::forge::issues::IssueState::Open { title, body },
+                None => crate::forge::issues::IssueState::Closed,
+            };
+            forge.sync_issue(repo, marker, state).await
         }
     };
     metrics.record_api_call(ApiTarget::Forge, result.is_ok());

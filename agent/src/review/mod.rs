@@ -1,10 +1,12 @@
-//! Applying exactly what was reviewed: plan digests ([`digest`]), per-app holds stored in the
-//! cluster ([`hold`]), commit-to-live time ([`live_time`]). The agent loop keeps one
+//! Applying exactly what was reviewed: plan digests ([`digest`]), reviewed-plan mode
+//! ([`reviewed`], [`approval`]), per-app holds stored in the cluster ([`hold`]), drift issues on
+//! the forge ([`drift_issues`]), commit-to-live time ([`live_time`]). The agent loop keeps one
 //! [`SourceReview`] per source and calls in here with a few lines per hook; the logic lives in
 //! these modules.
 
 pub mod approval;
 pub mod digest;
+pub mod drift_issues;
 pub mod hold;
 pub mod live_time;
 pub mod reviewed;
@@ -30,6 +32,8 @@ pub struct SourceReview {
     pub pending_live: Option<live_time::PendingLive>,
     /// Reviewed-plan mode's digests and approvals.
     pub reviewed: reviewed::Reviewed,
+    /// The forge issues of drifted apps (report mode).
+    pub drift_issues: drift_issues::DriftIssues,
 }
 
 impl SourceReview {

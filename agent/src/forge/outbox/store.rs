@@ -45,6 +45,13 @@ enum WireOp {
         marker: String,
         body: String,
     },
+    #[serde(rename_all = "camelCase")]
+    Issue {
+        repo: String,
+        marker: String,
+        title: String,
+        body: Option<String>,
+    },
 }
 
 impl Store {
@@ -148,6 +155,17 @@ fn wire(op: &ForgeOp) -> WireOp {
             marker: marker.clone(),
             body: body.clone(),
         },
+        ForgeOp::Issue {
+            repo,
+            marker,
+            title,
+            body,
+        } => WireOp::Issue {
+            repo: repo.to_string(),
+            marker: marker.clone(),
+            title: title.clone(),
+            body: body.clone(),
+        },
     }
 }
 
@@ -174,6 +192,17 @@ fn from_wire(op: WireOp) -> Option<ForgeOp> {
             repo: RepoSlug::parse(&repo)?,
             pull,
             marker,
+            body,
+        },
+        WireOp::Issue {
+            repo,
+            marker,
+            title,
+            body,
+        } => ForgeOp::Issue {
+            repo: RepoSlug::parse(&repo)?,
+            marker,
+            title,
             body,
         },
     })

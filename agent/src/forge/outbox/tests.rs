@@ -75,6 +75,15 @@ impl Forge for Scripted {
         1000
     }
 
+    fn sync_issue<'a>(
+        &'a self,
+        _repo: &'a RepoSlug,
+        _marker: &'a str,
+        _state: crate::forge::issues::IssueState<'a>,
+    ) -> BoxFuture<'a, Result<(), ForgeError>> {
+        Box::pin(async { Ok(()) })
+    }
+
     fn comments<'a>(
         &'a self,
         _repo: &'a RepoSlug,
