@@ -141,11 +141,13 @@ async fn the_helm_chart_installs_and_its_agent_pod_is_admitted() -> Result<()> {
     let client = cluster.client.clone();
 
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    // Every replica the chart asks for (they share the apps through Leases).
     let available = |deployment: Option<&Deployment>| {
-        deployment
-            .and_then(|deployment| deployment.status.as_ref())
-            .and_then(|status| status.available_replicas)
-            == Some(1)
+        deployment.is_some_and(|deployment| {
+            let wanted = deployment.spec.as_ref().and_then(|spec| spec.replicas);
+            let status = deployment.status.as_ref();
+            wanted.is_some() && status.and_then(|status| status.available_replicas) == wanted
+        })
     };
     tokio::time::timeout(
         WAIT,

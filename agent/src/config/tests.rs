@@ -577,3 +577,32 @@ notifications:
         "{problems:?}"
     );
 }
+
+#[test]
+fn sharding_is_checked_with_its_defaults_and_named_fields() {
+    let source =
+        "sources:\n  - { name: platform, url: https://git.example.com/a.git, branch: main }\n";
+    let config = parse(source).expect("valid");
+    assert!(config.sharding.is_none());
+    let config = parse(&format!(
+        "{source}sharding:\n  replicaId: driftless-0\n  namespace: agents\n  leaseDuration: 5s\n  epsilon: 0.1\n"
+    ))
+    .expect("valid");
+    let sharding = config.sharding.expect("sharding on");
+    assert_eq!(sharding.replica_id, "driftless-0");
+    assert_eq!(sharding.namespace, "agents");
+    assert_eq!(sharding.lease_duration, Duration::from_secs(5));
+    assert!((sharding.epsilon - 0.1).abs() < f64::EPSILON);
+    let defaults = parse(&format!("{source}sharding: {{}}\n")).expect("valid");
+    let defaults = defaults.sharding.expect("sharding on");
+    assert_eq!(defaults.namespace, "driftless-system");
+    assert_eq!(defaults.lease_duration, Duration::from_secs(15));
+    let found = problems(&format!(
+        "{source}sharding:\n  replicaId: Driftless_0\n  leaseDuration: 100ms\n"
+    ));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].field, "sharding.replicaId");
+    assert_eq!(found[0].line, 4);
+    let found = problems(&format!("{source}sharding:\n  epsilon: -1\n"));
+    assert_eq!(found[0].field, "sharding.epsilon");
+}
