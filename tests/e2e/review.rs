@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::agent::{color, single_source_config};
 use crate::support::agent::{AgentProcess, free_port, wait_for};
 use crate::support::apps::config_map_app;
-use crate::support::cli::{driftless, expect_success};
+use crate::support::cli::{Repo, driftless, expect_config_maps, expect_success};
 use crate::support::cluster::{TestCluster, TestNamespace};
 use crate::support::gitea::{Gitea, repo_with_one_app};
 use crate::support::gitea_agent::{AgentLines, GiteaAgent};
@@ -440,5 +440,35 @@ async fn a_drifted_app_gets_an_issue_that_closes_once_corrected() -> Result<()> 
     })
     .await?;
     agent.stop()?;
+    Ok(())
+}
+
+/// `driftless apply --plan-digest D` applies only the plan with that digest: a digest from
+/// another plan applies nothing, the digest `driftless plan` printed applies it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_with_a_plan_digest_applies_only_that_plan() -> Result<()> {
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "plan-digest").await?;
+    let repo = Repo::new(&namespace)?;
+    repo.write_app("app", &config_map_app("app", &namespace.name, "blue"))?;
+    let (path, trackers) = (repo.path_str()?, repo.tracker_namespace.as_str());
+    let tracker_args = ["--tracker-namespace", trackers];
+    let planned = driftless(
+        &cluster,
+        &[&["plan", path, "-o", "json"][..], &tracker_args].concat(),
+    )?;
+    let plan: serde_json::Value = serde_json::from_slice(&planned.stdout)?;
+    let digest = plan["digest"].as_str().context("a plan digest")?.to_owned();
+
+    let apply = |digest: &str| {
+        let args = ["apply", path, "--yes", "--plan-digest", digest];
+        driftless(&cluster, &[&args[..], &tracker_args].concat())
+    };
+    let refused = apply("0123456789ab")?;
+    ensure!(!refused.status.success(), "a foreign digest was applied");
+    ensure!(String::from_utf8_lossy(&refused.stderr).contains("nothing was applied"));
+    expect_config_maps(&cluster, &namespace.name, &[]).await?;
+    expect_success(&apply(&digest)?, "apply with the plan's digest")?;
+    expect_config_maps(&cluster, &namespace.name, &["app-settings"]).await?;
     Ok(())
 }
