@@ -10,7 +10,8 @@
 # objects with the cluster: `kubectl diff --server-side -f rendered.yaml` (one server-side-apply
 # dry run per object, what a `kubectl`-based preview pays) and `driftless plan --kubeconfig`
 # (its dry runs are skipped for objects the resource tracker proves unchanged). Both must report
-# no change. Wall times, with process start-up.
+# no change. Wall times, with process start-up; the two alternate ROUNDS times (default 3) and
+# the table gives the medians.
 #
 # The cluster is the local kwok control plane of hack/cluster.sh, under its own name
 # (`peers`), stopped at the end. kubectl comes from PATH (KUBECTL to override).
@@ -21,6 +22,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 N=${1:-1000}
+ROUNDS=${ROUNDS:-3}
 NAMESPACES=10
 CLUSTER=peers
 WORK=${SCALE_WORK:-/tmp/driftless-scale}/kubectl-diff
@@ -65,29 +67,40 @@ objects=$(grep -c '^kind:' "$WORK/rendered.yaml")
 
 now() { date +%s.%N; }
 seconds() { awk -v s="$1" -v e="$2" 'BEGIN { printf "%.2f", e - s }'; }
-
-say "kubectl diff --server-side over $objects objects"
-start=$(now)
-# Exit 0: no differences; 1: differences; >1: an error.
-code=0
-"$KUBECTL" diff --server-side --force-conflicts -f "$WORK/rendered.yaml" >"$WORK/kubectl.diff" 2>"$WORK/kubectl.err" || code=$?
-end=$(now)
-((code <= 1)) || { cat "$WORK/kubectl.err" >&2; die "kubectl diff failed (exit $code)"; }
-kubectl_s=$(seconds "$start" "$end")
-kubectl_lines=$(wc -l <"$WORK/kubectl.diff")
-
-say "driftless plan --kubeconfig over the same apps"
-start=$(now)
-code=0
-"$DRIFTLESS" plan "$WORK/repo" -o json "${live[@]}" >"$WORK/plan.json" 2>"$WORK/plan.err" || code=$?
-end=$(now)
-((code == 0 || code == 2)) || { cat "$WORK/plan.err" >&2; die "driftless plan failed (exit $code)"; }
-plan_s=$(seconds "$start" "$end")
-changes=$(grep -o '"action": *"[a-z]*"' "$WORK/plan.json" | grep -vc unchanged || true)
-
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0fx", a / b }'; }
-printf '\n| tool, %s unchanged apps (%s objects) | wall time | changes reported | ratio |\n|---|---|---|---|\n' "$N" "$objects"
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# The two tools alternate ROUNDS times, so that other load on the machine weighs on both alike.
+kubectl_rounds=() plan_rounds=()
+for ((round = 1; round <= ROUNDS; round++)); do
+  say "round $round of $ROUNDS: kubectl diff --server-side over $objects objects"
+  start=$(now)
+  # Exit 0: no differences; 1: differences; >1: an error.
+  code=0
+  "$KUBECTL" diff --server-side --force-conflicts -f "$WORK/rendered.yaml" >"$WORK/kubectl.diff" 2>"$WORK/kubectl.err" || code=$?
+  end=$(now)
+  ((code <= 1)) || { tail -n 20 "$WORK/kubectl.err" >&2; die "kubectl diff failed (exit $code)"; }
+  kubectl_rounds+=("$(seconds "$start" "$end")")
+  kubectl_lines=$(wc -l <"$WORK/kubectl.diff")
+  say "kubectl diff: ${kubectl_rounds[-1]} s, $kubectl_lines diff lines"
+
+  say "round $round of $ROUNDS: driftless plan --kubeconfig over the same apps"
+  start=$(now)
+  code=0
+  "$DRIFTLESS" plan "$WORK/repo" -o json "${live[@]}" >"$WORK/plan.json" 2>"$WORK/plan.err" || code=$?
+  end=$(now)
+  ((code == 0 || code == 2)) || { tail -n 20 "$WORK/plan.err" >&2; die "driftless plan failed (exit $code)"; }
+  plan_rounds+=("$(seconds "$start" "$end")")
+  changes=$(grep -o '"action": *"[a-z]*"' "$WORK/plan.json" | grep -vc unchanged || true)
+  say "driftless plan: ${plan_rounds[-1]} s, $changes changes"
+done
+kubectl_s=$(printf '%s\n' "${kubectl_rounds[@]}" | median)
+plan_s=$(printf '%s\n' "${plan_rounds[@]}" | median)
+
+printf '\n| tool, %s unchanged apps (%s objects), median of %s alternated runs | wall time | changes reported | ratio |\n|---|---|---|---|\n' "$N" "$objects" "$ROUNDS"
 printf '| `kubectl diff --server-side -f rendered.yaml` (kubectl %s) | %s s | %s diff lines | 1x |\n' \
   "$("$KUBECTL" version --client -o json 2>/dev/null | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p' | head -n 1)" "$kubectl_s" "$kubectl_lines"
 printf '| `driftless plan --kubeconfig` | %s s | %s | %s |\n' "$plan_s" "$changes" "$(ratio "$kubectl_s" "$plan_s")"
+printf '\nper round (kubectl s / driftless s):'
+for ((i = 0; i < ROUNDS; i++)); do printf ' %s / %s;' "${kubectl_rounds[i]}" "${plan_rounds[i]}"; done
 printf '\nmachine: %s cores, load average %s; %s\n' "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(date -u +%Y-%m-%dT%H:%MZ)"

@@ -11,7 +11,6 @@ pub mod config;
 pub mod diff;
 pub mod forge;
 pub mod health;
-pub mod kube_requests;
 pub mod live;
 pub mod metrics;
 pub mod namespace_contents;

@@ -6,8 +6,10 @@
 //	vela-render-bench -d DEFS_DIR -apps APPS_DIR [-n N]
 //
 // Built by `hack/build-vela.sh --bench` in the wrapper module that builds `vela` itself, so
-// it runs the same KubeVela (v1.11.0) and CUE (v0.14.1). Needs a KUBECONFIG, as `vela` does
-// offline (its server is never contacted). Prints one JSON line on stdout.
+// it runs the same KubeVela (v1.11.0) and CUE (v0.14.1). It reads the definitions as the CLI
+// does (references/cli/dryrun.go) without importing the CLI package, which would pull in the
+// whole of `vela` (Helm, Docker, Terraform clients) and multiply the build time. No cluster is
+// contacted. Prints one JSON line on stdout.
 package main
 
 import (
@@ -25,12 +27,16 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	apicommon "github.com/oam-dev/kubevela/apis/core.oam.dev/common"
 	corev1beta1 "github.com/oam-dev/kubevela/apis/core.oam.dev/v1beta1"
 	"github.com/oam-dev/kubevela/pkg/appfile/dryrun"
+	pkgdef "github.com/oam-dev/kubevela/pkg/definition"
+	"github.com/oam-dev/kubevela/pkg/oam"
 	oamutil "github.com/oam-dev/kubevela/pkg/oam/util"
 	"github.com/oam-dev/kubevela/pkg/utils/common"
-	cmdutil "github.com/oam-dev/kubevela/pkg/utils/util"
-	"github.com/oam-dev/kubevela/references/cli"
 )
 
 type result struct {
@@ -80,13 +86,18 @@ func main() {
 	}
 
 	// What `vela dry-run --offline -d DEFS` does before rendering (references/cli/dryrun.go):
-	// the definitions read once into a fake client, one dry-run option for every app.
+	// the definitions read once, the built-in deploy step added, all of them in a fake client,
+	// one dry-run option for every app.
 	loadStart := time.Now()
-	streams := cmdutil.IOStreams{In: os.Stdin, Out: os.Stderr, ErrOut: os.Stderr}
-	objects, err := cli.ReadDefinitionsFromFile(*defs, streams)
+	objects, err := readDefinitions(*defs)
 	if err != nil {
 		fail("reading definitions: %v", err)
 	}
+	deploy, err := oamutil.Object2Unstructured(deployDefinition)
+	if err != nil {
+		fail("the built-in deploy step: %v", err)
+	}
+	objects = append(objects, deploy)
 	args := common.Args{Schema: common.Scheme}
 	client, err := args.GetFakeClient(objects)
 	if err != nil {
@@ -94,7 +105,7 @@ func main() {
 	}
 	config, err := args.GetConfig()
 	if err != nil {
-		fail("rest config (set KUBECONFIG, as for vela offline): %v", err)
+		fail("rest config: %v", err)
 	}
 	option := dryrun.NewDryRunOption(client, config, objects, false)
 	loadMillis := millis(time.Since(loadStart))
@@ -124,6 +135,74 @@ func main() {
 	if out.Failed > 0 {
 		os.Exit(1)
 	}
+}
+
+// readDefinitions reads every .cue, .yaml and .yml file under dir as ReadDefinitionsFromFile of
+// references/cli does: CUE through pkgdef.Definition, YAML as an unstructured object.
+func readDefinitions(dir string) ([]*unstructured.Unstructured, error) {
+	var objects []*unstructured.Unstructured
+	err := filepath.WalkDir(dir, func(path string, entry fs.DirEntry, err error) error {
+		if err != nil || entry.IsDir() {
+			return err
+		}
+		switch filepath.Ext(path) {
+		case ".cue":
+			data, err := os.ReadFile(filepath.Clean(path))
+			if err != nil {
+				return err
+			}
+			def := pkgdef.Definition{Unstructured: unstructured.Unstructured{}}
+			if err := def.FromCUEString(string(data), nil); err != nil {
+				return fmt.Errorf("%s: failed to parse CUE for definition: %w", path, err)
+			}
+			objects = append(objects, &unstructured.Unstructured{Object: def.UnstructuredContent()})
+		case ".yaml", ".yml":
+			obj := &unstructured.Unstructured{}
+			if err := common.ReadYamlToObject(path, obj); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			objects = append(objects, obj)
+		}
+		return nil
+	})
+	return objects, err
+}
+
+// deployDefinition is the deploy workflow step that `vela dry-run --offline` adds to the fake
+// client (includeBuiltinWorkflowStepDefinition in references/cli/dryrun.go), copied as it is
+// there: without it, an app's default workflow has no definition for its deploy step offline.
+var deployDefinition = &corev1beta1.WorkflowStepDefinition{
+	TypeMeta: metav1.TypeMeta{
+		Kind:       corev1beta1.WorkflowStepDefinitionKind,
+		APIVersion: corev1beta1.SchemeGroupVersion.String(),
+	},
+	ObjectMeta: metav1.ObjectMeta{
+		Name:      "deploy",
+		Namespace: oam.SystemDefinitionNamespace,
+	},
+	Spec: corev1beta1.WorkflowStepDefinitionSpec{
+		Schematic: &apicommon.Schematic{
+			CUE: &apicommon.CUE{
+				Template: `
+import (
+	"vela/op"
+)
+
+"deploy": {
+	type: "workflow-step"
+	annotations: {
+		"category": "Application Delivery"
+	}
+	labels: {
+		"scope": "Application"
+	}
+	description: "A powerful and unified deploy step for components multi-cluster delivery with policies."
+}
+// Ignore the template field for it's useless in dry-run.
+template: {}`,
+			},
+		},
+	},
 }
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

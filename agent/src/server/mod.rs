@@ -156,7 +156,6 @@ async fn readyz(State(state): State<ServerState>) -> Response {
 }
 
 async fn metrics(State(state): State<ServerState>) -> Response {
-    state.metrics.set_app_states(&state.ui.fleet);
     (
         [(
             header::CONTENT_TYPE,
