@@ -133,7 +133,7 @@ pub async fn run(
 
     let mut metrics = Metrics::new();
     let plans = PlanStore::default();
-    let cluster = connect_cluster(&config).await?;
+    let cluster = connect_cluster(&config, &metrics).await?;
     let ui = server::ui::UiState::new(
         server::ui::FleetState::default(),
         Some(cluster.clone()),
@@ -307,7 +307,7 @@ pub async fn run(
     Ok(())
 }
 
-async fn connect_cluster(config: &Config) -> Result<Arc<Cluster>, AgentError> {
+async fn connect_cluster(config: &Config, metrics: &Metrics) -> Result<Arc<Cluster>, AgentError> {
     // FIXME(#7): one cluster per agent for now; placement across the registry comes with the
     // multi-cluster policies.
     let cluster_config = config.clusters.first();
@@ -342,6 +342,12 @@ async fn connect_cluster(config: &Config) -> Result<Arc<Cluster>, AgentError> {
             })?
         }
     };
+    let cluster = cluster
+        .counting_requests(metrics.kube_requests())
+        .map_err(|source| AgentError::ClusterConnectFailed {
+            cluster: options.name.clone(),
+            source,
+        })?;
     // The agent plans every app on each drift check: it keeps the collections it reads
     // current through watches (`watch_cache` has the rules).
     Ok(Arc::new(cluster.with_watch_cache()))

@@ -111,6 +111,27 @@ pub struct Cluster {
     watch: Option<WatchCache>,
     /// The client's read timeout ([`ClusterOptions::timeout`]): a watch must end before it.
     timeout: Duration,
+    /// Where requests are counted by verb and code ([`Cluster::counting_requests`]).
+    kube_requests: Option<crate::kube_requests::KubeRequests>,
+}
+
+/// A client for `config`, its requests counted into `requests` when given.
+fn build_client(
+    config: kube::Config,
+    cluster: &str,
+    requests: Option<&crate::kube_requests::KubeRequests>,
+) -> Result<Client, ClusterError> {
+    let failed = |source| ClusterError::ClientBuildFailed {
+        cluster: cluster.to_owned(),
+        source,
+    };
+    match requests {
+        None => Client::try_from(config).map_err(failed),
+        Some(requests) => Ok(kube::client::ClientBuilder::try_from(config)
+            .map_err(failed)?
+            .with_layer(&requests.layer(cluster))
+            .build()),
+    }
 }
 
 /// A collection is listed instead of read object by object from this many wanted objects on:
@@ -255,11 +276,7 @@ impl Cluster {
         config: kube::Config,
         options: &ClusterOptions,
     ) -> Result<Cluster, ClusterError> {
-        let client =
-            Client::try_from(config.clone()).map_err(|source| ClusterError::ClientBuildFailed {
-                cluster: options.name.clone(),
-                source,
-            })?;
+        let client = build_client(config.clone(), &options.name, None)?;
         let mut cluster = Cluster::from_client(client, options);
         cluster.config = Some(config);
         Ok(cluster)
@@ -288,12 +305,9 @@ impl Cluster {
         let mut impersonated = config.clone();
         impersonated.auth_info.impersonate = Some(user.to_owned());
         impersonated.auth_info.impersonate_groups = Some(groups);
-        let object_client =
-            Client::try_from(impersonated).map_err(|source| ClusterError::ClientBuildFailed {
-                cluster: self.name.clone(),
-                source,
-            })?;
+        let object_client = build_client(impersonated, &self.name, self.kube_requests.as_ref())?;
         let mut cluster = Cluster::from_client(self.client.clone(), options);
+        cluster.kube_requests = self.kube_requests.clone();
         cluster.object_client = Some(object_client);
         cluster.config = Some(config.clone());
         Ok(cluster)
@@ -323,7 +337,27 @@ impl Cluster {
             requests: std::sync::atomic::AtomicU64::new(0),
             watch: None,
             timeout: options.timeout,
+            kube_requests: None,
         }
+    }
+
+    /// The same cluster with its requests, and those of the clients made from it by
+    /// [`Cluster::impersonating`], counted into `requests` by verb and code (the agent's
+    /// `/metrics`). Call before the first request; a cluster not built from a configuration
+    /// is returned as it is.
+    ///
+    /// # Errors
+    ///
+    /// [`ClusterError::ClientBuildFailed`] when the client cannot be built again.
+    pub fn counting_requests(
+        mut self,
+        requests: crate::kube_requests::KubeRequests,
+    ) -> Result<Cluster, ClusterError> {
+        if let Some(config) = &self.config {
+            self.client = build_client(config.clone(), &self.name, Some(&requests))?;
+            self.kube_requests = Some(requests);
+        }
+        Ok(self)
     }
 
     /// Keeps a watch cache of the collections plans read (for a long-running agent; a one-shot

@@ -11,6 +11,7 @@ pub mod config;
 pub mod diff;
 pub mod forge;
 pub mod health;
+pub mod kube_requests;
 pub mod live;
 pub mod metrics;
 pub mod namespace_contents;

@@ -62,11 +62,22 @@ struct ErrorLabels {
     kind: ErrorKind,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceStateLabels {
+    source: String,
+    state: &'static str,
+}
+
 type HistogramFamily = Family<SourceLabels, Histogram, fn() -> Histogram>;
 
 /// Every metric the agent exports.
 pub struct Metrics {
     registry: Registry,
+    app_in_sync: Family<AppLabels, Gauge>,
+    app_healthy: Family<AppLabels, Gauge>,
+    apps_by_sync: Family<SourceStateLabels, Gauge>,
+    apps_by_health: Family<SourceStateLabels, Gauge>,
+    kube_requests: crate::kube_requests::KubeRequests,
     apps: Family<SourceLabels, Gauge>,
     app_drifted: Family<AppLabels, Gauge>,
     render_seconds: HistogramFamily,
@@ -199,7 +210,42 @@ impl Metrics {
             "From a deployed commit's time (or its webhook's arrival, when later) to its apps applied and healthy",
             commit_to_live_seconds.clone(),
         );
+        let app_in_sync = Family::<AppLabels, Gauge>::default();
+        registry.register(
+            "app_in_sync",
+            "1 when the app's live objects match its deployed revision, 0 otherwise (pending, drifted, blocked, held, failed)",
+            app_in_sync.clone(),
+        );
+        let app_healthy = Family::<AppLabels, Gauge>::default();
+        registry.register(
+            "app_healthy",
+            "1 when every object of the app is healthy, 0 otherwise; absent while its health is not known",
+            app_healthy.clone(),
+        );
+        let apps_by_sync = Family::<SourceStateLabels, Gauge>::default();
+        registry.register(
+            "apps_by_sync",
+            "Apps per source and sync state (pending, in-sync, drifted, blocked, held, failed)",
+            apps_by_sync.clone(),
+        );
+        let apps_by_health = Family::<SourceStateLabels, Gauge>::default();
+        registry.register(
+            "apps_by_health",
+            "Apps per source and health (healthy, progressing, degraded, unknown)",
+            apps_by_health.clone(),
+        );
+        let kube_requests = crate::kube_requests::KubeRequests::default();
+        registry.register(
+            "kube_requests",
+            "Kubernetes API requests by cluster, verb and HTTP code (`error`: no response)",
+            kube_requests.family(),
+        );
         Metrics {
+            app_in_sync,
+            app_healthy,
+            apps_by_sync,
+            apps_by_health,
+            kube_requests,
             registry,
             source_fetch_ok,
             app_held,
@@ -218,6 +264,58 @@ impl Metrics {
     }
 
     /// The registry, for a subsystem registering its own metrics at start-up (the shards).
+    /// Sets the per-app gauges to the fleet's current state. Called before each scrape: the
+    /// series are exactly the apps the agent knows now, so an app removed from Git leaves
+    /// no stale series behind. Two series per app (`app_in_sync`, `app_healthy`), each with
+    /// only the labels source, namespace and app; the states are values, not labels, so the
+    /// series count does not grow with states (20,000 series at 10,000 apps). Counts per state
+    /// are in the source-level `apps_by_sync` and `apps_by_health`.
+    pub fn set_app_states(&self, fleet: &crate::server::ui::FleetState) {
+        use crate::health::HealthStatus;
+        use crate::server::ui::state::SyncState;
+        self.app_in_sync.clear();
+        self.app_healthy.clear();
+        self.apps_by_sync.clear();
+        self.apps_by_health.clear();
+        fleet.for_each_app(|view| {
+            let labels = AppLabels {
+                source: view.source.clone(),
+                namespace: view.app.namespace.clone(),
+                app: view.app.name.clone(),
+            };
+            self.app_in_sync
+                .get_or_create(&labels)
+                .set(i64::from(view.sync == SyncState::InSync));
+            let sync = SourceStateLabels {
+                source: view.source.clone(),
+                state: view.sync.slug(),
+            };
+            self.apps_by_sync.get_or_create(&sync).inc();
+            if let Some(health) = view.health {
+                self.app_healthy
+                    .get_or_create(&labels)
+                    .set(i64::from(health == HealthStatus::Healthy));
+                let state = match health {
+                    HealthStatus::Healthy => "healthy",
+                    HealthStatus::Progressing => "progressing",
+                    HealthStatus::Degraded => "degraded",
+                    HealthStatus::Unknown => "unknown",
+                };
+                self.apps_by_health
+                    .get_or_create(&SourceStateLabels {
+                        source: view.source.clone(),
+                        state,
+                    })
+                    .inc();
+            }
+        });
+    }
+
+    /// The counter of Kubernetes API requests, for the clients' layers.
+    pub fn kube_requests(&self) -> crate::kube_requests::KubeRequests {
+        self.kube_requests.clone()
+    }
+
     pub fn registry_mut(&mut self) -> &mut Registry {
         &mut self.registry
     }
@@ -383,5 +481,54 @@ mod tests {
             text.contains("driftless_errors_total{kind=\"Render\"} 1"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn app_states_are_one_series_per_app_and_counts_per_state() {
+        use crate::health::HealthStatus;
+        use crate::server::ui::state::SyncState;
+        let fleet = crate::server::ui::FleetState::default();
+        let app = |name: &str| analyzer::AppRef {
+            namespace: "team-a".to_owned(),
+            name: name.to_owned(),
+        };
+        fleet.update(&app("web"), "platform", |view| {
+            view.sync = SyncState::InSync;
+            view.health = Some(HealthStatus::Healthy);
+        });
+        fleet.update(&app("db"), "platform", |view| {
+            view.sync = SyncState::Drifted;
+            view.health = Some(HealthStatus::Degraded);
+        });
+        fleet.update(&app("new"), "platform", |_| {});
+        let metrics = Metrics::new();
+        metrics.set_app_states(&fleet);
+        let text = metrics.encode();
+        for line in [
+            "driftless_app_in_sync{source=\"platform\",namespace=\"team-a\",app=\"web\"} 1",
+            "driftless_app_in_sync{source=\"platform\",namespace=\"team-a\",app=\"db\"} 0",
+            "driftless_app_in_sync{source=\"platform\",namespace=\"team-a\",app=\"new\"} 0",
+            "driftless_app_healthy{source=\"platform\",namespace=\"team-a\",app=\"web\"} 1",
+            "driftless_app_healthy{source=\"platform\",namespace=\"team-a\",app=\"db\"} 0",
+            "driftless_apps_by_sync{source=\"platform\",state=\"in-sync\"} 1",
+            "driftless_apps_by_sync{source=\"platform\",state=\"drifted\"} 1",
+            "driftless_apps_by_sync{source=\"platform\",state=\"pending\"} 1",
+            "driftless_apps_by_health{source=\"platform\",state=\"degraded\"} 1",
+        ] {
+            assert!(text.contains(line), "{line} not in:\n{text}");
+        }
+        // Health not known yet: no series rather than a guess.
+        assert!(
+            !text.contains(
+                "driftless_app_healthy{source=\"platform\",namespace=\"team-a\",app=\"new\"}"
+            ),
+            "{text}"
+        );
+        // An app that left is gone at the next scrape.
+        fleet.remove(&app("db"));
+        metrics.set_app_states(&fleet);
+        let text = metrics.encode();
+        assert!(!text.contains("app=\"db\""), "{text}");
+        assert!(!text.contains("state=\"drifted\""), "{text}");
     }
 }

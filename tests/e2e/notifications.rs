@@ -1,6 +1,8 @@
 //! Notifications end to end: the agent, deploying to the real cluster, tells a local HTTP
 //! receiver (standing in for Slack and a generic webhook) about a failed deploy and about
 //! drift made by hand, with no Secret value, channel URL or token in any message or log line.
+//! The same run checks the per-app sync metrics and the apiserver requests counted by verb and
+//! code.
 
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -228,6 +230,39 @@ cacheDir: {cache}
             .next())
     })
     .await?;
+
+    // The same agent's metrics: per-app sync state (the drifted and the blocked app out of
+    // sync, the untouched one in sync) and the apiserver requests by verb and code.
+    let source = format!("notify-{nanos:x}");
+    let app_series = |app: &str, value: u8| {
+        format!(
+            "driftless_app_in_sync{{source=\"{source}\",namespace=\"{ns}\",app=\"{app}\"}} {value}"
+        )
+    };
+    let text = wait_for("the per-app sync metrics", || async {
+        let text = agent.metrics().await?;
+        Ok(
+            (text.contains(&app_series("good", 1)) && text.contains(&app_series("vault", 0)))
+                .then_some(text),
+        )
+    })
+    .await?;
+    ensure!(text.contains(&app_series("broken", 0)), "{text}");
+    ensure!(
+        text.contains(&format!(
+            "driftless_apps_by_sync{{source=\"{source}\",state=\"drifted\"}} 1"
+        )),
+        "{text}"
+    );
+    for verb in ["get", "list", "watch", "patch"] {
+        let prefix = format!(
+            "driftless_kube_requests_total{{cluster=\"local\",verb=\"{verb}\",code=\"200\"}} "
+        );
+        ensure!(
+            text.contains(&prefix),
+            "no {verb} request answered 200 counted:\n{text}"
+        );
+    }
 
     let log = agent.stop_checked(&[URL_SECRET, WEBHOOK_TOKEN, SECRET_VALUE, HAND_SET_VALUE])?;
     ensure!(

@@ -81,6 +81,44 @@ async fn replicas_share_the_apps_and_take_over_a_killed_ones() -> Result<()> {
         );
     }
     assert_eq!(owners, expected_owners(&["r-0", "r-1", "r-2"], &ns, &apps));
+    // The metrics give each replica's apps; `/shards` shows the assignment, behind the token.
+    let mut owned_total = 0;
+    for (replica, process) in &replicas {
+        let metrics = process.metrics().await?;
+        let line = format!("driftless_shard_owned_apps{{source=\"{source}\"}} ");
+        let owned: usize = metrics
+            .lines()
+            .find_map(|text| text.strip_prefix(&line))
+            .and_then(|value| value.trim().parse().ok())
+            .with_context(|| format!("{replica}'s metrics have no {line}:\n{metrics}"))?;
+        assert_eq!(
+            owned,
+            loads(&owners).get(replica).copied().unwrap_or(0),
+            "{replica}"
+        );
+        owned_total += owned;
+    }
+    assert_eq!(owned_total, N_APPS);
+    let page_url = format!("{}/shards", replicas["r-0"].base);
+    let refused = reqwest::get(&page_url).await?.status();
+    assert_eq!(refused, 401, "/shards without credentials");
+    let page = reqwest::Client::new()
+        .get(&page_url)
+        .bearer_auth(crate::support::agent::API_TOKEN)
+        .send()
+        .await?
+        .text()
+        .await?;
+    ensure!(
+        page.contains("live members (3): r-0, r-1, r-2"),
+        "/shards:\n{page}"
+    );
+    ensure!(
+        page.contains(&format!(
+            "source {source}: {N_APPS} apps, at most {cap} per replica"
+        )),
+        "/shards:\n{page}"
+    );
 
     // SIGKILL r-1: the others take its apps within the Lease duration plus one poll.
     let killed_apps: Vec<String> = owners

@@ -71,6 +71,11 @@ pub fn sections() -> Vec<Section> {
                     "The HTTP server: probes, metrics, webhooks, plan pages.",
                 ),
                 field(
+                    "sharding",
+                    "none (one agent deploys every app)",
+                    "Replicas sharing each source's apps through Leases; see `sharding`.",
+                ),
+                field(
                     "notifications",
                     "none",
                     "Slack, Teams and webhook channels told about failures, drift and held prunes; see `notifications[]`.",
@@ -367,6 +372,32 @@ pub fn sections() -> Vec<Section> {
             ],
         },
         Section {
+            path: "sharding",
+            about: "Scale-out: replicas of the agent share each source's apps through Leases (member, claim and leader Leases).",
+            fields: vec![
+                field(
+                    "replicaId",
+                    "`$POD_NAME`",
+                    "This replica's name among the members (unique per running replica); `--replica-id` overrides it.",
+                ),
+                field(
+                    "namespace",
+                    "`$POD_NAMESPACE`, else `driftless-system`",
+                    "Where the member and claim Leases live.",
+                ),
+                field(
+                    "leaseDuration",
+                    "`15s`",
+                    "A replica silent this long is gone; its apps move to the others.",
+                ),
+                field(
+                    "epsilon",
+                    format!("`{}`", crate::shard::assign::DEFAULT_EPSILON),
+                    "Load bound: no replica holds more than ⌈(1 + ε) × average⌉ apps.",
+                ),
+            ],
+        },
+        Section {
             path: "notifications[]",
             about: "One channel told about events. Delivered in the background, in order, retried with backoff (or the `Retry-After` asked for) while the channel is down; messages name apps, commits and what failed, never a Secret value or a credential.",
             fields: vec![
@@ -503,6 +534,7 @@ mod tests {
         check("forge", accepted::<ForgeFile>());
         check("drift", accepted::<DriftFile>());
         check("server", accepted::<ServerFile>());
+        check("sharding", accepted::<crate::config::ShardingFile>());
         check(
             "notifications[]",
             accepted::<crate::config::NotificationFile>(),

@@ -156,6 +156,7 @@ async fn readyz(State(state): State<ServerState>) -> Response {
 }
 
 async fn metrics(State(state): State<ServerState>) -> Response {
+    state.metrics.set_app_states(&state.ui.fleet);
     (
         [(
             header::CONTENT_TYPE,

@@ -307,6 +307,13 @@ impl FleetState {
         self.read().links.get(source).cloned()
     }
 
+    /// Calls `visit` with every app's view, in namespace and name order (for the metrics).
+    pub fn for_each_app(&self, mut visit: impl FnMut(&AppView)) {
+        for view in self.read().apps.values() {
+            visit(view);
+        }
+    }
+
     /// One app's view.
     pub fn app(&self, app: &AppRef) -> Option<Arc<AppView>> {
         self.read().apps.get(app).cloned()
