@@ -1063,6 +1063,7 @@ impl SourceWorker {
                 commit: &ui_record::commit_info(self.git.repo(), &commit),
                 plan: &whole_plan,
                 results: &results,
+                held: &self.held,
                 finished_at: SystemTime::now(),
                 duration: started.elapsed(),
             });

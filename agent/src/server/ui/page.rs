@@ -187,11 +187,11 @@ pub fn apps_live(
 
 fn app_row(html: &mut String, view: &AppView) {
     let app = view.app.to_string();
-    let _ = write!(
+    let _ = writeln!(
         html,
         "<tr data-app=\"{app_attr}\"><th scope=\"row\"><a href=\"{href}\">{app_text}</a></th>\
          <td>{source}</td><td>{clusters}</td><td class=\"health\">{health}</td>\
-         <td class=\"state\">{state}</td><td>{commit}</td><td>{applied}</td><td>{live}</td></tr>\n",
+         <td class=\"state\">{state}</td><td>{commit}</td><td>{applied}</td><td>{live}</td></tr>",
         app_attr = esc(&app),
         href = esc(&app_url(&view.app)),
         app_text = esc(&app),

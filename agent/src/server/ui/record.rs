@@ -98,6 +98,8 @@ pub struct Deploy<'a> {
     pub commit: &'a CommitInfo,
     pub plan: &'a Plan,
     pub results: &'a AppResults,
+    /// Apps a hold kept from being applied (`driftless hold`).
+    pub held: &'a std::collections::BTreeSet<AppRef>,
     pub finished_at: SystemTime,
     pub duration: Duration,
 }
@@ -118,7 +120,11 @@ pub fn deploy(fleet: &FleetState, deploy: &Deploy<'_>) {
             continue;
         }
         fleet.update(&app_plan.app, deploy.source, |view| {
-            view.sync = sync_state(app_plan, *state, view.workflow.as_ref());
+            view.sync = if deploy.held.contains(&app_plan.app) {
+                SyncState::Held
+            } else {
+                sync_state(app_plan, *state, view.workflow.as_ref())
+            };
             view.message = message.clone();
             view.commit = Some(deploy.commit.clone());
             view.plan = Some(plan_view(app_plan, &deploy.commit.id, "deploy"));

@@ -328,6 +328,7 @@ fn a_deploy_records_state_history_and_removal() {
         commit: &commit,
         plan: &plan,
         results: &results,
+        held: &Default::default(),
         finished_at: std::time::SystemTime::UNIX_EPOCH,
         duration: std::time::Duration::from_millis(1500),
     };
