@@ -132,6 +132,7 @@ fn bench_apps_list(c: &mut Criterion) {
             ..ApiAuth::default()
         },
         ui: UiState::new(fleet.clone(), None, "driftless-system", "http://127.0.0.1"),
+        shards: None,
     };
     let base = runtime.block_on(async {
         let listener = agent::server::bind("127.0.0.1:0".parse().unwrap())

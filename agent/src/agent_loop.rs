@@ -610,6 +610,7 @@ impl SourceWorker {
                 if let Some(commit) = self.plan_approved().await {
                     self.deploy(commit).await;
                 }
+                ui_record::commit_to_live(&self.shared.ui.fleet, self.review.live.take());
                 if let Some(commit) = self.hold_lifted().await {
                     tracing::info!(source = %self.config.name, commit = %commit, "a hold lifted; deploying again");
                     self.deploy(commit).await;
@@ -1063,7 +1064,7 @@ impl SourceWorker {
                 commit: &ui_record::commit_info(self.git.repo(), &commit),
                 plan: &whole_plan,
                 results: &results,
-                held: &self.held,
+                held: &self.review.held,
                 finished_at: SystemTime::now(),
                 duration: started.elapsed(),
             });
@@ -1162,6 +1163,7 @@ impl SourceWorker {
                 let (metrics, source) = (&self.shared.metrics, &self.config.name);
                 let note = (self.review).deployed(&self.cluster, self.git.repo(), &commit, probe, &summary, metrics, source).await;
                 summary.push_str(&note);
+                ui_record::commit_to_live(&self.shared.ui.fleet, self.review.live.take());
             }
             // Replicas sharing the apps summarise from all their results (`share_results`).
             if self.shard.is_none() {

@@ -34,6 +34,8 @@ pub struct SourceReview {
     pub reviewed: reviewed::Reviewed,
     /// The forge issues of drifted apps (report mode).
     pub drift_issues: drift_issues::DriftIssues,
+    /// The last commit-to-live figure taken, until the web UI takes it.
+    pub live: Option<(CommitId, std::time::Duration)>,
 }
 
 impl SourceReview {
@@ -59,6 +61,7 @@ impl SourceReview {
         match live_time::live_after(cluster, started, probe.as_ref()).await {
             Some(elapsed) => {
                 metrics.observe_commit_to_live(source, elapsed);
+                self.live = Some((commit.clone(), elapsed));
                 format!("; {}", live_time::describe(elapsed))
             }
             None => {
@@ -87,6 +90,7 @@ impl SourceReview {
         let elapsed = pending.check(cluster).await?;
         let pending = self.pending_live.take()?;
         metrics.observe_commit_to_live(source, elapsed);
+        self.live = Some((pending.commit.clone(), elapsed));
         Some((
             pending.commit,
             format!("{}; {}", pending.summary, live_time::describe(elapsed)),

@@ -152,6 +152,23 @@ pub fn deploy(fleet: &FleetState, deploy: &Deploy<'_>) {
     }
 }
 
+/// A commit-to-live figure (`agent::review::live_time`): every app whose last deploy was of
+/// that commit shows it.
+pub fn commit_to_live(fleet: &FleetState, figure: Option<(CommitId, Duration)>) {
+    let Some((commit, elapsed)) = figure else {
+        return;
+    };
+    fleet.update_where(
+        |view| {
+            view.commit
+                .as_ref()
+                .is_some_and(|info| info.id == commit.as_str())
+                && view.sync == SyncState::InSync
+        },
+        |view| view.commit_to_live = Some(elapsed),
+    );
+}
+
 /// A drift check's plan: health, and drifted or back in sync. A failed, blocked or held app
 /// keeps its state: the drift check does not clear what a deploy found.
 pub fn drift(fleet: &FleetState, source: &str, commit: &str, plan: &Plan) {

@@ -367,6 +367,19 @@ impl FleetState {
         self.version.send_modify(|version| *version += 1);
     }
 
+    /// Changes every app `wanted` selects (one event for all).
+    pub fn update_where(&self, wanted: impl Fn(&AppView) -> bool, change: impl Fn(&mut AppView)) {
+        {
+            let mut inner = self.write();
+            for entry in inner.apps.values_mut() {
+                if wanted(entry) {
+                    change(Arc::make_mut(entry));
+                }
+            }
+        }
+        self.version.send_modify(|version| *version += 1);
+    }
+
     /// Forgets an app (removed from Git and deleted).
     pub fn remove(&self, app: &AppRef) {
         {
