@@ -607,10 +607,10 @@ impl SourceWorker {
                 {
                     self.status(&commit, SUMMARY_CONTEXT, StatusState::Success, &summary);
                 }
+                ui_record::commit_to_live(&self.shared.ui.fleet, self.review.live.take());
                 if let Some(commit) = self.plan_approved().await {
                     self.deploy(commit).await;
                 }
-                ui_record::commit_to_live(&self.shared.ui.fleet, self.review.live.take());
                 if let Some(commit) = self.hold_lifted().await {
                     tracing::info!(source = %self.config.name, commit = %commit, "a hold lifted; deploying again");
                     self.deploy(commit).await;
