@@ -7,7 +7,8 @@
 //!   button and is refused when posting anyway;
 //! - a Secret's values appear nowhere in the pages' source, even when its drift is planned.
 //!
-//! The tests save the screenshots the README shows (`docs/screenshots/`).
+//! The tests take the screenshots the README shows: into `docs/screenshots/` with
+//! `DRIFTLESS_UPDATE_SCREENSHOTS=1`, otherwise under the target directory.
 
 use anyhow::{Result, ensure};
 use fantoccini::Locator;

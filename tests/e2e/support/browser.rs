@@ -128,7 +128,13 @@ impl Browser {
     /// Saves a screenshot as `docs/screenshots/<name>.png`.
     pub async fn screenshot(&self, name: &str) -> Result<()> {
         let png = self.client.screenshot().await?;
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots");
+        // The README's copies change only when asked: every run's pages differ (namespace
+        // names), and a test run should leave the work tree clean.
+        let dir = if std::env::var_os("DRIFTLESS_UPDATE_SCREENSHOTS").is_some() {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots")
+        } else {
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots")
+        };
         std::fs::create_dir_all(&dir)?;
         std::fs::write(dir.join(format!("{name}.png")), png)?;
         Ok(())
