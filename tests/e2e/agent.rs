@@ -217,24 +217,7 @@ cacheDir: {cache}
     feature.git(&["reset", "-q", "--hard", "FETCH_HEAD"])?;
     feature.write("apps/good.yaml", &config_map_app("good", ns, "green"))?;
     let head = feature.commit_and_push("green", "feature")?;
-    // Gitea records pushed branches asynchronously; a pull request needs the branch recorded.
-    wait_for("Gitea to record the feature branch", || async {
-        let path = format!("/repos/{}/{repo}/branches/feature", gitea.user);
-        Ok(gitea
-            .api(reqwest::Method::GET, &path, None)
-            .await
-            .ok()
-            .map(drop))
-    })
-    .await?;
-    let pull = gitea
-        .api(
-            reqwest::Method::POST,
-            &format!("/repos/{}/{repo}/pulls", gitea.user),
-            Some(json!({"head": "feature", "base": "main", "title": "make it green"})),
-        )
-        .await?;
-    let pull_number = pull["number"].as_u64().context("pull request number")?;
+    let pull_number = gitea.open_pull(&repo, "feature", "make it green").await?;
     let marker = format!("<!-- driftless:plan source={source} -->");
     let marker = marker.as_str();
     let (comment_id, body) = wait_for("the plan comment", || async {

@@ -179,23 +179,7 @@ async fn deployed_then_pull(agent: &GiteaAgent<'_>, ns: &str) -> Result<u64> {
         .write("apps/app.yaml", &two_field_app(ns, "green", "small"))?;
     let head = agent.tree.commit_and_push("green", "feature")?;
     agent.tree.git(&["checkout", "-q", "main"])?;
-    wait_for("Gitea to record the feature branch", || async {
-        let path = format!("/repos/{}/{repo}/branches/feature", gitea.user);
-        Ok(gitea
-            .api(reqwest::Method::GET, &path, None)
-            .await
-            .ok()
-            .map(drop))
-    })
-    .await?;
-    let pull = gitea
-        .api(
-            reqwest::Method::POST,
-            &format!("/repos/{}/{repo}/pulls", gitea.user),
-            Some(json!({"head": "feature", "base": "main", "title": "make it green"})),
-        )
-        .await?;
-    let number = pull["number"].as_u64().context("pull request number")?;
+    let number = gitea.open_pull(repo, "feature", "make it green").await?;
     let digests = format!("<!-- driftless:digests {ns}/app=");
     wait_for("the plan comment with its digests", || async {
         let comments = gitea.comments(repo, number).await?;

@@ -83,27 +83,6 @@ async fn final_summary(gitea: &Gitea, repo: &str, commit: &str) -> Result<(Strin
     .await
 }
 
-/// Opens a pull request of `branch` (pushed from `tree`) into main; returns its number.
-async fn open_pull(gitea: &Gitea, repo: &str, branch: &str) -> Result<u64> {
-    wait_for("Gitea to record the branch", || async {
-        let path = format!("/repos/{}/{repo}/branches/{branch}", gitea.user);
-        Ok(gitea
-            .api(reqwest::Method::GET, &path, None)
-            .await
-            .ok()
-            .map(drop))
-    })
-    .await?;
-    let pull = gitea
-        .api(
-            reqwest::Method::POST,
-            &format!("/repos/{}/{repo}/pulls", gitea.user),
-            Some(json!({"head": branch, "base": "main", "title": branch})),
-        )
-        .await?;
-    pull["number"].as_u64().context("pull request number")
-}
-
 /// A work tree on main of `repo`.
 fn tree_on_main(gitea: &Gitea, repo: &str) -> Result<WorkTree> {
     let tree = WorkTree::new(gitea.push_url(repo))?;
@@ -201,7 +180,7 @@ async fn a_pull_request_changing_secrets_shows_keys_and_never_a_value() -> Resul
         ),
     )?;
     let head = feature.commit_and_push("change, add and remove secrets", "rotate")?;
-    let pull = open_pull(&gitea, &repo, "rotate").await?;
+    let pull = gitea.open_pull(&repo, "rotate", "rotate").await?;
     let comment = plan_comment(&gitea, &repo, &source, pull).await?;
     assert_no_value("the plan comment", &comment);
     // Key names and Argo CD's masks: the changed value shows as changed.
@@ -406,7 +385,7 @@ async fn a_source_boundary_refuses_other_namespaces_and_cluster_role_bindings() 
         &objects_app("escalate", ns, &cluster_admin_binding(&binding, ns)),
     )?;
     let head = feature.commit_and_push("leave the lane", "escalate")?;
-    let pull = open_pull(&gitea, &repo, "escalate").await?;
+    let pull = gitea.open_pull(&repo, "escalate", "escalate").await?;
     let comment = plan_comment(&gitea, &repo, &source, pull).await?;
     assert!(comment.contains("source-boundary"), "{comment}");
     assert!(

@@ -136,6 +136,30 @@ impl Gitea {
         Ok(latest)
     }
 
+    /// Opens a pull request of `branch` into main, titled `title`, once Gitea has recorded the
+    /// pushed branch (it does so asynchronously); returns its number.
+    pub async fn open_pull(&self, repo: &str, branch: &str, title: &str) -> Result<u64> {
+        super::agent::wait_for("Gitea to record the branch", || async {
+            let path = format!("/repos/{}/{repo}/branches/{branch}", self.user);
+            Ok(self
+                .api(reqwest::Method::GET, &path, None)
+                .await
+                .ok()
+                .map(drop))
+        })
+        .await?;
+        let pull = self
+            .api(
+                reqwest::Method::POST,
+                &format!("/repos/{}/{repo}/pulls", self.user),
+                Some(serde_json::json!({"head": branch, "base": "main", "title": title})),
+            )
+            .await?;
+        pull["number"]
+            .as_u64()
+            .context("the pull request has no number")
+    }
+
     pub async fn comments(&self, repo: &str, pull: u64) -> Result<Vec<(u64, String)>> {
         let comments = self
             .api(
