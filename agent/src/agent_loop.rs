@@ -52,7 +52,7 @@ use futures::future::BoxFuture;
 use tokio::sync::{Notify, Semaphore, watch};
 use tracing::Instrument;
 
-use crate::apply::{AppApplyReport, ApplyOutcome};
+use crate::apply::AppApplyReport;
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::config::{Config, DriftMode, RepoSlug, SourceConfig};
 use crate::forge::outbox::{ForgeOp, Outbox, OutboxConfig};
@@ -60,7 +60,7 @@ use crate::forge::{CommitStatus, Forge, ForgeError, PullRequest, StatusState};
 use crate::live::{self, LiveOptions, LivePlan, Orphans, SharedApps};
 use crate::metrics::{ApiTarget, ErrorKind, Metrics};
 use crate::notify::Notifier;
-use crate::plan::{Action, AppPlan, Plan};
+use crate::plan::{Action, Plan};
 use crate::prune_guard::{self, Approval, Evidence, PassBudget};
 use crate::report::{MarkdownOptions, plan_human, plan_markdown};
 use crate::schedule::DriftTimer;
@@ -69,6 +69,14 @@ use crate::server::{self, PageApp, PlanPage, PlanStore, ServerState, SourceTrigg
 use crate::shard::Shards;
 use crate::shard::source::SourceShard;
 use crate::source::git::{CommitId, GitSource, PollOutcome, SourceError};
+
+mod sharing;
+mod statuses;
+use sharing::shard_changed;
+use statuses::{
+    app_results_from_apply, app_results_plan_only, change_counts, failed_apps, page_rows,
+    plan_digest_note, summarize,
+};
 
 /// The summary status context.
 pub const SUMMARY_CONTEXT: &str = "driftless";
@@ -1652,75 +1660,6 @@ impl SourceWorker {
         .await;
     }
 
-    /// The members changed: apps this replica gained are deployed now, at the deployed commit.
-    async fn rebalance(&mut self) {
-        let Some(deployed) = &self.deployed else {
-            return;
-        };
-        let (commit, output) = (deployed.commit.clone(), deployed.output.clone());
-        if self.share(&output).await {
-            self.deploy(commit).await;
-        }
-        self.share_results().await;
-    }
-
-    /// With replicas sharing the apps: publishes this replica's results at the deployed commit;
-    /// the leader writes the commit's summary status once every app has one.
-    async fn share_results(&mut self) {
-        let (Some(shard), Some(deployed)) = (&mut self.shard, &self.deployed) else {
-            return;
-        };
-        let states = (self.records.iter())
-            .filter(|(app, _)| shard.owns(app))
-            .map(|(app, record)| (app.clone(), record.state))
-            .collect();
-        let apps: Vec<&AppRef> = deployed.output.apps.iter().map(|app| &app.app).collect();
-        let commit = deployed.commit.clone();
-        if let Some((state, summary)) = shard.share_results(commit.as_str(), states, &apps).await {
-            self.status(&commit, SUMMARY_CONTEXT, state, &summary);
-        }
-    }
-
-    /// With replicas sharing the apps: assigns the render's apps to the members. Apps gained
-    /// are planned again, apps lost forgotten. True when this replica gained apps or some of
-    /// its apps wait for their claim.
-    async fn share(&mut self, output: &SharedOutput) -> bool {
-        let Some(shard) = &mut self.shard else {
-            return false;
-        };
-        let moved = shard
-            .rebalance(output.apps.iter().map(|app| &app.app))
-            .await;
-        for app in &moved.lost {
-            self.records.remove(app);
-            self.unsettled.remove(app);
-        }
-        for app in &moved.gained {
-            self.records.remove(app);
-            self.unsettled.insert(app.clone());
-        }
-        !moved.gained.is_empty() || shard.is_waiting()
-    }
-
-    /// With replicas sharing the apps: keeps of the selection the apps this replica owns and
-    /// holds the claim of (an owned app claimed elsewhere is planned again later); only the
-    /// leader looks for apps removed from Git.
-    async fn narrow(&mut self, selection: &mut Selection) {
-        let Some(shard) = &mut self.shard else {
-            return;
-        };
-        let (claimed, waiting) = shard.claim(&selection.output.apps).await;
-        self.unsettled.extend(waiting);
-        if !shard.is_leader() {
-            selection.orphans = Orphans::Skip;
-        }
-        let diagnostics = selection.output.diagnostics.clone();
-        selection.output = Arc::new(SharedApps {
-            apps: claimed,
-            diagnostics,
-        });
-    }
-
     fn store_page(&self, commit: &CommitId, title: &str, rows: &[PageApp], body: &str) {
         self.shared.plans.insert(PlanPage {
             source: self.config.name.clone(),
@@ -1897,14 +1836,6 @@ fn run_bounded<'a, R: Send + 'a>(
     Box::pin(futures::future::join_all(guarded))
 }
 
-/// Resolves when the members changed (see [`SourceShard::changed`]); never without sharding.
-async fn shard_changed(shard: &mut Option<SourceShard>) {
-    match shard {
-        Some(shard) => shard.changed().await,
-        None => std::future::pending().await,
-    }
-}
-
 /// `driftless/<namespace>/<app>`.
 pub fn app_context(app: &AppRef) -> String {
     format!("{SUMMARY_CONTEXT}/{}/{}", app.namespace, app.name)
@@ -1913,162 +1844,6 @@ pub fn app_context(app: &AppRef) -> String {
 type AppResults = BTreeMap<AppRef, (StatusState, String)>;
 
 /// The apps of `results` that did not succeed, with why, for notifications.
-fn failed_apps(results: &AppResults) -> Vec<(String, String)> {
-    results
-        .iter()
-        .filter(|(_, (state, _))| *state != StatusState::Success)
-        .map(|(app, (_, description))| (app.to_string(), description.clone()))
-        .collect()
-}
-
-fn first_error(app_plan: &AppPlan) -> Option<String> {
-    app_plan
-        .diagnostics
-        .iter()
-        .find(|diagnostic| diagnostic.severity == Severity::Error)
-        .map(|diagnostic| format!("{}: {}", diagnostic.rule, diagnostic.message))
-}
-
-fn app_results_from_apply(plan: &Plan, reports: &[crate::apply::AppApplyReport]) -> AppResults {
-    let mut results = AppResults::new();
-    for app_plan in &plan.apps {
-        let report = reports.iter().find(|report| report.app == app_plan.app);
-        let result = match (first_error(app_plan), report.map(|report| &report.outcome)) {
-            (Some(error), _) => (StatusState::Failure, error),
-            (None, Some(ApplyOutcome::Applied)) => {
-                (StatusState::Success, applied_description(app_plan))
-            }
-            (None, Some(ApplyOutcome::Skipped(reason))) => {
-                (StatusState::Failure, format!("not applied: {reason}"))
-            }
-            (None, Some(ApplyOutcome::Failed(error))) => {
-                (StatusState::Failure, format!("apply failed: {error}"))
-            }
-            (None, None) => (
-                StatusState::Error,
-                "not applied (no apply report)".to_owned(),
-            ),
-        };
-        results.insert(app_plan.app.clone(), result);
-    }
-    results
-}
-
-fn app_results_plan_only(plan: &Plan, note: &str) -> AppResults {
-    plan.apps
-        .iter()
-        .map(|app_plan| {
-            let result = match first_error(app_plan) {
-                Some(error) => (StatusState::Failure, error),
-                None => (
-                    StatusState::Success,
-                    format!(
-                        "{note}: {}{}",
-                        app_change_counts(app_plan),
-                        digest_note(app_plan)
-                    ),
-                ),
-            };
-            (app_plan.app.clone(), result)
-        })
-        .collect()
-}
-
-fn applied_description(app_plan: &AppPlan) -> String {
-    let n_changes = app_plan
-        .changes
-        .iter()
-        .filter(|change| change.action != Action::Unchanged)
-        .count();
-    let digest = digest_note(app_plan);
-    if n_changes == 0 {
-        format!("in sync, nothing to apply{digest}")
-    } else {
-        format!("applied: {}{digest}", app_change_counts(app_plan))
-    }
-}
-
-/// `; digest 0123456789ab` for an app plan with a digest.
-fn digest_note(app_plan: &AppPlan) -> String {
-    let short = (app_plan.digest.as_ref()).map(|digest| crate::review::digest::short(&digest.full));
-    short.map_or_else(String::new, |digest| format!("; digest {digest}"))
-}
-
-fn app_change_counts(app_plan: &AppPlan) -> String {
-    counts(app_plan.changes.iter().map(|change| change.action))
-}
-
-/// `; plan digest 0123456789ab` for a plan with a digest.
-fn plan_digest_note(plan: &Plan) -> String {
-    let digest = crate::review::digest::plan_digest(plan);
-    digest.map_or_else(String::new, |digest| {
-        format!("; plan digest {}", crate::review::digest::short(&digest))
-    })
-}
-
-fn change_counts(plan: &Plan) -> String {
-    counts(
-        plan.apps
-            .iter()
-            .flat_map(|app| app.changes.iter().map(|change| change.action)),
-    )
-}
-
-fn counts(actions: impl Iterator<Item = Action>) -> String {
-    let mut by_action: BTreeMap<Action, usize> = BTreeMap::new();
-    for action in actions {
-        *by_action.entry(action).or_default() += 1;
-    }
-    let order = [
-        Action::Create,
-        Action::Update,
-        Action::Delete,
-        Action::Conflict,
-        Action::Unchanged,
-    ];
-    order
-        .iter()
-        .map(|action| {
-            format!(
-                "{} {}",
-                by_action.get(action).copied().unwrap_or(0),
-                action.as_str()
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn summarize(results: &AppResults, failed: &[String]) -> (StatusState, String) {
-    if failed.is_empty() {
-        (
-            StatusState::Success,
-            format!("{} app(s) deployed", results.len()),
-        )
-    } else {
-        (
-            StatusState::Failure,
-            format!(
-                "{} of {} app(s) failed: {}",
-                failed.len(),
-                results.len(),
-                failed.join(", ")
-            ),
-        )
-    }
-}
-
-fn page_rows(results: &AppResults) -> Vec<PageApp> {
-    results
-        .iter()
-        .map(|(app, (state, description))| PageApp {
-            app: app.to_string(),
-            state: *state,
-            description: description.clone(),
-        })
-        .collect()
-}
-
 /// The number of objects a render holds, every app's.
 fn object_count(output: &SharedOutput) -> usize {
     output
@@ -2102,6 +1877,7 @@ fn no_apps_message(output: &SharedOutput) -> String {
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    use super::statuses::counts;
     use super::*;
 
     fn app(namespace: &str, name: &str) -> AppRef {
