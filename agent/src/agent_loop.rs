@@ -57,7 +57,7 @@ use crate::cluster::{Cluster, ClusterOptions};
 use crate::config::{Config, DriftMode, RepoSlug, SourceConfig};
 use crate::forge::outbox::{ForgeOp, Outbox, OutboxConfig};
 use crate::forge::{CommitStatus, Forge, ForgeError, PullRequest, StatusState};
-use crate::live::{self, LiveOptions, LivePlan, Orphans, SharedApps};
+use crate::live;
 use crate::metrics::{ApiTarget, ErrorKind, Metrics};
 use crate::notify::Notifier;
 use crate::plan::{Action, Plan};
@@ -69,6 +69,7 @@ use crate::server::{self, PageApp, PlanPage, PlanStore, ServerState, SourceTrigg
 use crate::shard::Shards;
 use crate::shard::source::SourceShard;
 use crate::source::git::{CommitId, GitSource, PollOutcome, SourceError};
+use crate::sync::{self, LiveOptions, LivePlan, Orphans, SharedApps};
 
 mod sharing;
 mod statuses;
@@ -807,7 +808,7 @@ impl SourceWorker {
 
     /// Plans the selected apps; for an apply (`apply`), the plan keeps what a whole apply
     /// reads of the apps without a workflow, and those with one keep their desired objects
-    /// (see [`live::Keep`]); otherwise only the plan. Also returns the apps that run a workflow,
+    /// (see [`sync::Keep`]); otherwise only the plan. Also returns the apps that run a workflow,
     /// with their manifests (read from the same parse as the policies and status CUE).
     async fn plan(
         &self,
@@ -840,13 +841,13 @@ impl SourceWorker {
         options.evidence = evidence_of(rendered);
         options.budget = self.budget(rendered, commit).await;
         let keep = if apply {
-            live::Keep::ForWholeApply {
+            sync::Keep::ForWholeApply {
                 workflows: &workflows,
             }
         } else {
-            live::Keep::PlanOnly
+            sync::Keep::PlanOnly
         };
-        let live_plan = live::plan_live_apps(
+        let live_plan = sync::plan_live_apps(
             cluster,
             &*rendered.output,
             &policies,
@@ -886,7 +887,7 @@ impl SourceWorker {
                     // Boxed when it starts (after its permit), not up front: an unpolled
                     // future takes its whole state machine's size (~9 KB), so every app's
                     // apply held at once was ~90 MB at 10,000 apps.
-                    Box::pin(live::apply_live(cluster, &single, options)).await
+                    Box::pin(sync::apply_live(cluster, &single, options)).await
                 }));
             }
             let reports = run_bounded(tasks, &self.shared.work_permits).await;
@@ -1055,13 +1056,13 @@ impl SourceWorker {
             note_memory("apply");
             let mut driver_live = self.live_options(&cluster);
             driver_live.evidence = evidence_of(&selected);
-            let driver = live::driver_options(&driver_live, WORKFLOW_WAIT);
+            let driver = sync::driver_options(&driver_live, WORKFLOW_WAIT);
             let fleet = self.fleet_for(&commit, &workflows).await;
-            let results = live::run_workflows(&cluster, &plan, &*selected.output, &workflows, Some(&fleet), &driver).await;
+            let results = sync::run_workflows(&cluster, &plan, &*selected.output, &workflows, Some(&fleet), &driver).await;
             drop(plan);
             ui_record::workflows(&self.shared.ui.fleet, &self.config.name, &results);
-            let warnings = live::workflow_warnings(&results);
-            reports.extend(live::workflow_reports(&results));
+            let warnings = sync::workflow_warnings(&results);
+            reports.extend(sync::workflow_reports(&results));
             let mut results = app_results_from_apply(&whole_plan, &reports);
             let metrics = &self.shared.metrics;
             self.review.held = crate::review::hold::mark_held(&mut results, &held, &holds, metrics, &self.config.name);
@@ -1584,9 +1585,9 @@ impl SourceWorker {
                     if !drifted_workflows.is_empty() {
                         let mut driver_live = self.live_options(&cluster);
                         driver_live.evidence = evidence_of(&rendered);
-                        let driver = live::driver_options(&driver_live, WORKFLOW_WAIT);
+                        let driver = sync::driver_options(&driver_live, WORKFLOW_WAIT);
                         let fleet = self.fleet_for(&commit, &drifted_workflows).await;
-                        let ran = live::run_workflows(
+                        let ran = sync::run_workflows(
                             &cluster,
                             &plan,
                             &*rendered.output,
@@ -1595,7 +1596,7 @@ impl SourceWorker {
                             &driver,
                         )
                         .await;
-                        reports.extend(live::workflow_reports(&ran));
+                        reports.extend(sync::workflow_reports(&ran));
                     }
                     let mut results = app_results_from_apply(&whole_plan, &reports);
                     let metrics = &self.shared.metrics;

@@ -34,6 +34,7 @@ pub mod schedule;
 pub mod server;
 pub mod shard;
 pub mod source;
+pub mod sync;
 pub mod tracker;
 pub mod tracker_store;
 pub mod watch_cache;

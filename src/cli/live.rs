@@ -1,6 +1,6 @@
 //! The live-cluster path of `driftless plan` and `driftless apply`: connect with the kubeconfig
 //! and context given, plan against what is live, and (for `apply`) confirm and apply. The work
-//! itself is `agent::live`; this file turns arguments into options and prints results.
+//! itself is `agent::sync`; this file turns arguments into options and prints results.
 
 use std::fmt::Write as _;
 use std::io::{BufRead as _, IsTerminal as _};
@@ -11,14 +11,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use agent::apply::{AppApplyReport, ApplyOptions, ApplyOutcome};
 use agent::cluster::{Cluster, ClusterOptions};
-use agent::live::{
-    LiveOptions, LivePlan, WorkflowResult, applications_from_sources, apply_live_except,
-    driver_options, plan_live_report, plan_live_taking, policies_of, read_health, run_workflows,
-    uses_workflow,
-};
+use agent::live::{applications_from_sources, policies_of};
 use agent::planner::PlanOptions;
 use agent::prune_guard::{Approval, Evidence, PassBudget};
 use agent::report::{DiagnosticStyle, plan_human, render_diagnostics};
+use agent::sync::{
+    LiveOptions, LivePlan, WorkflowResult, apply_live_except, driver_options, plan_live_report,
+    plan_live_taking, read_health, run_workflows, uses_workflow,
+};
 use agent::workflow::WorkflowPhase;
 use analyzer::AppRef;
 use analyzer::model::Application;

@@ -634,12 +634,12 @@ async fn an_object_created_between_plan_and_apply_is_not_taken_over() -> Result<
         &analyzer::RenderOptions::default(),
     );
     let policies = agent::live::policies_from_sources(&output, &sources);
-    let mut options = agent::live::LiveOptions {
+    let mut options = agent::sync::LiveOptions {
         tracker_namespace: repo.tracker_namespace.clone(),
-        ..agent::live::LiveOptions::default()
+        ..agent::sync::LiveOptions::default()
     };
     options.apply.source = Some(format!("race-{ns}"));
-    let live_plan = agent::live::plan_live(&live_cluster, &output, &policies, None, &options).await;
+    let live_plan = agent::sync::plan_live(&live_cluster, &output, &policies, None, &options).await;
 
     // Between the plan and the apply, someone else creates racing's ConfigMap.
     let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
@@ -648,7 +648,7 @@ async fn an_object_created_between_plan_and_apply_is_not_taken_over() -> Result<
         "data": {"color": "theirs"},
     }))?;
     config_maps.create(&PostParams::default(), &theirs).await?;
-    let reports = agent::live::apply_live(&live_cluster, &live_plan, &options).await;
+    let reports = agent::sync::apply_live(&live_cluster, &live_plan, &options).await;
     let racing = reports
         .iter()
         .find(|report| report.app.name == "racing")

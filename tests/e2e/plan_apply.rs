@@ -1029,8 +1029,8 @@ async fn plan_in_process(
     repo: &Repo,
 ) -> Result<(
     agent::cluster::Cluster,
-    agent::live::LivePlan,
-    agent::live::LiveOptions,
+    agent::sync::LivePlan,
+    agent::sync::LiveOptions,
 )> {
     let live_cluster = agent::cluster::Cluster::connect(
         &cluster.kubeconfig,
@@ -1048,16 +1048,16 @@ async fn plan_in_process(
         },
     );
     let policies = agent::live::policies_from_sources(&output, &sources);
-    let mut options = agent::live::LiveOptions {
+    let mut options = agent::sync::LiveOptions {
         tracker_namespace: repo.tracker_namespace.clone(),
-        ..agent::live::LiveOptions::default()
+        ..agent::sync::LiveOptions::default()
     };
     options.apply.source = Some(std::fs::canonicalize(repo.path())?.display().to_string());
-    let live_plan = agent::live::plan_live(&live_cluster, &output, &policies, None, &options).await;
+    let live_plan = agent::sync::plan_live(&live_cluster, &output, &policies, None, &options).await;
     Ok((live_cluster, live_plan, options))
 }
 
-fn planned(live_plan: &agent::live::LivePlan, app: &str) -> Vec<String> {
+fn planned(live_plan: &agent::sync::LivePlan, app: &str) -> Vec<String> {
     live_plan
         .plan
         .apps
@@ -1166,7 +1166,7 @@ async fn conflicts_409_during_apply_stop_their_app_without_prune() -> Result<()>
         )
         .await?;
 
-    let reports = agent::live::apply_live(&live_cluster, &live_plan, &options).await;
+    let reports = agent::sync::apply_live(&live_cluster, &live_plan, &options).await;
     let report = |app: &str| {
         reports
             .iter()

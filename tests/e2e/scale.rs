@@ -11,9 +11,10 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 
 use agent::cluster::{Cluster, ClusterOptions, PrefetchStats};
-use agent::live::{LiveOptions, apply_live, plan_live, policies_from_sources};
+use agent::live::policies_from_sources;
 use agent::plan::{Action, ObjectRef};
 use agent::planner::Observed;
+use agent::sync::{LiveOptions, apply_live, plan_live};
 use analyzer::{ClusterVersion, Definitions, RenderOptions, Snapshot, SourceFile};
 
 use crate::support::apps::config_map_apps;

@@ -459,10 +459,10 @@ fn render(files: Vec<(String, String)>) -> (analyzer::RenderOutput, analyzer::So
     )
 }
 
-fn live_options(tracker_namespace: &str, source: &str) -> agent::live::LiveOptions {
-    let mut options = agent::live::LiveOptions {
+fn live_options(tracker_namespace: &str, source: &str) -> agent::sync::LiveOptions {
+    let mut options = agent::sync::LiveOptions {
         tracker_namespace: tracker_namespace.to_owned(),
-        ..agent::live::LiveOptions::default()
+        ..agent::sync::LiveOptions::default()
     };
     options.apply.source = Some(source.to_owned());
     options
@@ -502,8 +502,8 @@ async fn the_boundary_is_enforced_at_apply_even_without_the_analysis() -> Result
         &agent::cluster::ClusterOptions::default(),
     )
     .await?;
-    let plan = agent::live::plan_live(&agent_cluster, &output, &policies, None, &options).await;
-    let reports = agent::live::apply_live(&agent_cluster, &plan, &options).await;
+    let plan = agent::sync::plan_live(&agent_cluster, &output, &policies, None, &options).await;
+    let reports = agent::sync::apply_live(&agent_cluster, &plan, &options).await;
     assert_eq!(reports.len(), 1, "{reports:?}");
     match &reports[0].outcome {
         ApplyOutcome::Failed(message) => assert!(
@@ -619,7 +619,7 @@ async fn impersonation_lets_the_apiserver_refuse_what_the_account_may_not_do() -
         ],
         &cluster_options,
     )?;
-    let plan = agent::live::plan_live(&deployer, &output, &policies, None, &options).await;
+    let plan = agent::sync::plan_live(&deployer, &output, &policies, None, &options).await;
     let forbidden_plan = plan
         .plan
         .apps
@@ -638,7 +638,7 @@ async fn impersonation_lets_the_apiserver_refuse_what_the_account_may_not_do() -
         "the apiserver's refusal is reported: {reported:?}"
     );
     assert_no_value("the plan's diagnostics", &reported.join("\n"));
-    let reports = agent::live::apply_live(&deployer, &plan, &options).await;
+    let reports = agent::sync::apply_live(&deployer, &plan, &options).await;
     for report in &reports {
         match report.app.name.as_str() {
             "allowed" => assert_eq!(report.outcome, ApplyOutcome::Applied, "{report:?}"),

@@ -11,8 +11,9 @@ use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
 
 use agent::cluster::{Cluster, ClusterOptions};
-use agent::live::{LiveOptions, LivePlan, apply_live, plan_live, policies_from_sources};
+use agent::live::policies_from_sources;
 use agent::plan::Action;
+use agent::sync::{LiveOptions, LivePlan, apply_live, plan_live};
 use analyzer::{ClusterVersion, Definitions, RenderOptions, Snapshot};
 
 use crate::support::apps::config_map_apps;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use analyzer::{AppRef, SharedOutput};
 
 use super::{SUMMARY_CONTEXT, Selection, SourceWorker};
-use crate::live::{Orphans, SharedApps};
 use crate::shard::source::SourceShard;
+use crate::sync::{Orphans, SharedApps};
 
 impl SourceWorker {
     /// The members changed: apps this replica gained are deployed now, at the deployed commit.

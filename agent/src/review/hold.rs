@@ -18,9 +18,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::Cluster;
 use crate::forge::StatusState;
-use crate::live::LivePlan;
 use crate::metrics::Metrics;
 use crate::plan::Plan;
+use crate::sync::LivePlan;
 use crate::tracker_store::{ConfigMapStore, RecordError};
 
 /// The label every hold ConfigMap carries.

@@ -12,10 +12,10 @@ use chrono::{DateTime, Utc};
 
 use crate::cluster::Cluster;
 use crate::health::HealthStatus;
-use crate::live::LivePlan;
 use crate::observe::{AppObservation, ApplyNeeds};
 use crate::planner::LiveObjects;
 use crate::source::git::{CommitId, GitRepo};
+use crate::sync::LivePlan;
 
 /// Above this many applied apps, health is not re-read for the figure (a plan's copy of every
 /// app's desired objects would double a large deploy's memory): the figure is then taken when
@@ -86,7 +86,7 @@ pub async fn live_after(
     probe: Option<&LivePlan>,
 ) -> Option<std::time::Duration> {
     if let Some(probe) = probe {
-        let health = crate::live::read_health(cluster, probe).await;
+        let health = crate::sync::read_health(cluster, probe).await;
         if health
             .values()
             .any(|app| app.health.status != HealthStatus::Healthy)

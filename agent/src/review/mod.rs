@@ -17,9 +17,9 @@ use analyzer::AppRef;
 use chrono::{DateTime, Utc};
 
 use crate::cluster::Cluster;
-use crate::live::LivePlan;
 use crate::metrics::Metrics;
 use crate::source::git::{CommitId, GitRepo};
+use crate::sync::LivePlan;
 
 /// What a source's worker remembers for these features between passes.
 #[derive(Debug, Default)]

@@ -12,9 +12,9 @@ use super::state::{
 };
 use crate::config::Config;
 use crate::forge::{PullRequest, StatusState};
-use crate::live::{LivePlan, WorkflowResult};
 use crate::plan::{Action, AppPlan, Plan};
 use crate::source::git::{CommitId, GitRepo};
+use crate::sync::{LivePlan, WorkflowResult};
 use crate::workflow::{StepPhase, WorkflowPhase, WorkflowState};
 
 /// Per app, its status and description, as the loop reports them on the commit.

@@ -1,0 +1,137 @@
+//! Apply a plan app by app: apps that write cluster-scoped objects first, in plan order, the
+//! rest several at a time. An app that fails stops alone.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use analyzer::AppRef;
+
+use super::{LiveOptions, LivePlan};
+use crate::apply::{self, AppApplyReport};
+use crate::cluster::Cluster;
+use crate::observe::{AppObservation, OrphanObservation};
+use crate::plan::AppPlan;
+use crate::tracker_store::TrackerStore;
+
+/// [`apply_live`] for every app but those in `skip` (the apps whose workflow applies them, see
+/// [`run_workflows`]).
+pub async fn apply_live_except(
+    cluster: &Cluster,
+    live_plan: &LivePlan,
+    options: &LiveOptions,
+    skip: &BTreeSet<AppRef>,
+) -> Vec<AppApplyReport> {
+    // No copy of the plan: at 10,000 apps it holds every live object twice (live and dry run).
+    apply_filtered(cluster, live_plan, options, &|app| !skip.contains(app)).await
+}
+
+/// Applies a live plan app by app. Each app stops at its first error; the others go on.
+pub async fn apply_live(
+    cluster: &Cluster,
+    live_plan: &LivePlan,
+    options: &LiveOptions,
+) -> Vec<AppApplyReport> {
+    apply_filtered(cluster, live_plan, options, &|_| true).await
+}
+
+/// Apps applied at once by [`apply_live`] (each still one request at a time, all within the
+/// cluster's QPS budget): on a local or fast apiserver the budget is not the limit, the round
+/// trips of 10,000 apps one after the other are.
+const APPLY_CONCURRENCY: usize = 8;
+
+async fn apply_filtered(
+    cluster: &Cluster,
+    live_plan: &LivePlan,
+    options: &LiveOptions,
+    wanted: &(dyn Fn(&AppRef) -> bool + Sync),
+) -> Vec<AppApplyReport> {
+    use futures::StreamExt as _;
+
+    let store = TrackerStore::new(cluster, &options.tracker_namespace);
+    // Indexed once: a scan of the observations per app is quadratic in the apps.
+    let observations: BTreeMap<&AppRef, &AppObservation> = live_plan
+        .observations
+        .iter()
+        .map(|observation| (&observation.desired.app, observation))
+        .collect();
+    let orphans: BTreeMap<&AppRef, &OrphanObservation> = live_plan
+        .orphans
+        .iter()
+        .map(|orphan| (&orphan.app, orphan))
+        .collect();
+    // Apps that write or delete cluster-scoped objects (Namespaces, CRDs, ...) go first, one
+    // at a time in plan order: other apps' objects may live in them. The rest, whose changes
+    // are all inside namespaces, are independent of each other and go several at a time.
+    let (ordered, independent): (Vec<(usize, &AppPlan)>, Vec<_>) = live_plan
+        .plan
+        .apps
+        .iter()
+        .enumerate()
+        .filter(|(_, app_plan)| wanted(&app_plan.app))
+        .partition(|(_, app_plan)| {
+            app_plan.changes.iter().any(|change| {
+                change.object.namespace.is_none() && change.action != crate::plan::Action::Unchanged
+            })
+        });
+    let mut reports: Vec<(usize, AppApplyReport)> = Vec::new();
+    let store = &store;
+    let observations = &observations;
+    let orphans = &orphans;
+    for (index, app_plan) in ordered {
+        let observation = observations.get(&app_plan.app).copied();
+        let orphan = orphans.get(&app_plan.app).copied();
+        if let Some(report) =
+            apply_one(cluster, store, options, observation, orphan, app_plan).await
+        {
+            reports.push((index, report));
+        }
+    }
+    // The futures are built in a loop, not by a closure in the stream: closures there make the
+    // agent's tasks fail to be provably `Send` (rust-lang/rust#110338).
+    let mut pending = Vec::with_capacity(independent.len());
+    for (index, app_plan) in independent {
+        let observation = observations.get(&app_plan.app).copied();
+        let orphan = orphans.get(&app_plan.app).copied();
+        pending.push(apply_indexed(
+            index,
+            apply_one(cluster, store, options, observation, orphan, app_plan),
+        ));
+    }
+    let concurrent: Vec<(usize, Option<AppApplyReport>)> = futures::stream::iter(pending)
+        .buffer_unordered(APPLY_CONCURRENCY)
+        .collect()
+        .await;
+    reports.extend(
+        concurrent
+            .into_iter()
+            .filter_map(|(index, report)| report.map(|report| (index, report))),
+    );
+    // Reports in plan order, whatever order the apps finished in.
+    reports.sort_by_key(|(index, _)| *index);
+    reports.into_iter().map(|(_, report)| report).collect()
+}
+
+async fn apply_indexed(
+    index: usize,
+    applied: impl std::future::Future<Output = Option<AppApplyReport>>,
+) -> (usize, Option<AppApplyReport>) {
+    (index, applied.await)
+}
+
+/// Applies one app of a plan (or deletes an orphan); `None` when the plan's app was neither
+/// observed nor an orphan.
+async fn apply_one(
+    cluster: &Cluster,
+    store: &TrackerStore<'_>,
+    options: &LiveOptions,
+    observation: Option<&AppObservation>,
+    orphan: Option<&OrphanObservation>,
+    app_plan: &AppPlan,
+) -> Option<AppApplyReport> {
+    match (observation, orphan) {
+        (Some(observation), _) => {
+            Some(apply::apply_app(cluster, store, observation, app_plan, &options.apply).await)
+        }
+        (None, Some(orphan)) => Some(apply::delete_app(cluster, store, orphan, app_plan).await),
+        (None, None) => None,
+    }
+}

@@ -1,0 +1,137 @@
+//! The sync engine: observe, plan, apply (a whole app, or through its workflow) and read
+//! health, against one cluster. The CLI's `plan --kubeconfig` and `apply` and the agent's
+//! deploys, previews and drift checks all run it.
+//!
+//! - [`plan_live`]: observe every rendered app and every orphaned app of the source, plan them
+//!   with the pure planner (one namespace of apps at a time when the observations need not be
+//!   kept).
+//! - [`apply_live`]: apply a plan app by app; an app that fails stops alone.
+//! - [`workflows`]: check and run the workflows of the apps that have one.
+//! - [`read_health`]: the apps' health as live after an apply.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use analyzer::model::Application;
+use analyzer::{AppRef, AppRender, Diagnostic, PackedApp, RenderOutput, RenderedApp};
+
+use crate::apply::ApplyOptions;
+use crate::health::AppHealth;
+use crate::health::status::ComponentStatus;
+use crate::observe::{AppObservation, OrphanObservation};
+use crate::plan::Plan;
+use crate::planner::PlanOptions;
+use crate::prune_guard::{Evidence, PassBudget};
+
+mod apply_live;
+mod plan_live;
+mod read_health;
+mod workflows;
+
+pub use apply_live::{apply_live, apply_live_except};
+pub use plan_live::{
+    Keep, Orphans, RULE_SOURCE_CONFLICT, plan_live, plan_live_apps, plan_live_report,
+    plan_live_taking,
+};
+pub use read_health::read_health;
+pub use workflows::{
+    WorkflowResult, driver_options, rollout_plans, run_workflows, uses_workflow, workflow_apps,
+    workflow_reports, workflow_warnings,
+};
+
+/// Knobs of a live plan and apply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveOptions {
+    pub plan: PlanOptions,
+    pub apply: ApplyOptions,
+    /// The namespace of the tracker ConfigMaps.
+    pub tracker_namespace: String,
+    /// Per app, its components' status CUE (`health::status::from_application`); apps missing
+    /// here are rated by their objects' kinds only.
+    pub statuses: BTreeMap<AppRef, Vec<ComponentStatus>>,
+    /// What the caller knows of the source beyond the render handed to the plan (the files
+    /// that did not load, by name). The plan also finds the render's own errors outside apps
+    /// itself: either being incomplete holds every prune of the pass ([`prune_guard`]).
+    pub evidence: Evidence,
+    /// How much the pass may prune before it waits for approval.
+    pub budget: PassBudget,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        LiveOptions {
+            plan: PlanOptions::default(),
+            apply: ApplyOptions::default(),
+            tracker_namespace: crate::tracker::DEFAULT_NAMESPACE.to_owned(),
+            statuses: BTreeMap::new(),
+            evidence: Evidence::Complete,
+            budget: PassBudget::default(),
+        }
+    }
+}
+
+/// The rendered apps a live plan reads: owned (the CLI's [`RenderOutput`]) or shared with the
+/// agent's analysis cache ([`SharedApps`]). The agent's first deploy and every drift check plan
+/// every app; sharing them keeps one copy of the render instead of two.
+pub trait RenderedApps: Sync {
+    type App: AppRender;
+    /// Sorted by [`AppRef`].
+    fn apps(&self) -> &[Self::App];
+    /// Diagnostics not tied to one app.
+    fn diagnostics(&self) -> &[Diagnostic];
+}
+
+impl RenderedApps for RenderOutput {
+    type App = RenderedApp;
+    fn apps(&self) -> &[RenderedApp] {
+        &self.apps
+    }
+    fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+}
+
+/// Apps of a render shared with the analysis cache that made them (the agent's selection):
+/// their objects are packed (compact JSON), parsed one namespace group at a time as planned.
+#[derive(Debug, Clone, Default)]
+pub struct SharedApps {
+    /// Sorted by [`AppRef`].
+    pub apps: Vec<Arc<PackedApp>>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl RenderedApps for SharedApps {
+    type App = Arc<PackedApp>;
+    fn apps(&self) -> &[Arc<PackedApp>] {
+        &self.apps
+    }
+    fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+}
+
+/// A plan with what it was computed from, ready to apply.
+#[derive(Debug, Clone)]
+pub struct LivePlan {
+    pub plan: Plan,
+    pub observations: Vec<AppObservation>,
+    pub orphans: Vec<OrphanObservation>,
+    /// Per app, the health of the live objects it renders (apps nothing rates are absent).
+    pub health: BTreeMap<AppRef, AppHealth>,
+    /// The status CUE health was rated with, for [`read_health`].
+    pub statuses: BTreeMap<AppRef, Vec<ComponentStatus>>,
+}
+
+impl LivePlan {
+    /// This plan without the apps in `apps` (those a workflow applies), for a whole apply of
+    /// the rest.
+    pub fn without(&self, apps: &BTreeMap<AppRef, Application>) -> LivePlan {
+        let mut rest = self.clone();
+        rest.plan
+            .apps
+            .retain(|app_plan| !apps.contains_key(&app_plan.app));
+        rest.observations
+            .retain(|observation| !apps.contains_key(&observation.desired.app));
+        rest
+    }
+}
