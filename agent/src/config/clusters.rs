@@ -31,6 +31,16 @@ pub struct ClusterConfig {
     pub labels: BTreeMap<String, String>,
 }
 
+impl ClusterConfig {
+    /// This cluster as topology placement sees it (its name and labels).
+    pub fn registered(&self) -> reconcile::placement::RegisteredCluster<'_> {
+        reconcile::placement::RegisteredCluster {
+            name: &self.name,
+            labels: &self.labels,
+        }
+    }
+}
+
 /// Checks every cluster of the registry.
 pub(super) fn check_clusters(
     checker: &mut Checker<'_>,

@@ -5,7 +5,7 @@
 //! these modules.
 
 pub mod approval;
-pub mod digest;
+pub use reconcile::digest;
 pub mod drift_issues;
 pub mod hold;
 pub mod live_time;

@@ -308,9 +308,14 @@ pub fn step_targets<'a>(
                 continue;
             }
             let reachable = reachable.flatten();
+            let registry: Vec<_> = fleet
+                .registry
+                .iter()
+                .map(ClusterConfig::registered)
+                .collect();
             let placements = match placement::placements(
                 &reachable.as_deref().into_iter().collect::<Vec<_>>(),
-                &fleet.registry,
+                &registry,
                 &app_ref.namespace,
             ) {
                 Ok(placements) => placements,

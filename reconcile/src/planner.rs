@@ -501,7 +501,7 @@ pub fn plan_app(
     if plan.diagnostics.len() > desired.diagnostics.len() {
         plan.changes.clear();
     } else {
-        plan.digest = Some(crate::review::digest::app_digest(desired, live));
+        plan.digest = Some(crate::digest::app_digest(desired, live));
     }
     plan
 }
@@ -530,7 +530,7 @@ pub fn plan_app_deletion(
         changes,
         diagnostics,
         health: None,
-        digest: Some(crate::review::digest::deletion_digest(app, live)),
+        digest: Some(crate::digest::deletion_digest(app, live)),
     }
 }
 

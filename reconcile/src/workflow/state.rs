@@ -83,7 +83,7 @@ pub struct StepState {
 }
 
 impl StepState {
-    pub(crate) fn pending() -> StepState {
+    pub fn pending() -> StepState {
         StepState {
             phase: StepPhase::Pending,
             started_at: None,

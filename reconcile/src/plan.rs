@@ -127,9 +127,9 @@ pub struct AppPlan {
     /// The health of the app's live objects when the plan was made (live plans only; `None`
     /// offline, for apps being deleted, and when nothing rates the app's objects).
     pub health: Option<crate::health::AppHealth>,
-    /// The plan's digest ([`crate::review::digest`]): what it was made from. `None` for a
+    /// The plan's digest ([`crate::digest`]): what it was made from. `None` for a
     /// blocked app, which has nothing to apply.
-    pub digest: Option<crate::review::digest::AppDigest>,
+    pub digest: Option<crate::digest::AppDigest>,
 }
 
 /// One object's planned action.

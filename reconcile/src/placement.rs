@@ -15,11 +15,17 @@ use std::collections::BTreeMap;
 
 use analyzer::model::Policy;
 
-use crate::config::ClusterConfig;
-
 /// KubeVela's name for the cluster the control plane runs in. Unless the registry has a
 /// cluster of that name, Driftless maps it to the registry's first cluster.
 pub const LOCAL_CLUSTER: &str = "local";
+
+/// A cluster of the registry as placement sees it: its name and labels (the agent's
+/// `ClusterConfig` also knows how to connect to it, which placement does not need).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegisteredCluster<'a> {
+    pub name: &'a str,
+    pub labels: &'a BTreeMap<String, String>,
+}
 
 /// One cluster and namespace an app is deployed to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -48,12 +54,12 @@ pub enum PlacementError {
 /// is no cluster to place on.
 pub fn placements(
     policies: &[&Policy],
-    registry: &[ClusterConfig],
+    registry: &[RegisteredCluster<'_>],
     app_namespace: &str,
 ) -> Result<Vec<Placement>, PlacementError> {
     let local = registry
         .first()
-        .map(|cluster| cluster.name.clone())
+        .map(|cluster| cluster.name.to_owned())
         .ok_or(PlacementError::NoClusters)?;
     let topologies: Vec<&&Policy> = policies
         .iter()
@@ -121,7 +127,7 @@ pub fn placements(
                         .iter()
                         .all(|(key, value)| cluster.labels.get(key) == Some(value))
                 })
-                .map(|cluster| cluster.name.clone())
+                .map(|cluster| cluster.name.to_owned())
                 .collect()
         } else {
             vec![local.clone()]
@@ -148,16 +154,12 @@ pub fn placements(
 mod tests {
     use super::*;
 
-    fn cluster(name: &str, labels: &[(&str, &str)]) -> ClusterConfig {
-        ClusterConfig {
-            name: name.to_owned(),
-            kubeconfig: None,
-            context: None,
-            labels: labels
-                .iter()
-                .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
-                .collect(),
-        }
+    fn cluster(name: &str, labels: &[(&str, &str)]) -> (String, BTreeMap<String, String>) {
+        let labels = labels
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect();
+        (name.to_owned(), labels)
     }
 
     fn topology(name: &str, properties: serde_json::Value) -> Policy {
@@ -168,7 +170,7 @@ mod tests {
         }
     }
 
-    fn registry() -> Vec<ClusterConfig> {
+    fn registry() -> Vec<(String, BTreeMap<String, String>)> {
         vec![
             cluster("hub", &[("env", "prod")]),
             cluster("east", &[("env", "prod"), ("region", "east")]),
@@ -178,7 +180,12 @@ mod tests {
 
     fn resolve(policies: &[Policy]) -> Result<Vec<(String, String)>, PlacementError> {
         let refs: Vec<&Policy> = policies.iter().collect();
-        placements(&refs, &registry(), "app-ns").map(|placements| {
+        let registry = registry();
+        let registry: Vec<RegisteredCluster<'_>> = registry
+            .iter()
+            .map(|(name, labels)| RegisteredCluster { name, labels })
+            .collect();
+        placements(&refs, &registry, "app-ns").map(|placements| {
             placements
                 .into_iter()
                 .map(|placement| (placement.cluster, placement.namespace))
