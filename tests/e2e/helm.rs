@@ -8,7 +8,9 @@
 //!   impersonate the ServiceAccount a source names and no other (asked of the apiserver's
 //!   authorizer), and `helm uninstall` removes the cluster-scoped objects;
 //! - the chart and the kustomize base in `deploy/` describe the same agent: the same pod spec,
-//!   replicas and strategy, and the same ClusterRole rules.
+//!   replicas and strategy, and the same ClusterRole rules;
+//! - the installed chart's agent deploys `examples/repo` from the local Gitea ([`deploys`], which
+//!   plays the kubelet for one of the chart's pods).
 //!
 //! Building helm takes minutes cold, so these tests build nothing: without a helm they pass
 //! after saying so on stderr, and `hack/helm-e2e.sh` builds helm and runs them.
@@ -30,6 +32,8 @@ use serde_json::Value;
 use crate::rbac::{Impersonation, may_impersonate};
 use crate::support::agent::wait_for;
 use crate::support::cluster::{TestCluster, TestNamespace, WAIT, hack_script};
+
+mod deploys;
 
 const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/helm/driftless");
 

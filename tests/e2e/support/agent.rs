@@ -104,11 +104,16 @@ impl AgentProcess {
         for (name, value) in env {
             command.env(name, value);
         }
+        Self::spawn(command, config.with_extension("log"), port)
+    }
+
+    /// Spawns `command` (a `driftless agent` whose stderr goes to `log`) serving on `port`.
+    pub fn spawn(mut command: Command, log: PathBuf, port: u16) -> Result<AgentProcess> {
         let child = command.spawn().context("starting driftless agent")?;
         Ok(AgentProcess {
             child,
             base: format!("http://127.0.0.1:{port}"),
-            log: config.with_extension("log"),
+            log,
         })
     }
 
