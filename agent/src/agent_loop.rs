@@ -60,6 +60,7 @@ use crate::forge::{CommitStatus, Forge, ForgeError, PullRequest, StatusState};
 use crate::live;
 use crate::metrics::{ApiTarget, ErrorKind, Metrics};
 use crate::notify::Notifier;
+use crate::notify::events::EventRecorder;
 use crate::plan::{Action, Plan};
 use crate::prune_guard::{self, Approval, Evidence, PassBudget};
 use crate::report::{MarkdownOptions, plan_human, plan_markdown};
@@ -188,8 +189,13 @@ pub async fn run(
         shutdown_rx.clone(),
     )
     .map_err(AgentError::NotifierStartFailed)?;
+    let events = EventRecorder::new(
+        cluster.clone(),
+        shards.as_ref().map_or("driftless", |shards| shards.me()),
+    );
     let shared = Arc::new(Shared {
         notifier,
+        events,
         metrics: metrics.clone(),
         plans: plans.clone(),
         ui: ui.clone(),
@@ -394,6 +400,8 @@ fn source_cluster(
 struct Shared {
     /// Slack, Teams and webhook channels.
     notifier: Notifier,
+    /// Kubernetes Events about failing apps.
+    events: EventRecorder,
     metrics: Arc<Metrics>,
     plans: PlanStore,
     /// What the web UI shows of each app, and its requests (a resumed workflow).
@@ -1087,6 +1095,7 @@ impl SourceWorker {
                     _ => {
                         self.shared.metrics.record_error(ErrorKind::Apply);
                         tracing::warn!(%description, "app failed");
+                        self.shared.events.deploy_failed(app, description);
                         failed.push(app.to_string());
                     }
                 }
@@ -1158,6 +1167,7 @@ impl SourceWorker {
                 summary = held.message.clone();
                 let page = self.page_url(&commit);
                 self.shared.notifier.prune_held(&self.config.name, commit.as_str(), &held.message, page);
+                self.shared.events.prunes_held(&whole_plan, &held.message);
                 let seen = self.stored_approval().await;
                 self.awaiting_approval = Some((commit.clone(), seen));
             }
@@ -1519,6 +1529,9 @@ impl SourceWorker {
                 commit.as_str(),
                 &live_plan.plan,
             );
+            self.shared
+                .events
+                .drift_checked(&live_plan.plan, commit.short());
             let mut drifted = Vec::new();
             for app_plan in &live_plan.plan.apps {
                 let has_drift = app_plan

@@ -381,6 +381,44 @@ pub(crate) async fn delete_lease(
     }
 }
 
+/// Records a Kubernetes Event (`notify::events`): creates `event`, or, with `repeat` set to the
+/// count and time of its latest occurrence, patches the existing Event of that name as
+/// kubectl's event recorder does. An Event that expired meanwhile (the apiserver keeps them
+/// an hour) is created again, with the count so far. Events are not in the watch cache.
+///
+/// # Errors
+/// The apiserver refused the Event (its namespace is gone, RBAC) or could not be reached.
+pub(crate) async fn event(
+    cluster: &Cluster,
+    event: &k8s_openapi::api::core::v1::Event,
+    repeat: bool,
+) -> Result<(), kube::Error> {
+    use k8s_openapi::api::core::v1::Event;
+    let namespace = event.metadata.namespace.as_deref().unwrap_or("default");
+    let name = event.metadata.name.as_deref().unwrap_or_default();
+    let events: Api<Event> = Api::namespaced(cluster.client().clone(), namespace);
+    if repeat {
+        let patch = serde_json::json!({
+            "count": event.count,
+            "lastTimestamp": event.last_timestamp,
+            "message": event.message,
+        });
+        cluster.throttle().await;
+        #[allow(clippy::disallowed_methods, reason = "the writer")]
+        let patched = events
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await;
+        match patched {
+            Err(error) if has_status(&error, 404) => {}
+            other => return other.map(drop),
+        }
+    }
+    cluster.throttle().await;
+    #[allow(clippy::disallowed_methods, reason = "the writer")]
+    let created = events.create(&PostParams::default(), event).await;
+    created.map(drop)
+}
+
 /// Creates the namespace of the records when it does not exist (server-side apply, idempotent).
 async fn ensure_namespace(cluster: &Cluster, namespace: &str) -> Result<(), kube::Error> {
     let namespaces: Api<Namespace> = Api::all(cluster.client().clone());

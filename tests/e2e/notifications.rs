@@ -1,15 +1,16 @@
 //! Notifications end to end: the agent, deploying to the real cluster, tells a local HTTP
 //! receiver (standing in for Slack and a generic webhook) about a failed deploy and about
 //! drift made by hand, with no Secret value, channel URL or token in any message or log line.
-//! The same run checks the per-app sync metrics and the apiserver requests counted by verb and
-//! code.
+//! The same run checks the per-app sync metrics, the apiserver requests counted by verb and
+//! code, and the Kubernetes Events about the apps: one for the failed deploy and one for the
+//! drift, which repeated drift checks aggregate rather than repeat, with no Secret value.
 
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, ensure};
 use axum::http::HeaderMap;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Event, Secret};
 use kube::Api;
 use serde_json::{Value, json};
 
@@ -231,6 +232,41 @@ cacheDir: {cache}
     })
     .await?;
 
+    // Kubernetes Events about the apps, in their namespace.
+    let events: Api<Event> = Api::namespaced(cluster.client.clone(), ns);
+    let events_of = |app: &'static str, reason: &'static str| {
+        let events = events.clone();
+        async move {
+            let list = events.list(&Default::default()).await?;
+            Ok::<_, anyhow::Error>(
+                list.items
+                    .into_iter()
+                    .filter(|event| {
+                        event.involved_object.kind.as_deref() == Some("Application")
+                            && event.involved_object.name.as_deref() == Some(app)
+                            && event.reason.as_deref() == Some(reason)
+                    })
+                    .collect::<Vec<Event>>(),
+            )
+        }
+    };
+    let failed_event = wait_for("a DeployFailed Event about the broken app", || async {
+        Ok(events_of("broken", "DeployFailed")
+            .await?
+            .into_iter()
+            .next())
+    })
+    .await?;
+    let message = failed_event.message.unwrap_or_default();
+    ensure!(
+        message.contains("no-such-component-type"),
+        "the Event does not say why: {message}"
+    );
+    wait_for("a DriftFound Event about the vault app", || async {
+        Ok(events_of("vault", "DriftFound").await?.into_iter().next())
+    })
+    .await?;
+
     // The same agent's metrics: per-app sync state (the drifted and the blocked app out of
     // sync, the untouched one in sync) and the apiserver requests by verb and code.
     let source = format!("notify-{nanos:x}");
@@ -262,6 +298,27 @@ cacheDir: {cache}
             text.contains(&prefix),
             "no {verb} request answered 200 counted:\n{text}"
         );
+    }
+
+    // Several drift checks later, still one drift Event: repeats are aggregated.
+    wait_for("three drift checks finding the drift", || async {
+        Ok((agent.log_text()?.matches("drift found").count() >= 3).then_some(()))
+    })
+    .await?;
+    let drift_events = events_of("vault", "DriftFound").await?;
+    ensure!(
+        drift_events.len() == 1,
+        "repeated drift made {} Events: {drift_events:#?}",
+        drift_events.len()
+    );
+    for event in events.list(&Default::default()).await?.items {
+        let text = serde_json::to_string(&event)?;
+        for secret in [SECRET_VALUE, HAND_SET_VALUE] {
+            ensure!(
+                !text.contains(secret),
+                "an Event holds a Secret value: {text}"
+            );
+        }
     }
 
     let log = agent.stop_checked(&[URL_SECRET, WEBHOOK_TOKEN, SECRET_VALUE, HAND_SET_VALUE])?;

@@ -12,6 +12,7 @@
 //! Channel URLs and tokens are [`crate::config::Secret`]s: they reach only the request, and
 //! errors are logged without the URL. Message texts carry no Secret value (see [`message`]).
 
+pub mod events;
 pub mod message;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
