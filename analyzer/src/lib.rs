@@ -72,7 +72,7 @@ pub use check::{
 pub use definitions::{BUILTIN_PREFIX, Definitions};
 pub use diagnostic::{Diagnostic, Label, Severity};
 #[doc(hidden)]
-pub use load::{load_only, yaml_fast_path_mismatch};
+pub use load::{load_only, yaml_fast_path_mismatch, yaml_options};
 pub use model::{Definition, DefinitionKind};
 pub use packed::{AppRender, ObjectsForm, PackedApp, PackedObject, PackedObjects};
 pub use snapshot::{Embedding, Location, Snapshot, SourceFile, SourceMap};

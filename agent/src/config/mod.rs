@@ -217,10 +217,12 @@ impl Config {
         env: &Environment,
     ) -> Result<Config, ConfigError> {
         let file: ConfigFile =
-            serde_saphyr::from_str(text).map_err(|error| ConfigError::ParseFailed {
-                path: path.to_owned(),
-                message: error.to_string(),
-            })?;
+            serde_saphyr::from_str_with_options(text, analyzer::yaml_options(text)).map_err(
+                |error| ConfigError::ParseFailed {
+                    path: path.to_owned(),
+                    message: error.to_string(),
+                },
+            )?;
         file.check(base_dir, env)
             .map_err(|problems| ConfigError::Invalid {
                 path: path.to_owned(),

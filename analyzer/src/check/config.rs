@@ -101,8 +101,9 @@ impl AnalysisConfig {
     /// # Errors
     /// When the YAML does not parse, a rule id is unknown, or a glob is invalid.
     pub fn from_agent_config(text: &str) -> Result<AnalysisConfig, ConfigError> {
-        let view: AgentConfigView = serde_saphyr::from_str(text)
-            .map_err(|error| ConfigError::ParseFailed(error.to_string()))?;
+        let view: AgentConfigView =
+            serde_saphyr::from_str_with_options(text, crate::load::yaml_options(text))
+                .map_err(|error| ConfigError::ParseFailed(error.to_string()))?;
         let mut config = view.analysis.unwrap_or_default();
         config.known_clusters = view
             .clusters

@@ -209,12 +209,25 @@ pub(crate) fn fast_path_mismatch(text: &str) -> Option<String> {
     }
 }
 
+/// serde-saphyr's options for reading `text`: its defaults, except that a run of comment lines
+/// of any length may sit where the parser looks ahead (between a key and its value, say).
+/// serde-saphyr's default stops at 32 such comments with "too many buffered comments", where
+/// go-yaml, and so KubeVela, reads the file; a comment is at least one byte, so the input's
+/// length bounds the buffer.
+pub fn saphyr_options(text: &str) -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_buffered_comment_events = budget.max_buffered_comment_events.max(text.len());
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options
+}
+
 /// [`parse_documents`] by serde-saphyr alone, repeated keys kept last with a warning each.
 fn parse_documents_with_serde_saphyr(
     file: FileId,
     text: &str,
 ) -> Result<(Vec<YamlDocument>, Vec<YamlWarning>), YamlError> {
-    let mut options = serde_saphyr::Options::default();
+    let mut options = saphyr_options(text);
     // Every entry reaches the visitor, which keeps the last of repeated keys as go-yaml does.
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
     let nodes: Vec<Node> =
@@ -571,6 +584,32 @@ mod tests {
             line_col(text, doc.positions.value_span("/spec/components/0"))
         );
         assert_eq!(doc.positions.value_span(image).file, FileId(3));
+    }
+
+    /// go-yaml reads a long run of comments where the parser looks ahead; serde-saphyr's default
+    /// budget stopped at 32 ("too many buffered comments"). Both loaders must read it: the
+    /// anchor sends the file to serde-saphyr, the fuzzer's input went through the fast path.
+    #[test]
+    fn long_comment_runs_are_read_by_both_loaders() {
+        let comments: String = (0..200).map(|i| format!("  # note {i}\n")).collect();
+        let app = format!(
+            "kind: Application\nspec:\n{comments}  components:\n{comments}  - name: web\n    \
+             properties: {{image: &image nginx}}\n"
+        );
+        let documents = parse_documents(FileId(0), &app).unwrap();
+        assert_eq!(
+            documents[0].value["spec"]["components"][0]["properties"]["image"],
+            "nginx"
+        );
+        let fuzzed = "aompone.ts:\n    type:aompone.ts:\n #\n#\n#\n#|\n##\n#\n#\n#|\n#\n\n\n\n#\n\n\n\n#\n\n#\n#\n#\n#|\n##\n#\n#\n#|\n#\n\n#\n\n\n\n#\n\n#\n#\n#\n#|\n##\n#pone.ts:\n #\n#\n#\n#|\n##\n#\n#\n#|\n#\n\n\n\n#\n\n\n\n#\n\n#\n#\n#\n#|\n##\n#\n#\n#|   - #   \n     ervice";
+        assert_eq!(fast_path_mismatch(fuzzed), None);
+        let documents = parse_documents_with_serde_saphyr(FileId(0), fuzzed)
+            .unwrap()
+            .0;
+        assert_eq!(
+            documents[0].value["aompone.ts"]["type:aompone.ts"],
+            "ervice"
+        );
     }
 
     #[test]
