@@ -33,6 +33,7 @@ mod reads;
 mod span;
 
 pub use error::{Error, ErrorKind};
+pub use eval::builtins::yaml_options;
 pub use eval::{Budget, Deadline, Evaluator, Injection, Value};
 pub use exported::{Constraint, Exported, ExportedField, KindSet};
 pub use parser::{Parsed, parse_file};

@@ -213,7 +213,7 @@ pub fn load_only(snapshot: &Snapshot, builtins: &Definitions) -> (usize, usize) 
     (loaded.apps.len(), loaded.diagnostics.len())
 }
 
-pub use yaml::saphyr_options as yaml_options;
+pub use cue::yaml_options;
 
 /// Where the loader's YAML fast path and serde-saphyr disagree on `text`: `None` when they
 /// agree or the fast path leaves the file to serde-saphyr, else both results. For the

@@ -209,25 +209,12 @@ pub(crate) fn fast_path_mismatch(text: &str) -> Option<String> {
     }
 }
 
-/// serde-saphyr's options for reading `text`: its defaults, except that a run of comment lines
-/// of any length may sit where the parser looks ahead (between a key and its value, say).
-/// serde-saphyr's default stops at 32 such comments with "too many buffered comments", where
-/// go-yaml, and so KubeVela, reads the file; a comment is at least one byte, so the input's
-/// length bounds the buffer.
-pub fn saphyr_options(text: &str) -> serde_saphyr::Options {
-    let mut budget = serde_saphyr::Budget::default();
-    budget.max_buffered_comment_events = budget.max_buffered_comment_events.max(text.len());
-    let mut options = serde_saphyr::Options::default();
-    options.budget = Some(budget);
-    options
-}
-
 /// [`parse_documents`] by serde-saphyr alone, repeated keys kept last with a warning each.
 fn parse_documents_with_serde_saphyr(
     file: FileId,
     text: &str,
 ) -> Result<(Vec<YamlDocument>, Vec<YamlWarning>), YamlError> {
-    let mut options = saphyr_options(text);
+    let mut options = cue::yaml_options(text);
     // Every entry reaches the visitor, which keeps the last of repeated keys as go-yaml does.
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
     let nodes: Vec<Node> =

@@ -8,7 +8,7 @@
 //! - `node.rs`: the owned result tree a [`Value`] wraps, with JSON and syntax-like export.
 
 mod budget;
-mod builtins;
+pub(crate) mod builtins;
 mod compile;
 mod decimal;
 mod engine;

@@ -145,8 +145,8 @@ pub(super) fn yaml(a: &mut Args<'_, '_>) -> Result<R, Error> {
         "yaml.Unmarshal" => {
             a.arity(1)?;
             let s = a.str(0)?;
-            let j: serde_json::Value =
-                serde_saphyr::from_str(&s).map_err(|e| a.fail(format!("yaml: {e}")))?;
+            let j: serde_json::Value = serde_saphyr::from_str_with_options(&s, yaml_options(&s))
+                .map_err(|e| a.fail(format!("yaml: {e}")))?;
             R::V(a.engine.json_vertex(&j, span))
         }
         _ => {
@@ -210,4 +210,17 @@ pub fn vertex_json(
     }
     let atom = engine.concrete(R::V(v), span)?;
     Ok(atom.to_json())
+}
+
+/// serde-saphyr's options for reading `text`: its defaults, except that a run of comment lines
+/// of any length may sit where the parser looks ahead (between a key and its value, say).
+/// serde-saphyr's default stops at 32 such comments with "too many buffered comments", where
+/// go-yaml, and so KubeVela, reads the file; a comment is at least one byte, so the input's
+/// length bounds the buffer.
+pub fn yaml_options(text: &str) -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_buffered_comment_events = budget.max_buffered_comment_events.max(text.len());
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options
 }

@@ -8,6 +8,7 @@
 //! three `encoding/` packages, `more.rs`).
 
 mod encoding;
+pub use encoding::yaml_options;
 mod list;
 mod math;
 mod more;
