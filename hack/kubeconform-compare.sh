@@ -16,7 +16,8 @@
 #
 # Environment: DRIFTLESS_BIN, LOADGEN_BIN (reuse built binaries; otherwise a release build in
 # target-kubeconform-compare), DRIFTLESS_CACHE (default $HOME/.cache/driftless), KEEP=1 keeps the
-# work directory. Timing: wall and CPU (user+sys) from /usr/bin/time, best of RUNS (default 3).
+# work directory. Timing: wall and CPU (user+sys) from /usr/bin/time, best of RUNS (default 3),
+# the two tools alternated.
 set -euo pipefail
 
 N=${1:-10000}
@@ -128,33 +129,41 @@ say "rendering them to $WORK/objects.yaml"
 OBJECTS=$(grep -c '^kind: ' "$WORK/objects.yaml" || true)
 ((OBJECTS > 0)) || die "no objects rendered"
 
-# best_of LABEL CMD...: runs CMD RUNS times; prints "wall cpu" (seconds) of the fastest run.
-best_of() {
-  local label=$1 best="" line
+# timed LABEL CMD...: runs CMD once; prints "wall cpu" (seconds).
+timed() {
+  local label=$1
   shift
-  for ((i = 0; i < RUNS; i++)); do
-    /usr/bin/time -f '%e %U %S' -o "$WORK/time" "$@" >"$WORK/out" 2>"$WORK/err" || {
-      # Both tools exit 1 when they find problems; the generated apps must have none.
-      tail -n 5 "$WORK/out" "$WORK/err" >&2
-      die "$label failed"
-    }
-    line=$(tail -n 1 "$WORK/time" | awk '{printf "%.2f %.2f", $1, $2 + $3}')
-    say "$label run $((i + 1)): wall/cpu $line s"
-    if [[ -z $best ]] || awk -v a="$line" -v b="$best" 'BEGIN { split(a, x, " "); split(b, y, " "); exit !(x[1] < y[1]) }'; then
-      best=$line
-    fi
-  done
-  printf '%s\n' "$best"
+  /usr/bin/time -f '%e %U %S' -o "$WORK/time" "$@" >"$WORK/out" 2>"$WORK/err" || {
+    # Both tools exit 1 when they find problems; the generated apps must have none.
+    tail -n 5 "$WORK/out" "$WORK/err" >&2
+    die "$label failed"
+  }
+  tail -n 1 "$WORK/time" | awk '{printf "%.2f %.2f", $1, $2 + $3}'
+}
+faster() { # A B: the "wall cpu" pair of the two with the lower wall time ("" counts as slowest)
+  if [[ -z $2 ]] || awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); exit !(x[1] < y[1]) }'; then
+    printf '%s\n' "$1"
+  else
+    printf '%s\n' "$2"
+  fi
 }
 
-# kubeconform reads the rendered objects and validates them (strict: unknown fields are errors,
-# as in driftless' schema-violation). -n 2: the machine's cores.
-KC=$(best_of kubeconform "$KUBECONFORM" -strict -summary -n 2 \
-  -schema-location "$SCHEMAS/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$WORK/objects.yaml")
-grep -q 'Invalid: 0, Errors: 0' "$WORK/out" || die "kubeconform found problems: $(tail -n 3 "$WORK/out")"
-# driftless reads the repository and does everything: load, render, every rule, OpenAPI
-# validation (--summary-only is not a thing: the JSON diagnostics are the output).
-DL=$(best_of "driftless analyze" "$DRIFTLESS_BIN" analyze "$WORK/repo" -o json)
+# The two alternate RUNS times, so that other load on the machine weighs on both alike; each keeps
+# its fastest run. kubeconform reads the rendered objects and validates them (strict: unknown
+# fields are errors, as in driftless' schema-violation; -n 2: the machine's cores). driftless
+# reads the repository and does everything: load, render, every rule, OpenAPI validation (the
+# JSON diagnostics are the output).
+KC="" DL=""
+for ((i = 1; i <= RUNS; i++)); do
+  line=$(timed kubeconform "$KUBECONFORM" -strict -summary -n 2 \
+    -schema-location "$SCHEMAS/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$WORK/objects.yaml")
+  grep -q 'Invalid: 0, Errors: 0' "$WORK/out" || die "kubeconform found problems: $(tail -n 3 "$WORK/out")"
+  say "kubeconform run $i: wall/cpu $line s"
+  KC=$(faster "$line" "$KC")
+  line=$(timed "driftless analyze" "$DRIFTLESS_BIN" analyze "$WORK/repo" -o json)
+  say "driftless analyze run $i: wall/cpu $line s"
+  DL=$(faster "$line" "$DL")
+done
 
 row() { # NAME WALL CPU
   awk -v name="$1" -v wall="$2" -v cpu="$3" -v n="$OBJECTS" -v apps="$N" 'BEGIN {
@@ -166,4 +175,4 @@ echo "|---|---|---|---|---|---|"
 row "kubeconform $("$KUBECONFORM" -v) \`-strict -n 2\` on the rendered objects (parse + validate)" $KC
 row "\`driftless analyze -o json\` on the repository (load + render + all rules + validation)" $DL
 echo
-echo "$N apps, $OBJECTS objects; best of $RUNS; load average $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "$N apps, $OBJECTS objects; best of $RUNS alternated runs; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%Y-%m-%dT%H:%MZ)"

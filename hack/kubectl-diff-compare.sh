@@ -14,9 +14,9 @@
 # the table gives the medians.
 #
 # The cluster is the local kwok control plane of hack/cluster.sh, under its own name
-# (`peers`), stopped at the end. kubectl comes from PATH (KUBECTL to override).
-# Env: CARGO_TARGET_DIR (default target), SCALE_BIN_DIR (use the binaries there, build nothing),
-# SCALE_WORK (default /tmp/driftless-scale).
+# (CLUSTER_NAME, default `peers`), stopped at the end. kubectl comes from PATH (KUBECTL to
+# override). Env: ROUNDS, CARGO_TARGET_DIR (default target), SCALE_BIN_DIR (use the binaries
+# there, build nothing), SCALE_WORK (default /tmp/driftless-scale).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,7 +24,7 @@ cd "$ROOT"
 N=${1:-1000}
 ROUNDS=${ROUNDS:-3}
 NAMESPACES=10
-CLUSTER=peers
+CLUSTER=${CLUSTER_NAME:-peers}
 WORK=${SCALE_WORK:-/tmp/driftless-scale}/kubectl-diff
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 KUBECTL=${KUBECTL:-kubectl}
