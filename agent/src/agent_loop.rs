@@ -828,13 +828,8 @@ impl SourceWorker {
         let apply = purpose == PlanPurpose::Apply;
         let started = Instant::now();
         let cluster = &self.cluster;
-        // Each manifest is parsed once, for the policies, the status CUE and the workflows,
-        // and only workflow apps keep theirs.
-        let inputs = live::plan_inputs(
-            &*rendered.output,
-            &rendered.sources,
-            &self.shared.definitions,
-        );
+        // The policies, status CUE and workflows the render took from each manifest.
+        let inputs = live::plan_inputs(&*rendered.output);
         note_memory("plan inputs");
         let mut policies = inputs.policies;
         if purpose == PlanPurpose::Preview {

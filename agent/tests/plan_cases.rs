@@ -93,9 +93,9 @@ fn plan_case(desired_file: &Path) -> datatest_stable::Result<()> {
         cluster_version: analyzer::ClusterVersion::release(1, 34),
         ..analyzer::RenderOptions::default()
     };
-    let (output, sources) =
+    let (output, _) =
         analyzer::render_snapshot(&snapshot, &Definitions::builtin(), &render_options);
-    let policies = agent::live::policies_from_sources(&output, &sources);
+    let policies = agent::live::policies(&output);
 
     let mut live = LiveObjects::default();
     for object in documents(dir, "live.yaml")? {

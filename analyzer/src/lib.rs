@@ -49,6 +49,7 @@
 // large but built once per problem, never on a hot path.
 #![allow(clippy::result_large_err)]
 
+mod app_inputs;
 pub mod boundary;
 mod cache;
 mod check;
@@ -61,7 +62,9 @@ mod render;
 pub mod rules;
 pub mod schema;
 mod snapshot;
+pub mod status;
 
+pub use app_inputs::AppInputs;
 pub use cache::{
     AnalysisCache, BlobId, CacheStats, Chunked, FileChange, SharedOutput, analyze_changes,
     analyze_snapshot_incremental, analyze_snapshot_shared, analyze_snapshot_shared_with_ids,
@@ -347,6 +350,10 @@ pub struct RenderedApp<O = Vec<RenderedObject>> {
     /// SHA-256 over the app's inputs (its manifest and the definitions it uses), hex. Equal
     /// hashes mean equal renders, so unchanged apps can be skipped.
     pub input_hash: String,
+    /// What a plan reads of the manifest besides the objects (policies, status inputs, the
+    /// workflow), taken when it was loaded. Empty in a placement's render
+    /// ([`render_placements`]): its app's own render carries them.
+    pub inputs: AppInputs,
 }
 
 impl<O> RenderedApp<O> {

@@ -230,6 +230,7 @@ impl<O: ObjectsForm> RenderedApp<O> {
             objects: P::from_values(self.objects.into_values()),
             diagnostics: self.diagnostics,
             input_hash: self.input_hash,
+            inputs: self.inputs,
         }
     }
 
@@ -241,6 +242,7 @@ impl<O: ObjectsForm> RenderedApp<O> {
             objects: self.objects.values().into_owned(),
             diagnostics: self.diagnostics.clone(),
             input_hash: self.input_hash.clone(),
+            inputs: self.inputs.clone(),
         }
     }
 }

@@ -44,6 +44,7 @@ mod tests {
             },
             file: cue::FileId(0),
             input_hash: String::new(),
+            inputs: Default::default(),
             objects: objects
                 .into_iter()
                 .map(|object| RenderedObject {

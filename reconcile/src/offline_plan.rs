@@ -76,6 +76,7 @@ mod tests {
             objects,
             diagnostics,
             input_hash: String::new(),
+            inputs: Default::default(),
         }
     }
 

@@ -11,13 +11,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use agent::apply::{AppApplyReport, ApplyOptions, ApplyOutcome};
 use agent::cluster::{Cluster, ClusterOptions};
-use agent::live::{applications_from_sources, policies_of};
+use agent::live::{PlanInputs, plan_inputs};
 use agent::planner::PlanOptions;
 use agent::prune_guard::{Approval, Evidence, PassBudget};
 use agent::report::{DiagnosticStyle, plan_human, render_diagnostics};
 use agent::sync::{
     LiveOptions, LivePlan, WorkflowResult, apply_live_except, driver_options, plan_live_report,
-    plan_live_taking, read_health, run_workflows, uses_workflow,
+    plan_live_taking, read_health, run_workflows,
 };
 use agent::workflow::WorkflowPhase;
 use analyzer::AppRef;
@@ -47,13 +47,13 @@ pub fn plan(
         let mut repo = analyze_repo_for(path, version)?;
         report_render_diagnostics(&repo, style);
         tracing::info!(rss = %memory(), "analyzed");
-        let applications = applications_from_sources(&repo.output, &repo.sources);
+        let inputs = plan_inputs(&repo.output);
         let live_plan = plan_with(
             &cluster,
             cluster_args,
             path,
             &mut repo,
-            &applications,
+            &inputs,
             Purpose::Report,
         )
         .await;
@@ -116,13 +116,13 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
         let mut repo = render_repo_for(&args.path, version)?;
         report_render_diagnostics(&repo, style);
         tracing::info!(rss = %memory(), "rendered");
-        let mut applications = applications_from_sources(&repo.output, &repo.sources);
+        let inputs = plan_inputs(&repo.output);
         let mut live_plan = plan_with(
             &cluster,
             &args.cluster,
             &args.path,
             &mut repo,
-            &applications,
+            &inputs,
             Purpose::Apply {
                 approve_prune: args.approve_prune,
             },
@@ -150,8 +150,7 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
         let mut options = live_options(&args.cluster, &args.path);
         options.evidence = evidence_of(&repo);
         options.budget = budget(args.approve_prune);
-        applications.retain(|_, app| uses_workflow(app));
-        let workflow_apps = applications;
+        let workflow_apps = inputs.workflows;
         let skip: BTreeSet<AppRef> = workflow_apps.keys().cloned().collect();
         let reports = apply_live_except(&cluster, &live_plan, &options, &skip).await;
         let mut text = String::from("\nApply results:\n");
@@ -400,17 +399,17 @@ fn workflow_text(results: &[WorkflowResult], text: &mut String) -> bool {
     failed
 }
 
-/// Plans `repo` against `cluster`, with the policies and status CUE of its `applications`
-/// (the manifests, parsed once for the whole command).
+/// Plans `repo` against `cluster`, with the policies and status CUE its render took from
+/// each manifest (`inputs`).
 async fn plan_with(
     cluster: &Cluster,
     cluster_args: &ClusterArgs,
     path: &Path,
     repo: &mut RenderedRepo,
-    applications: &BTreeMap<AppRef, Application>,
+    inputs: &PlanInputs,
     purpose: Purpose,
 ) -> LivePlan {
-    let policies = policies_of(applications);
+    let policies = inputs.policies.clone();
     let mut options = live_options(cluster_args, path);
     options.evidence = evidence_of(repo);
     options.budget = budget(matches!(
@@ -419,10 +418,9 @@ async fn plan_with(
             approve_prune: true
         }
     ));
-    // Health reads the built-in definitions' status CUE (repository definitions are not
-    // exposed by the render yet).
-    options.statuses =
-        agent::health::status::of_applications(applications, &analyzer::Definitions::builtin());
+    // Health reads the status CUE of the definitions the render used (the repository's own
+    // where it has them).
+    options.statuses = inputs.statuses.clone();
     // The rendered objects move into the plan: nothing after it reads them from the render.
     match purpose {
         Purpose::Apply { .. } => {

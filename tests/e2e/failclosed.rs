@@ -628,12 +628,12 @@ async fn an_object_created_between_plan_and_apply_is_not_taken_over() -> Result<
     )
     .await?;
     let worktree = agent::source::worktree::read_worktree(repo.path())?;
-    let (output, sources) = analyzer::render_snapshot(
+    let (output, _) = analyzer::render_snapshot(
         &worktree.snapshot,
         &analyzer::Definitions::builtin(),
         &analyzer::RenderOptions::default(),
     );
-    let policies = agent::live::policies_from_sources(&output, &sources);
+    let policies = agent::live::policies(&output);
     let mut options = agent::sync::LiveOptions {
         tracker_namespace: repo.tracker_namespace.clone(),
         ..agent::sync::LiveOptions::default()

@@ -1039,7 +1039,7 @@ async fn plan_in_process(
     )
     .await?;
     let worktree = agent::source::worktree::read_worktree(repo.path())?;
-    let (output, sources) = analyzer::render_snapshot(
+    let (output, _) = analyzer::render_snapshot(
         &worktree.snapshot,
         &analyzer::Definitions::builtin(),
         &analyzer::RenderOptions {
@@ -1047,7 +1047,7 @@ async fn plan_in_process(
             ..analyzer::RenderOptions::default()
         },
     );
-    let policies = agent::live::policies_from_sources(&output, &sources);
+    let policies = agent::live::policies(&output);
     let mut options = agent::sync::LiveOptions {
         tracker_namespace: repo.tracker_namespace.clone(),
         ..agent::sync::LiveOptions::default()

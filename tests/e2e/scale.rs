@@ -11,7 +11,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 
 use agent::cluster::{Cluster, ClusterOptions, PrefetchStats};
-use agent::live::policies_from_sources;
+
 use agent::plan::{Action, ObjectRef};
 use agent::planner::Observed;
 use agent::sync::{LiveOptions, apply_live, plan_live};
@@ -57,8 +57,8 @@ async fn unchanged_apps_are_planned_from_one_list_without_dry_runs() -> Result<(
     };
     options.apply.source = Some(format!("e2e-{}", ns.name));
 
-    let (output, sources) = render("blue");
-    let policies = policies_from_sources(&output, &sources);
+    let (output, _) = render("blue");
+    let policies = agent::live::policies(&output);
     let first = plan_live(&live, &output, &policies, None, &options).await;
     let creates = first
         .plan
@@ -233,7 +233,7 @@ async fn unchanged_plan_requests(
     options: &LiveOptions,
     apps: usize,
 ) -> Result<u64> {
-    let (output, sources) = analyzer::render_snapshot(
+    let (output, _) = analyzer::render_snapshot(
         &workload_snapshot(namespace, apps),
         &Definitions::builtin(),
         &RenderOptions {
@@ -241,7 +241,7 @@ async fn unchanged_plan_requests(
             ..RenderOptions::default()
         },
     );
-    let policies = policies_from_sources(&output, &sources);
+    let policies = agent::live::policies(&output);
     let applier = Cluster::connect(&cluster.kubeconfig, None, &ClusterOptions::default()).await?;
     let plan = plan_live(&applier, &output, &policies, None, options).await;
     assert!(!plan.plan.has_errors(), "{:?}", plan.plan);

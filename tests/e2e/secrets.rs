@@ -478,7 +478,7 @@ async fn the_boundary_is_enforced_at_apply_even_without_the_analysis() -> Result
     let other = TestNamespace::new(&cluster, "apply-outside").await?;
     let trackers = TestNamespace::new(&cluster, "apply-trackers").await?;
     let ns = namespace.name.as_str();
-    let (output, sources) = render(vec![(
+    let (output, _) = render(vec![(
         "apps/sneaky.yaml".into(),
         objects_app(
             "sneaky",
@@ -487,7 +487,7 @@ async fn the_boundary_is_enforced_at_apply_even_without_the_analysis() -> Result
         ),
     )]);
     assert!(!output.apps[0].is_blocked(), "no rule ran: {output:?}");
-    let policies = agent::live::policies_from_sources(&output, &sources);
+    let policies = agent::live::policies(&output);
     let mut options = live_options(&trackers.name, &format!("e2e-{ns}"));
     options.apply.boundary = Some(std::sync::Arc::new(SourceBoundary {
         source: "team".into(),
@@ -589,7 +589,7 @@ async fn impersonation_lets_the_apiserver_refuse_what_the_account_may_not_do() -
     let trackers = TestNamespace::new(&cluster, "impersonate-trackers").await?;
     let ns = namespace.name.as_str();
     config_map_deployer(&cluster, ns).await?;
-    let (output, sources) = render(vec![
+    let (output, _) = render(vec![
         (
             "apps/allowed.yaml".into(),
             config_map_app("allowed", ns, "blue"),
@@ -607,7 +607,7 @@ async fn impersonation_lets_the_apiserver_refuse_what_the_account_may_not_do() -
             ),
         ),
     ]);
-    let policies = agent::live::policies_from_sources(&output, &sources);
+    let policies = agent::live::policies(&output);
     let options = live_options(&trackers.name, &format!("e2e-{ns}"));
     let cluster_options = agent::cluster::ClusterOptions::default();
     let own = agent::cluster::Cluster::connect(&cluster.kubeconfig, None, &cluster_options).await?;

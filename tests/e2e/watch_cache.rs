@@ -11,7 +11,7 @@ use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
 
 use agent::cluster::{Cluster, ClusterOptions};
-use agent::live::policies_from_sources;
+
 use agent::plan::Action;
 use agent::sync::{LiveOptions, LivePlan, apply_live, plan_live};
 use analyzer::{ClusterVersion, Definitions, RenderOptions, Snapshot};
@@ -55,7 +55,7 @@ async fn the_watch_cache_plans_unchanged_apps_without_requests_and_sees_out_of_b
 -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let ns = TestNamespace::new(&cluster, "watch-cache").await?;
-    let (output, sources) = analyzer::render_snapshot(
+    let (output, _) = analyzer::render_snapshot(
         &snapshot(&ns.name),
         &Definitions::builtin(),
         &RenderOptions {
@@ -63,7 +63,7 @@ async fn the_watch_cache_plans_unchanged_apps_without_requests_and_sees_out_of_b
             ..RenderOptions::default()
         },
     );
-    let policies = policies_from_sources(&output, &sources);
+    let policies = agent::live::policies(&output);
     let mut options = LiveOptions {
         tracker_namespace: ns.name.clone(),
         ..LiveOptions::default()

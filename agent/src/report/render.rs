@@ -110,6 +110,7 @@ mod tests {
                 ],
                 diagnostics: Vec::new(),
                 input_hash: String::new(),
+                inputs: Default::default(),
             }],
             diagnostics: Vec::new(),
         }

@@ -35,8 +35,8 @@ pub use plan_live::{
 };
 pub use read_health::read_health;
 pub use workflows::{
-    WorkflowResult, driver_options, rollout_plans, run_workflows, uses_workflow, workflow_apps,
-    workflow_reports, workflow_warnings,
+    WorkflowResult, driver_options, rollout_plans, run_workflows, uses_workflow, workflow_reports,
+    workflow_warnings,
 };
 
 /// Knobs of a live plan and apply.

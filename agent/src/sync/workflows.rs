@@ -4,13 +4,12 @@
 use std::collections::BTreeMap;
 
 use analyzer::model::{Application, Policy};
-use analyzer::{AppRef, AppRender, SourceMap};
+use analyzer::{AppRef, AppRender};
 use serde_json::Value;
 
 use super::{LiveOptions, LivePlan, RenderedApps};
 use crate::apply::{AppApplyReport, ApplyOutcome};
 use crate::cluster::Cluster;
-use crate::live::applications_from_sources;
 use crate::observe::{self, AppObservation};
 use crate::planner::{self, Prune};
 use crate::prune_guard::Evidence;
@@ -274,17 +273,6 @@ pub fn driver_options(options: &LiveOptions, wait: std::time::Duration) -> Drive
         wait,
         poll: std::time::Duration::from_secs(1),
     }
-}
-
-/// The apps of a render that run a workflow ([`uses_workflow`]), with their manifests.
-pub fn workflow_apps<R: RenderedApps>(
-    output: &R,
-    sources: &SourceMap,
-) -> BTreeMap<AppRef, Application> {
-    applications_from_sources(output, sources)
-        .into_iter()
-        .filter(|(_, app)| uses_workflow(app))
-        .collect()
 }
 
 /// The warnings of workflows that ran (placements skipped because their cluster is not

@@ -117,8 +117,12 @@ pub(crate) fn load_definition_file(
             workload_ref_path: string(attributes.get("workloadRefPath")).filter(|p| !p.is_empty()),
             stage: string(attributes.get("stage")),
         },
-        health_policy: string(attributes.pointer("/status/healthPolicy")),
-        custom_status: string(attributes.pointer("/status/customStatus")),
+        health_policy: crate::status::Snippet::non_empty(
+            string(attributes.pointer("/status/healthPolicy")).as_deref(),
+        ),
+        custom_status: crate::status::Snippet::non_empty(
+            string(attributes.pointer("/status/customStatus")).as_deref(),
+        ),
         unsupported: None,
         span: name_span,
         path: path.to_owned(),

@@ -109,9 +109,9 @@ pub struct Definition {
     /// Trait-only attributes.
     pub trait_attributes: TraitAttributes,
     /// `spec.status.healthPolicy` (CUE), not evaluated by rendering.
-    pub health_policy: Option<String>,
+    pub health_policy: Option<crate::status::Snippet>,
     /// `spec.status.customStatus` (CUE), not evaluated by rendering.
-    pub custom_status: Option<String>,
+    pub custom_status: Option<crate::status::Snippet>,
     /// Set when the definition cannot be rendered offline (it imports a `vela/*` provider
     /// package): the reason, for an `unsupported-definition` diagnostic.
     pub unsupported: Option<String>,

@@ -28,7 +28,7 @@ pub(crate) fn render_app(
     options: &RenderOptions,
 ) -> (RenderedApp, Vec<Arc<Definition>>) {
     let document = document_hasher(loaded);
-    guarded(loaded, &document, || {
+    let (mut rendered, used) = guarded(loaded, &document, || {
         let evaluator = within_limits(evaluator, options);
         let effective = effective_components(loaded, standalone);
         render_app_inner(
@@ -39,7 +39,11 @@ pub(crate) fn render_app(
             effective,
             &options.cluster_version,
         )
-    })
+    });
+    // From the manifest as written, as KubeVela reads policies and status: not the
+    // components after overrides.
+    rendered.inputs = crate::AppInputs::of(&loaded.app, definitions);
+    (rendered, used)
 }
 
 /// `evaluator` with the budget of one app's render that starts now: its deadline is shared
@@ -132,6 +136,7 @@ fn guarded(
                     objects: Vec::new(),
                     diagnostics,
                     input_hash: input_hash(document, &[]),
+                    inputs: crate::AppInputs::default(),
                 },
                 Vec::new(),
             )
@@ -293,6 +298,7 @@ fn render_app_inner(
             objects,
             diagnostics,
             input_hash,
+            inputs: crate::AppInputs::default(),
         },
         used,
     )

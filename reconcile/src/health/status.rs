@@ -15,7 +15,6 @@
 //! policy forgets a condition still shows its rollout.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
 
 use analyzer::model::{Application, Component};
 use analyzer::{AppRef, DefinitionKind, Definitions};
@@ -24,157 +23,23 @@ use serde_json::{Map, Value, json};
 use super::{Health, HealthStatus};
 use crate::plan::ObjectRef;
 
-/// The `status` CUE of one definition.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StatusRules {
-    /// `spec.status.healthPolicy`: sets `isHealth`.
-    pub health_policy: Option<Snippet>,
-    /// `spec.status.customStatus`: sets `message`.
-    pub custom_status: Option<Snippet>,
-}
+pub use analyzer::status::{ComponentStatus, Snippet, StatusRules, TraitStatus};
 
-impl StatusRules {
-    /// True when the definition has neither a health policy nor a custom status.
-    pub fn is_empty(&self) -> bool {
-        self.health_policy.is_none() && self.custom_status.is_none()
-    }
-
-    /// False when neither snippet can observe `parameter` (nor `context.parameter`): a
-    /// reference to either spells the identifier, so a snippet without the word cannot read
-    /// the properties, whatever they hold.
-    pub fn reads_parameter(&self) -> bool {
-        [&self.health_policy, &self.custom_status]
-            .into_iter()
-            .flatten()
-            .any(|snippet| snippet.text().contains("parameter"))
-    }
-}
-
-/// One status CUE snippet, parsed at most once however many apps and objects it rates: every
-/// app of a type shares it ([`StatusCatalog`]). At 10,000 apps, parsing the snippet again per
-/// component was a large share of a plan; a shared parse also lets the evaluator
-/// keep its per-file work (compile checks, untouched optional fields) across apps.
-#[derive(Clone)]
-pub struct Snippet(Arc<SnippetInner>);
-
-struct SnippetInner {
-    text: String,
-    parsed: OnceLock<Result<cue::Parsed, String>>,
-}
-
-impl Snippet {
-    pub fn new(text: impl Into<String>) -> Snippet {
-        Snippet(Arc::new(SnippetInner {
-            text: text.into(),
-            parsed: OnceLock::new(),
-        }))
-    }
-
-    pub fn text(&self) -> &str {
-        &self.0.text
-    }
-
-    /// The parsed snippet, or its first syntax error.
-    fn parsed(&self) -> Result<&cue::Parsed, String> {
-        self.0
-            .parsed
-            .get_or_init(|| {
-                let parsed = cue::parse_file(cue::FileId(0), &self.0.text);
-                match parsed.errors.first() {
-                    Some(error) => Err(error.to_string()),
-                    None => Ok(parsed),
-                }
-            })
-            .as_ref()
-            .map_err(Clone::clone)
-    }
-}
-
-impl std::ops::Deref for Snippet {
-    type Target = str;
-    fn deref(&self) -> &str {
-        self.text()
-    }
-}
-
-impl From<&str> for Snippet {
-    fn from(text: &str) -> Snippet {
-        Snippet::new(text)
-    }
-}
-
-impl PartialEq for Snippet {
-    fn eq(&self, other: &Snippet) -> bool {
-        self.text() == other.text()
-    }
-}
-
-impl Eq for Snippet {}
-
-impl std::fmt::Debug for Snippet {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Snippet").field(&self.text()).finish()
-    }
-}
-
-/// The status rules of each definition, looked up once per definition and shared by every
-/// app that uses it (so each snippet is parsed once per plan, see [`Snippet`]).
+/// The status rules of each definition: a lookup in `definitions`, whose snippets every app of
+/// a type shares (each parsed once, see [`Snippet`]).
 pub struct StatusCatalog<'a> {
     definitions: &'a Definitions,
-    // Looked up by key only, never iterated into output.
-    rules: Mutex<BTreeMap<(DefinitionKind, String), StatusRules>>,
 }
 
 impl<'a> StatusCatalog<'a> {
     pub fn new(definitions: &'a Definitions) -> StatusCatalog<'a> {
-        StatusCatalog {
-            definitions,
-            rules: Mutex::new(BTreeMap::new()),
-        }
+        StatusCatalog { definitions }
     }
 
     /// The rules of definition `name` of `kind`; none when there is no such definition.
     pub fn rules(&self, kind: DefinitionKind, name: &str) -> StatusRules {
-        let mut rules = self
-            .rules
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        rules
-            .entry((kind, name.to_owned()))
-            .or_insert_with(|| {
-                self.definitions
-                    .get(kind, name)
-                    .map(|definition| StatusRules {
-                        health_policy: non_empty(definition.health_policy.as_deref()),
-                        custom_status: non_empty(definition.custom_status.as_deref()),
-                    })
-                    .unwrap_or_default()
-            })
-            .clone()
+        StatusRules::of(self.definitions, kind, name)
     }
-}
-
-/// What one component's health depends on besides its live objects: its type's and traits'
-/// status CUE and the properties they read as `parameter`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ComponentStatus {
-    pub name: String,
-    pub component_type: String,
-    /// The component's `properties`; `{}` when absent, and when no snippet of `rules` reads
-    /// `parameter` ([`StatusRules::reads_parameter`]): a plan holds every app's statuses, and
-    /// copying properties no snippet reads was most of them.
-    pub parameter: Value,
-    pub rules: StatusRules,
-    pub traits: Vec<TraitStatus>,
-}
-
-/// One trait of a component, for its status CUE.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TraitStatus {
-    pub trait_type: String,
-    /// The trait's `properties`, kept as [`ComponentStatus::parameter`] is.
-    pub parameter: Value,
-    pub rules: StatusRules,
 }
 
 /// One live object of a component, as health sees it.
@@ -210,44 +75,13 @@ pub fn from_application(application: &Value, definitions: &Definitions) -> Vec<C
         .cloned()
         .and_then(|components| serde_json::from_value::<Vec<Component>>(components).ok())
         .unwrap_or_default();
-    of_components(&components, &StatusCatalog::new(definitions))
+    analyzer::status::component_statuses(&components, definitions)
 }
 
 /// The component statuses of one app from its loaded Application, with the status CUE of
 /// `catalog` (shared by every app of a plan).
 pub fn from_model(application: &Application, catalog: &StatusCatalog<'_>) -> Vec<ComponentStatus> {
-    of_components(&application.spec.components, catalog)
-}
-
-fn of_components(components: &[Component], catalog: &StatusCatalog<'_>) -> Vec<ComponentStatus> {
-    let parameter = |properties: &Option<Value>, rules: &StatusRules| match properties {
-        Some(properties @ Value::Object(_)) if rules.reads_parameter() => properties.clone(),
-        _ => Value::Object(Map::new()),
-    };
-    components
-        .iter()
-        .map(|component| {
-            let rules = catalog.rules(DefinitionKind::Component, &component.component_type);
-            ComponentStatus {
-                name: component.name.clone(),
-                component_type: component.component_type.clone(),
-                parameter: parameter(&component.properties, &rules),
-                rules,
-                traits: component
-                    .traits
-                    .iter()
-                    .map(|item| {
-                        let rules = catalog.rules(DefinitionKind::Trait, &item.trait_type);
-                        TraitStatus {
-                            trait_type: item.trait_type.clone(),
-                            parameter: parameter(&item.properties, &rules),
-                            rules,
-                        }
-                    })
-                    .collect(),
-            }
-        })
-        .collect()
+    analyzer::status::component_statuses(&application.spec.components, catalog.definitions)
 }
 
 /// The component statuses of every app of `applications`, each definition's status CUE
@@ -496,12 +330,6 @@ fn base_context(app: &AppRef, component: &str, parameter: &Value) -> Map<String,
     context.insert("parameter".to_owned(), parameter.clone());
     context.insert("status".to_owned(), Value::Object(Map::new()));
     context
-}
-
-fn non_empty(text: Option<&str>) -> Option<Snippet> {
-    text.map(str::trim)
-        .filter(|text| !text.is_empty())
-        .map(Snippet::new)
 }
 
 #[cfg(test)]

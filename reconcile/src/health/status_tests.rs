@@ -307,6 +307,7 @@ fn app_health_rates_each_component_and_waits_for_missing_objects() {
             .collect(),
         diagnostics: Vec::new(),
         input_hash: String::new(),
+        inputs: Default::default(),
     };
     let desired = DesiredApp::from_rendered(&rendered, &[], None, &builtin_scope);
     let application = json!({"kind": "Application", "spec": {"components": [

@@ -28,6 +28,7 @@ fn rendered(app_name: &str, objects: Vec<(&str, Option<&str>, Value)>) -> Render
             .collect(),
         diagnostics: Vec::new(),
         input_hash: String::new(),
+        inputs: Default::default(),
     }
 }
 

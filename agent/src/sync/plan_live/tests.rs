@@ -29,6 +29,7 @@ fn desired(namespace: &str, name: &str, objects: &[&str]) -> DesiredApp {
             .collect(),
         diagnostics: Vec::new(),
         input_hash: String::new(),
+        inputs: Default::default(),
     };
     DesiredApp::from_rendered(&rendered, &[], None, &builtin_scope)
 }
@@ -309,6 +310,7 @@ fn a_shared_render_is_built_one_namespace_group_at_a_time() {
                 }],
                 diagnostics: Vec::new(),
                 input_hash: String::new(),
+                inputs: Default::default(),
             })
         })
         .collect();

@@ -50,6 +50,7 @@ fn render(app_ref: &AppRef, topology: &str, marker: &str) -> analyzer::Placement
             }],
             diagnostics: Vec::new(),
             input_hash: String::new(),
+            inputs: Default::default(),
         },
     }
 }
