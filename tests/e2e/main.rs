@@ -18,6 +18,7 @@ mod examples;
 mod failclosed;
 mod fleet;
 mod git_transports;
+mod github_app;
 mod helm;
 mod kubeconfig;
 mod notifications;

@@ -216,7 +216,7 @@ pub fn sections() -> Vec<Section> {
         },
         Section {
             path: "sources[].credentials",
-            about: "Exactly one of `token`, `password` or `sshKey`. Secrets are `{ env: NAME }` or `{ file: PATH }`, read once at start; they never appear in logs or messages.",
+            about: "Exactly one of `token`, `password`, `sshKey` or `githubApp`. Secrets are `{ env: NAME }` or `{ file: PATH }`, read once at start; they never appear in logs or messages.",
             fields: vec![
                 field(
                     "username",
@@ -231,6 +231,33 @@ pub fn sections() -> Vec<Section> {
                 field("password", "none", "A password for HTTP basic auth."),
                 field("sshKey", "none", "An SSH private key (OpenSSH or PEM)."),
                 field("sshKeyPassphrase", "none", "The key's passphrase."),
+                field(
+                    "githubApp",
+                    "none",
+                    "A GitHub App installation whose tokens authenticate git over HTTPS; see `sources[].credentials.githubApp`.",
+                ),
+            ],
+        },
+        Section {
+            path: "sources[].credentials.githubApp",
+            about: "The app's private key signs a JWT (RS256) that is exchanged at `POST {apiUrl}/app/installations/{installationId}/access_tokens` for an installation token; the token is cached until five minutes before it expires and sent as the password of `x-access-token`. Neither key nor token is ever logged.",
+            fields: vec![
+                field("appId", "required", "The GitHub App's id."),
+                field(
+                    "installationId",
+                    "required",
+                    "The id of the app's installation on the repository's owner.",
+                ),
+                field(
+                    "privateKey",
+                    "required",
+                    "The app's private key (PEM), usually `{ file: PATH }` from a mounted Secret.",
+                ),
+                field(
+                    "apiUrl",
+                    "`https://api.github.com`",
+                    "The API root; GitHub Enterprise Server: `https://HOST/api/v3`.",
+                ),
             ],
         },
         Section {
@@ -521,6 +548,10 @@ mod tests {
         check("sources[]", accepted::<SourceFile>());
         check("sources[].paths", accepted::<PathsFile>());
         check("sources[].credentials", accepted::<CredentialsFile>());
+        check(
+            "sources[].credentials.githubApp",
+            accepted::<crate::config::sources::GithubAppFile>(),
+        );
         check("sources[].fetch", accepted::<FetchFile>());
         check(
             "sources[].prune",

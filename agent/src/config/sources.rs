@@ -74,7 +74,8 @@ pub struct PathsFile {
     pub exclude: Vec<Spanned<String>>,
 }
 
-/// Git credentials: a token or a password (HTTP basic auth) or an SSH private key.
+/// Git credentials: a token or a password (HTTP basic auth), an SSH private key, or a GitHub
+/// App installation.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CredentialsFile {
@@ -84,6 +85,17 @@ pub struct CredentialsFile {
     pub password: Option<SecretRef>,
     pub ssh_key: Option<SecretRef>,
     pub ssh_key_passphrase: Option<SecretRef>,
+    pub github_app: Option<GithubAppFile>,
+}
+
+/// A GitHub App installation whose tokens authenticate git over HTTPS.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GithubAppFile {
+    pub app_id: u64,
+    pub installation_id: u64,
+    pub private_key: SecretRef,
+    pub api_url: Option<String>,
 }
 
 /// A checked git source.
@@ -195,6 +207,8 @@ pub enum GitCredentials {
         private_key: Secret,
         passphrase: Option<Secret>,
     },
+    /// A GitHub App installation's tokens, as the password of `x-access-token`.
+    GithubApp(std::sync::Arc<crate::source::github_app::InstallationTokens>),
 }
 
 pub(super) fn check_source(
@@ -366,6 +380,9 @@ fn check_credentials(
         credentials.referenced.column(),
     );
     let value = &credentials.value;
+    if let Some(app) = &value.github_app {
+        return check_github_app(checker, field, credentials, app, url);
+    }
     let (token, token_field) = match (&value.token, &value.password) {
         (Some(_), Some(_)) => {
             checker.problem(field, credentials, "give `token` or `password`, not both");
@@ -421,6 +438,63 @@ fn check_credentials(
         }
         (None, None) => {
             checker.problem(field, credentials, "give `token`, `password` or `sshKey`");
+            None
+        }
+    }
+}
+
+fn check_github_app(
+    checker: &mut Checker<'_>,
+    field: &str,
+    credentials: &Spanned<CredentialsFile>,
+    app: &GithubAppFile,
+    url: &str,
+) -> Option<GitCredentials> {
+    let value = &credentials.value;
+    if value.token.is_some() || value.password.is_some() || value.ssh_key.is_some() {
+        checker.problem(
+            field,
+            credentials,
+            "give `githubApp` alone, without `token`, `password` or `sshKey`",
+        );
+        return None;
+    }
+    if !url.starts_with("http") {
+        checker.problem(
+            format!("{field}.githubApp"),
+            credentials,
+            "GitHub App tokens authenticate git over HTTPS: use an https:// URL",
+        );
+        return None;
+    }
+    let (line, column) = (
+        credentials.referenced.line(),
+        credentials.referenced.column(),
+    );
+    let private_key = checker.secret(
+        &format!("{field}.githubApp.privateKey"),
+        &app.private_key,
+        line,
+        column,
+    )?;
+    let api_url = app
+        .api_url
+        .clone()
+        .unwrap_or_else(|| "https://api.github.com".to_owned());
+    let github_app = crate::source::github_app::GithubApp {
+        app_id: app.app_id,
+        installation_id: app.installation_id,
+        private_key,
+        api_url,
+    };
+    match crate::source::github_app::InstallationTokens::new(github_app) {
+        Ok(tokens) => Some(GitCredentials::GithubApp(std::sync::Arc::new(tokens))),
+        Err(error) => {
+            checker.problem(
+                format!("{field}.githubApp.privateKey"),
+                credentials,
+                error.to_string(),
+            );
             None
         }
     }

@@ -431,6 +431,14 @@ fn credential(
                 )
             }
         }
+        Some(GitCredentials::GithubApp(tokens))
+            if allowed.contains(git2::CredentialType::USER_PASS_PLAINTEXT) =>
+        {
+            let token = tokens
+                .token_blocking()
+                .map_err(|error| auth_error(&error.to_string()))?;
+            git2::Cred::userpass_plaintext(crate::source::github_app::GIT_USER, token.expose())
+        }
         _ => Err(auth_error(
             "the remote asks for credentials and none (of the right kind) are configured",
         )),

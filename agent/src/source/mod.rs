@@ -4,6 +4,7 @@
 
 pub mod fetch;
 pub mod git;
+pub mod github_app;
 pub mod known_hosts;
 pub mod relay;
 pub mod worktree;
