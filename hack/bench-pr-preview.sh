@@ -19,7 +19,7 @@
 #
 # Env: DRIFTLESS_BIN and LOADGEN_BIN (default: target/release, built with cargo), GITEA_NAME
 # (default e2e, shared with the end-to-end tests), CLUSTER_NAME (default peers: a cluster of its
-# own, stopped at the end unless KEEP_CLUSTER=1). Needs jq.
+# own, stopped at the end unless KEEP_CLUSTER=1), DEADLINE (default 600 s). Needs jq.
 set -euo pipefail
 
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -32,7 +32,7 @@ GITEA_NAME=${GITEA_NAME:-e2e}
 CLUSTER_NAME=${CLUSTER_NAME:-peers}
 NAMESPACES=10
 WEBHOOK_SECRET=bench-webhook-secret
-DEADLINE=600 # seconds for the first deploy and for each comment
+DEADLINE=${DEADLINE:-600} # seconds for the first deploy and for each comment
 
 say() { printf '==> [pr-preview] %s\n' "$*" >&2; }
 die() { printf 'bench-pr-preview.sh: error: %s\n' "$*" >&2; exit 1; }
