@@ -3,8 +3,10 @@
 //! `POST /app/installations/{id}/access_tokens`: it verifies the agent's JWT (RS256, signed with
 //! the app's private key made by this test) against the app's public key, checks its issuer and
 //! expiry, and answers with a real Gitea access token, which the agent then uses as the password
-//! of `x-access-token` to fetch the private repository and deploy it. A second commit is fetched
-//! with the cached token, so the endpoint is asked once; the log holds neither key nor token.
+//! of `x-access-token` to fetch the private repository and deploy it, and as the forge's token to
+//! post the commit statuses. A second commit is fetched and reported with the cached tokens, so
+//! the endpoint is asked once by the source and once by the forge; the log holds neither key nor
+//! token.
 
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -41,7 +43,10 @@ fn verified(jwt: &str, public_pem: &[u8]) -> Result<()> {
         "the signature does not verify"
     );
     let claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1])?)?;
-    ensure!(claims["iss"] == APP_ID.to_string(), "iss {}", claims["iss"]);
+    let issuer = claims["iss"]
+        .as_str()
+        .and_then(|iss| iss.parse::<u64>().ok());
+    ensure!(issuer == Some(APP_ID), "iss {}", claims["iss"]);
     let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
     let exp = claims["exp"].as_u64().context("exp")?;
     ensure!(exp > now && exp <= now + 600, "exp {exp} at {now}");
@@ -137,6 +142,14 @@ async fn a_github_app_installation_token_fetches_a_private_repository() -> Resul
 clusters:
   - name: local
     kubeconfig: {kubeconfig}
+forge:
+  kind: gitea
+  baseUrl: {gitea_url}
+  githubApp:
+    appId: {APP_ID}
+    installationId: {INSTALLATION_ID}
+    privateKey: {{ file: {key} }}
+    apiUrl: {api_url}
 server: {{ listen: '127.0.0.1:{port}' }}
 cacheDir: {cache}
 ",
@@ -144,6 +157,7 @@ cacheDir: {cache}
             url = gitea.clone_url(&repo),
             key = key_file.display(),
             kubeconfig = cluster.kubeconfig.display(),
+            gitea_url = gitea.url,
             cache = work.path().join("cache").display(),
         ),
     )?;
@@ -166,12 +180,21 @@ cacheDir: {cache}
     .await
     .with_context(|| format!("agent log:\n{}", agent.log_text().unwrap_or_default()))?;
     tree.write("apps/app.yaml", &config_map_app("app", ns, "green"))?;
-    tree.commit_and_push("green", "main")?;
+    let second = tree.commit_and_push("green", "main")?;
     wait_for("the second commit to be deployed", || color("green")).await?;
+    // The forge authenticated with its installation token: the commit has our statuses.
+    wait_for("the second commit's summary status", || async {
+        let statuses = gitea.latest_statuses(&repo, &second).await?;
+        Ok(statuses
+            .get("driftless")
+            .filter(|(state, _)| state == "success")
+            .map(drop))
+    })
+    .await?;
     let issued = *issued.lock().expect("the counter's lock");
     ensure!(
-        issued == 1,
-        "the installation token was exchanged {issued} times, not cached"
+        issued == 2,
+        "installation tokens were exchanged {issued} times, not once for the source and once for the forge"
     );
     let key_line = private_pem
         .lines()

@@ -18,7 +18,8 @@ const GITHUB_API: &str = "https://api.github.com";
 pub struct ForgeFile {
     pub kind: Spanned<ForgeKind>,
     pub base_url: Option<Spanned<String>>,
-    pub token: Spanned<SecretRef>,
+    pub token: Option<Spanned<SecretRef>>,
+    pub github_app: Option<Spanned<super::sources::GithubAppFile>>,
 }
 
 /// The forge kinds.
@@ -47,7 +48,9 @@ pub struct ForgeConfig {
     pub kind: ForgeKind,
     /// The forge's web root (`https://gitea.example.com`); for GitHub, the API root.
     pub base_url: String,
+    /// The API token; empty with `github_app`, whose installation tokens are used instead.
     pub token: Secret,
+    pub github_app: Option<std::sync::Arc<crate::source::github_app::InstallationTokens>>,
 }
 
 /// A repository's `owner/name` on the forge.
@@ -99,7 +102,22 @@ impl RepoSlug {
 }
 
 pub(super) fn check_forge(checker: &mut Checker<'_>, forge: ForgeFile) -> Option<ForgeConfig> {
-    let token = checker.spanned_secret("forge.token", &forge.token);
+    let (token, github_app) = match (&forge.token, &forge.github_app) {
+        (Some(token), None) => (checker.spanned_secret("forge.token", token), None),
+        (None, Some(app)) => {
+            let tokens =
+                super::sources::github_app_tokens(checker, "forge.githubApp", app, &app.value);
+            (Some(Secret::new("")), Some(tokens?))
+        }
+        _ => {
+            checker.problem(
+                "forge",
+                &forge.kind,
+                "give exactly one of `token` and `githubApp`",
+            );
+            return None;
+        }
+    };
     let kind = forge.kind.value;
     let base_url = match (kind, &forge.base_url) {
         (ForgeKind::Github, None) => GITHUB_API.to_owned(),
@@ -132,5 +150,6 @@ pub(super) fn check_forge(checker: &mut Checker<'_>, forge: ForgeFile) -> Option
         kind,
         base_url,
         token: token?,
+        github_app,
     })
 }

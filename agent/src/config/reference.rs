@@ -341,7 +341,16 @@ pub fn sections() -> Vec<Section> {
             fields: vec![
                 field("kind", "required", "`github`, `gitea` or `gitlab`."),
                 field("baseUrl", "the forge's public API", "The API base URL."),
-                field("token", "required", "The API token (a secret reference)."),
+                field(
+                    "token",
+                    "required without `githubApp`",
+                    "The API token (a secret reference).",
+                ),
+                field(
+                    "githubApp",
+                    "none",
+                    "Instead of `token`: a GitHub App installation whose tokens authenticate the API calls, exchanged and cached as for `sources[].credentials.githubApp` (the same fields).",
+                ),
             ],
         },
         Section {

@@ -467,12 +467,21 @@ fn check_github_app(
         );
         return None;
     }
-    let (line, column) = (
-        credentials.referenced.line(),
-        credentials.referenced.column(),
-    );
+    github_app_tokens(checker, &format!("{field}.githubApp"), credentials, app)
+        .map(GitCredentials::GithubApp)
+}
+
+/// The installation tokens of `app` (written at `field`, within `span`), or `None` with the
+/// problem recorded.
+pub(super) fn github_app_tokens<T>(
+    checker: &mut Checker<'_>,
+    field: &str,
+    span: &Spanned<T>,
+    app: &GithubAppFile,
+) -> Option<std::sync::Arc<crate::source::github_app::InstallationTokens>> {
+    let (line, column) = (span.referenced.line(), span.referenced.column());
     let private_key = checker.secret(
-        &format!("{field}.githubApp.privateKey"),
+        &format!("{field}.privateKey"),
         &app.private_key,
         line,
         column,
@@ -488,13 +497,9 @@ fn check_github_app(
         api_url,
     };
     match crate::source::github_app::InstallationTokens::new(github_app) {
-        Ok(tokens) => Some(GitCredentials::GithubApp(std::sync::Arc::new(tokens))),
+        Ok(tokens) => Some(std::sync::Arc::new(tokens)),
         Err(error) => {
-            checker.problem(
-                format!("{field}.githubApp.privateKey"),
-                credentials,
-                error.to_string(),
-            );
+            checker.problem(format!("{field}.privateKey"), span, error.to_string());
             None
         }
     }

@@ -16,7 +16,7 @@ const PAGE_SIZE: usize = 50;
 /// A Gitea instance.
 #[derive(Debug, Clone)]
 pub struct GiteaForge {
-    rest: RestClient,
+    pub(super) rest: RestClient,
 }
 
 impl GiteaForge {

@@ -16,7 +16,7 @@ const PAGE_SIZE: usize = 100;
 /// GitHub or GitHub Enterprise.
 #[derive(Debug, Clone)]
 pub struct GitHubForge {
-    rest: RestClient,
+    pub(super) rest: RestClient,
 }
 
 impl GitHubForge {

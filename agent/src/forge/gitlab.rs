@@ -32,7 +32,7 @@ const PAGE_SIZE: usize = 100;
 /// GitLab.com or a self-managed GitLab.
 #[derive(Debug, Clone)]
 pub struct GitLabForge {
-    rest: RestClient,
+    pub(super) rest: RestClient,
 }
 
 impl GitLabForge {

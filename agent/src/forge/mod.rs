@@ -226,19 +226,23 @@ pub trait Forge: Send + Sync + fmt::Debug {
 ///
 /// [`ForgeError::Unreachable`] when the HTTP client cannot be built (no TLS backend).
 pub fn connect(config: &ForgeConfig) -> Result<Box<dyn Forge>, ForgeError> {
+    let app = config.github_app.clone();
     match config.kind {
-        ForgeKind::Gitea => Ok(Box::new(gitea::GiteaForge::new(
-            &config.base_url,
-            config.token.clone(),
-        )?)),
-        ForgeKind::Github => Ok(Box::new(github::GitHubForge::new(
-            &config.base_url,
-            config.token.clone(),
-        )?)),
-        ForgeKind::Gitlab => Ok(Box::new(gitlab::GitLabForge::new(
-            &config.base_url,
-            config.token.clone(),
-        )?)),
+        ForgeKind::Gitea => {
+            let mut forge = gitea::GiteaForge::new(&config.base_url, config.token.clone())?;
+            forge.rest.use_app_tokens(app);
+            Ok(Box::new(forge))
+        }
+        ForgeKind::Github => {
+            let mut forge = github::GitHubForge::new(&config.base_url, config.token.clone())?;
+            forge.rest.use_app_tokens(app);
+            Ok(Box::new(forge))
+        }
+        ForgeKind::Gitlab => {
+            let mut forge = gitlab::GitLabForge::new(&config.base_url, config.token.clone())?;
+            forge.rest.use_app_tokens(app);
+            Ok(Box::new(forge))
+        }
     }
 }
 

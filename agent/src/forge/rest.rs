@@ -18,6 +18,8 @@ pub(crate) struct RestClient {
     /// The full `Authorization` header value (`token …`, `Bearer …`).
     authorization: Secret,
     extra_headers: Vec<(&'static str, &'static str)>,
+    /// A GitHub App installation whose tokens replace the configured one, with its scheme.
+    app_tokens: Option<std::sync::Arc<crate::source::github_app::InstallationTokens>>,
 }
 
 /// Forge answers larger than this are cut off when read into an error message.
@@ -48,7 +50,34 @@ impl RestClient {
             api_root,
             authorization,
             extra_headers,
+            app_tokens: None,
         })
+    }
+
+    /// Authenticates with `tokens`' installation tokens instead of the configured token.
+    pub(crate) fn use_app_tokens(
+        &mut self,
+        tokens: Option<std::sync::Arc<crate::source::github_app::InstallationTokens>>,
+    ) {
+        self.app_tokens = tokens;
+    }
+
+    /// The `Authorization` value of the next request.
+    async fn authorization(&self, method: &'static str, path: &str) -> Result<Secret, ForgeError> {
+        let Some(tokens) = &self.app_tokens else {
+            return Ok(self.authorization.clone());
+        };
+        let token = tokens
+            .token()
+            .await
+            .map_err(|error| ForgeError::Unreachable {
+                method,
+                path: path.to_owned(),
+                message: error.to_string(),
+            })?;
+        let scheme =
+            (self.authorization.expose().split_once(' ')).map_or("Bearer", |(scheme, _)| scheme);
+        Ok(RestClient::with_scheme(scheme, &token))
     }
 
     /// The `Authorization` value for `token`. A token read from a file keeps the file's
@@ -106,10 +135,11 @@ impl RestClient {
             "DELETE" => reqwest::Method::DELETE,
             _ => reqwest::Method::GET,
         };
+        let authorization = self.authorization(method, path).await?;
         let mut request = self
             .http
             .request(http_method, &url)
-            .header(reqwest::header::AUTHORIZATION, self.authorization.expose())
+            .header(reqwest::header::AUTHORIZATION, authorization.expose())
             .header(reqwest::header::ACCEPT, "application/json");
         for (name, value) in &self.extra_headers {
             request = request.header(*name, *value);
@@ -140,7 +170,7 @@ impl RestClient {
         if !status.is_success() {
             let message = redact(
                 &super::truncate_chars(text.trim(), ERROR_BODY_LIMIT),
-                &self.authorization,
+                &authorization,
             );
             let wait = header_wait.or_else(|| rate_limit_wait_by_body(status.as_u16(), &text));
             if let Some(retry_after) = wait {
