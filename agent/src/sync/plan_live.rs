@@ -17,7 +17,8 @@ use crate::health::{self, AppHealth};
 use crate::observe::{self, AppObservation};
 use crate::plan::{AppPlan, PlanTarget};
 use crate::planner::{self, LiveObjects};
-use crate::prune_guard::{self, Evidence};
+use crate::prune_guard::{self, Evidence, PassBudget};
+use crate::tracker::TrackerRecord;
 use crate::tracker_store::TrackerStore;
 
 /// Observes the cluster and plans every app of a render, plus the deletion of the apps of this
@@ -271,32 +272,7 @@ async fn plan_desired<A: AppRender>(
         Orphans::NotIn(in_git) => Some(in_git),
         Orphans::Skip => None,
     };
-    // Looking for removed apps lists every tracker: that one LIST also answers each app's
-    // tracker read (before, the trackers were read a second time by the prefetch).
-    let trackers = match in_git {
-        Some(_) => match store.list_and_keep().await {
-            Ok(trackers) => Some(trackers),
-            Err(error) => {
-                diagnostics.push(analyzer::Diagnostic::error(
-                    "cluster-error",
-                    error.to_string(),
-                    None,
-                ));
-                None
-            }
-        },
-        None => None,
-    };
-    // Only the trackers of apps missing from Git are orphan candidates (`observe_orphans`
-    // skips the others): the rest are dropped now rather than held through every group's
-    // observation, which reads each app's tracker from the store's list (at 10,000 apps a
-    // parsed copy of every tracker, ~20 MB).
-    let trackers = trackers.map(|mut trackers| {
-        if let Some(in_git) = in_git {
-            trackers.retain(|app, _| !in_git.contains(app));
-        }
-        trackers
-    });
+    let trackers = removed_apps_trackers(&mut store, in_git, &mut diagnostics).await;
     // One LIST per (kind, namespace) instead of a GET per object and tracker.
     let tracker_namespace = (!store.has_listed()).then_some(options.tracker_namespace.as_str());
     // A plan that keeps only the plan (or what an apply reads) observes one namespace of apps at
@@ -327,28 +303,7 @@ async fn plan_desired<A: AppRender>(
                 observed.push(observe::observe_app(cluster, &store, desired, FIELD_MANAGER).await);
             }
             let planned = plan_observed(&observed, options);
-            match keep {
-                Keep::Observations => observations.extend(observed),
-                Keep::ForApply | Keep::ForWholeApply { .. } => {
-                    for (mut observation, app_plan) in observed.into_iter().zip(&planned) {
-                        drop_settled(&mut observation, app_plan);
-                        if let Keep::ForWholeApply { workflows } = keep
-                            && !workflows.contains_key(&observation.desired.app)
-                        {
-                            // An app the whole apply will not touch keeps only its identity;
-                            // one it may write keeps what the apply reads, less its settled
-                            // JSON.
-                            if apply::nothing_to_apply(&observation, app_plan, &options.apply) {
-                                observation = AppObservation::nothing_to_apply(observation);
-                            } else {
-                                drop_settled_json(&mut observation, app_plan);
-                            }
-                        }
-                        observations.push(observation);
-                    }
-                }
-                Keep::PlanOnly => {}
-            }
+            keep_observed(keep, observed, &planned, options, &mut observations);
             app_plans.extend(planned);
         }
         cluster.clear_prefetched();
@@ -380,19 +335,12 @@ async fn plan_desired<A: AppRender>(
         ));
     }
     let removed: BTreeSet<AppRef> = orphans.iter().map(|orphan| orphan.app.clone()).collect();
-    if let Evidence::Incomplete(reason) = &evidence {
-        prune_guard::hold_prunes(&mut app_plans, &removed, reason);
-    }
-    let prunes = prune_guard::count_prunes(&app_plans);
-    let kept = options.budget.source_objects.unwrap_or(planned_objects);
-    if let Some(reason) = options.budget.exceeded(prunes, kept) {
-        prune_guard::hold_prunes(&mut app_plans, &removed, &reason);
-        diagnostics.push(analyzer::Diagnostic::error(
-            prune_guard::RULE_PRUNE_BUDGET,
-            reason,
-            None,
-        ));
-    }
+    let guard = PruneGuard {
+        evidence: &evidence,
+        budget: &options.budget,
+        planned_objects,
+    };
+    guard.hold(&mut app_plans, &removed, &mut diagnostics);
     let mut plan = planner::plan_all(
         app_plans,
         PlanTarget::Clusters(vec![cluster.name().to_owned()]),
@@ -419,6 +367,108 @@ async fn plan_desired<A: AppRender>(
         health,
         // Set by the caller: the agent moves its own in rather than copying them.
         statuses: BTreeMap::new(),
+    }
+}
+
+/// The trackers of the apps of the source missing from `in_git` (the orphan candidates), from
+/// one LIST of every tracker, which the store keeps to answer each app's tracker read; `None`
+/// when not looking for removed apps, or when the LIST failed (a diagnostic then says so).
+async fn removed_apps_trackers(
+    store: &mut TrackerStore<'_>,
+    in_git: Option<&BTreeSet<AppRef>>,
+    diagnostics: &mut Vec<analyzer::Diagnostic>,
+) -> Option<BTreeMap<AppRef, TrackerRecord>> {
+    // Looking for removed apps lists every tracker: that one LIST also answers each app's
+    // tracker read (before, the trackers were read a second time by the prefetch).
+    let trackers = match in_git {
+        Some(_) => match store.list_and_keep().await {
+            Ok(trackers) => Some(trackers),
+            Err(error) => {
+                diagnostics.push(analyzer::Diagnostic::error(
+                    "cluster-error",
+                    error.to_string(),
+                    None,
+                ));
+                None
+            }
+        },
+        None => None,
+    };
+    // Only the trackers of apps missing from Git are orphan candidates (`observe_orphans`
+    // skips the others): the rest are dropped now rather than held through every group's
+    // observation, which reads each app's tracker from the store's list (at 10,000 apps a
+    // parsed copy of every tracker, ~20 MB).
+    trackers.map(|mut trackers| {
+        if let Some(in_git) = in_git {
+            trackers.retain(|app, _| !in_git.contains(app));
+        }
+        trackers
+    })
+}
+
+/// Keeps of a chunk's observations what `keep` says, once they are planned (`planned`, in
+/// the same order).
+fn keep_observed(
+    keep: Keep<'_>,
+    observed: Vec<AppObservation>,
+    planned: &[AppPlan],
+    options: &LiveOptions,
+    observations: &mut Vec<AppObservation>,
+) {
+    match keep {
+        Keep::Observations => observations.extend(observed),
+        Keep::ForApply | Keep::ForWholeApply { .. } => {
+            for (mut observation, app_plan) in observed.into_iter().zip(planned) {
+                drop_settled(&mut observation, app_plan);
+                if let Keep::ForWholeApply { workflows } = keep
+                    && !workflows.contains_key(&observation.desired.app)
+                {
+                    // An app the whole apply will not touch keeps only its identity;
+                    // one it may write keeps what the apply reads, less its settled
+                    // JSON.
+                    if apply::nothing_to_apply(&observation, app_plan, &options.apply) {
+                        observation = AppObservation::nothing_to_apply(observation);
+                    } else {
+                        drop_settled_json(&mut observation, app_plan);
+                    }
+                }
+                observations.push(observation);
+            }
+        }
+        Keep::PlanOnly => {}
+    }
+}
+
+/// What a pass may prune: nothing on incomplete evidence, and no more than its budget.
+struct PruneGuard<'a> {
+    evidence: &'a Evidence,
+    budget: &'a PassBudget,
+    /// The objects planned to stay, for the budget's share when the source's count is unknown.
+    planned_objects: usize,
+}
+
+impl PruneGuard<'_> {
+    /// Holds the prunes of `app_plans` (and the deletion of the `removed` apps) the pass may
+    /// not make; a budget exceeded is also an error of the plan.
+    fn hold(
+        &self,
+        app_plans: &mut [AppPlan],
+        removed: &BTreeSet<AppRef>,
+        diagnostics: &mut Vec<analyzer::Diagnostic>,
+    ) {
+        if let Evidence::Incomplete(reason) = self.evidence {
+            prune_guard::hold_prunes(app_plans, removed, reason);
+        }
+        let prunes = prune_guard::count_prunes(app_plans);
+        let kept = self.budget.source_objects.unwrap_or(self.planned_objects);
+        if let Some(reason) = self.budget.exceeded(prunes, kept) {
+            prune_guard::hold_prunes(app_plans, removed, &reason);
+            diagnostics.push(analyzer::Diagnostic::error(
+                prune_guard::RULE_PRUNE_BUDGET,
+                reason,
+                None,
+            ));
+        }
     }
 }
 

@@ -110,16 +110,47 @@ async fn run_workflows_inner<R: RenderedApps>(
     fleet: Option<&crate::workflow::Fleet>,
     options: &DriverOptions,
 ) -> Vec<WorkflowResult> {
-    let observations: BTreeMap<&AppRef, &AppObservation> = live_plan
-        .observations
-        .iter()
-        .map(|observation| (&observation.desired.app, observation))
-        .collect();
     let input_hashes: BTreeMap<&AppRef, &str> = output
         .apps()
         .iter()
         .map(AppRender::render)
         .map(|rendered| (&rendered.app, rendered.input_hash.as_str()))
+        .collect();
+    let checked = check_workflows(live_plan, apps, fleet, options);
+    let mut results: Vec<WorkflowResult> = Vec::new();
+    for entry in checked {
+        match entry {
+            Checked::Valid(observation, spec, rollouts, planned) => {
+                let revision = input_hashes
+                    .get(&observation.desired.app)
+                    .map(|hash| (*hash).to_owned())
+                    .unwrap_or_default();
+                let workflow = CheckedWorkflow {
+                    desired: &observation.desired,
+                    spec,
+                    rollouts,
+                    planned,
+                    revision,
+                };
+                results.push(run_checked(cluster, workflow, apps, fleet, options).await);
+            }
+            Checked::Invalid(app, issues) => results.push(WorkflowResult::Invalid { app, issues }),
+        }
+    }
+    results
+}
+
+/// Every workflow of `apps` checked before any runs: its spec, rollouts and placements.
+fn check_workflows<'a>(
+    live_plan: &'a LivePlan,
+    apps: &'a BTreeMap<AppRef, Application>,
+    fleet: Option<&'a crate::workflow::Fleet>,
+    options: &DriverOptions,
+) -> Vec<Checked<'a>> {
+    let observations: BTreeMap<&AppRef, &AppObservation> = live_plan
+        .observations
+        .iter()
+        .map(|observation| (&observation.desired.app, observation))
         .collect();
     let mut checked = Vec::new();
     for (app_ref, app) in apps {
@@ -160,103 +191,106 @@ async fn run_workflows_inner<R: RenderedApps>(
             _ => {}
         }
     }
-    let mut results: Vec<WorkflowResult> = Vec::new();
-    for entry in checked {
-        let (observation, spec, rollouts, planned) = match entry {
-            Checked::Valid(observation, spec, rollouts, planned) => {
-                (observation, spec, rollouts, planned)
-            }
-            Checked::Invalid(app, issues) => {
-                results.push(WorkflowResult::Invalid { app, issues });
-                continue;
-            }
-        };
-        let revision = input_hashes
-            .get(&observation.desired.app)
-            .map(|hash| (*hash).to_owned())
-            .unwrap_or_default();
-        let targets = match fleet {
-            Some(fleet) => {
-                resolve_targets(cluster, fleet, apps, &observation.desired, planned).await
-            }
-            None => BTreeMap::new(),
-        };
-        // Placements on clusters the registry lacks are skipped, not refused; the app keeps
-        // whatever it has there (those clusters are never collected as departed).
-        let unreachable = match (fleet, apps.get(&observation.desired.app)) {
-            (Some(fleet), Some(app)) => crate::workflow::unreachable_placements(app, &spec, fleet),
-            _ => Vec::new(),
-        };
-        for skipped in &unreachable {
-            tracing::warn!(
-                app.namespace = %observation.desired.app.namespace,
-                app.name = %observation.desired.app.name,
-                cluster = %skipped.cluster,
-                "{}",
-                skipped.message()
-            );
-        }
-        // Where the app may now be deployed is recorded first, so clusters it leaves later
-        // are known (`workflow::collect_departed`).
-        let placed = crate::workflow::placed_clusters(&spec, &targets, cluster.name());
-        if fleet.is_some()
-            && let Err(message) = crate::workflow::record_placements(
-                cluster,
-                &options.tracker_namespace,
-                &observation.desired.app,
-                &placed,
-            )
-            .await
-        {
-            results.push(WorkflowResult::Failed {
-                app: observation.desired.app.clone(),
-                message: format!("recording where the app is deployed: {message}"),
-            });
-            continue;
-        }
-        match run_workflow(
+    checked
+}
+
+/// A valid workflow, ready to run.
+struct CheckedWorkflow<'a> {
+    desired: &'a planner::DesiredApp,
+    spec: WorkflowSpec,
+    rollouts: BTreeMap<String, RolloutPlan>,
+    planned: BTreeMap<String, Vec<crate::workflow::PlannedTarget<'a>>>,
+    /// The app's render input hash: the workflow state's revision.
+    revision: String,
+}
+
+/// Runs one checked workflow one pass: its placements recorded first, then its steps, then
+/// (once it succeeded, on a pass that may prune) the clusters it left collected.
+async fn run_checked(
+    cluster: &Cluster,
+    workflow: CheckedWorkflow<'_>,
+    apps: &BTreeMap<AppRef, Application>,
+    fleet: Option<&crate::workflow::Fleet>,
+    options: &DriverOptions,
+) -> WorkflowResult {
+    let CheckedWorkflow {
+        desired,
+        spec,
+        rollouts,
+        planned,
+        revision,
+    } = workflow;
+    let targets = match fleet {
+        Some(fleet) => resolve_targets(cluster, fleet, apps, desired, planned).await,
+        None => BTreeMap::new(),
+    };
+    // Placements on clusters the registry lacks are skipped, not refused; the app keeps
+    // whatever it has there (those clusters are never collected as departed).
+    let unreachable = match (fleet, apps.get(&desired.app)) {
+        (Some(fleet), Some(app)) => crate::workflow::unreachable_placements(app, &spec, fleet),
+        _ => Vec::new(),
+    };
+    for skipped in &unreachable {
+        tracing::warn!(
+            app.namespace = %desired.app.namespace,
+            app.name = %desired.app.name,
+            cluster = %skipped.cluster,
+            "{}",
+            skipped.message()
+        );
+    }
+    // Where the app may now be deployed is recorded first, so clusters it leaves later
+    // are known (`workflow::collect_departed`).
+    let placed = crate::workflow::placed_clusters(&spec, &targets, cluster.name());
+    if fleet.is_some()
+        && let Err(message) = crate::workflow::record_placements(
             cluster,
-            &observation.desired,
-            &spec,
-            &revision,
-            &rollouts,
-            &targets,
-            options,
+            &options.tracker_namespace,
+            &desired.app,
+            &placed,
         )
         .await
-        {
-            Ok(mut report) => {
-                report.warnings = unreachable
-                    .iter()
-                    .map(|skipped| skipped.message())
-                    .collect();
-                // A pass that may prune nothing leaves the departed clusters for the next one.
-                if let Some(fleet) = fleet
-                    && report.state.phase == WorkflowPhase::Succeeded
-                    && options.plan.prune == Prune::Allowed
-                {
-                    let mut kept = placed.clone();
-                    kept.extend(unreachable.iter().map(|skipped| skipped.cluster.clone()));
-                    let collected = crate::workflow::collect_departed(
-                        fleet,
-                        cluster,
-                        &observation.desired,
-                        &kept,
-                        &options.tracker_namespace,
-                        &options.apply,
-                    )
-                    .await;
-                    report.applies.extend(collected);
-                }
-                results.push(WorkflowResult::Ran(Box::new(report)));
-            }
-            Err(error) => results.push(WorkflowResult::Failed {
-                app: observation.desired.app.clone(),
-                message: error.to_string(),
-            }),
-        }
+    {
+        return WorkflowResult::Failed {
+            app: desired.app.clone(),
+            message: format!("recording where the app is deployed: {message}"),
+        };
     }
-    results
+    match run_workflow(
+        cluster, desired, &spec, &revision, &rollouts, &targets, options,
+    )
+    .await
+    {
+        Ok(mut report) => {
+            report.warnings = unreachable
+                .iter()
+                .map(|skipped| skipped.message())
+                .collect();
+            // A pass that may prune nothing leaves the departed clusters for the next one.
+            if let Some(fleet) = fleet
+                && report.state.phase == WorkflowPhase::Succeeded
+                && options.plan.prune == Prune::Allowed
+            {
+                let mut kept = placed.clone();
+                kept.extend(unreachable.iter().map(|skipped| skipped.cluster.clone()));
+                let collected = crate::workflow::collect_departed(
+                    fleet,
+                    cluster,
+                    desired,
+                    &kept,
+                    &options.tracker_namespace,
+                    &options.apply,
+                )
+                .await;
+                report.applies.extend(collected);
+            }
+            WorkflowResult::Ran(Box::new(report))
+        }
+        Err(error) => WorkflowResult::Failed {
+            app: desired.app.clone(),
+            message: error.to_string(),
+        },
+    }
 }
 
 /// Driver options matching a live apply's, driving each workflow for at most `wait`.
