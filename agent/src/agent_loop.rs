@@ -1054,7 +1054,7 @@ impl SourceWorker {
             }
             let (plan, held) = crate::review::hold::withhold(plan, &holds);
             let (rest, plan) = partition(plan, &workflows);
-            let probe = crate::review::live_time::probe(&rest);
+            let probe = crate::review::live_time::probe(&rest, &|_| true);
             let mut reports = self.apply(&cluster, rest).await;
             note_memory("apply");
             let mut driver_live = self.live_options(&cluster);

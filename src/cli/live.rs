@@ -7,21 +7,23 @@ use std::io::{BufRead as _, IsTerminal as _};
 use std::path::Path;
 use std::time::Duration;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use agent::apply::{AppApplyReport, ApplyOptions, ApplyOutcome};
 use agent::cluster::{Cluster, ClusterOptions};
+use agent::health::AppHealth;
 use agent::live::{PlanInputs, plan_inputs};
+use agent::plan::Plan;
 use agent::planner::PlanOptions;
 use agent::prune_guard::{Approval, Evidence, PassBudget};
 use agent::report::{DiagnosticStyle, plan_human, render_diagnostics};
 use agent::sync::{
-    LiveOptions, LivePlan, WorkflowResult, apply_live_except, driver_options, plan_live_report,
-    plan_live_taking, read_health, run_workflows,
+    AppOutcome, Apply, ApplyHooks, Apps, FleetFuture, Gate, HealthAfter, LiveOptions, LivePlan,
+    Mode, Orphans, ReadOnly, Synced, Target, WorkflowResult,
 };
-use agent::workflow::WorkflowPhase;
-use analyzer::AppRef;
+use agent::workflow::{Fleet, WorkflowPhase};
 use analyzer::model::Application;
+use analyzer::{AppRef, RenderOutput, SourceMap};
 use anyhow::Context as _;
 
 use super::repo::{RenderedRepo, analyze_repo_for, render_repo_for, report_render_diagnostics};
@@ -39,30 +41,30 @@ pub fn plan(
     cluster_args: &ClusterArgs,
     path: &Path,
     style: DiagnosticStyle,
-) -> anyhow::Result<(RenderedRepo, LivePlan)> {
+) -> anyhow::Result<(RenderedRepo, Plan)> {
     let runtime = runtime()?;
-    let (repo, live_plan) = runtime.block_on(async {
+    runtime.block_on(async {
         let cluster = connect(cluster_args).await?;
         let version = cluster_version(&cluster).await;
         let mut repo = analyze_repo_for(path, version)?;
         report_render_diagnostics(&repo, style);
         tracing::info!(rss = %memory(), "analyzed");
         let inputs = plan_inputs(&repo.output);
-        let live_plan = plan_with(
-            &cluster,
+        let counts = RenderCounts::of(&repo.output);
+        let synced = sync_repo(
             cluster_args,
             path,
-            &mut repo,
-            &inputs,
-            Purpose::Report,
+            (&mut repo.output, &repo.sources),
+            inputs,
+            Mode::Plan(ReadOnly::new(&cluster)),
+            false,
         )
         .await;
         // For `hack/scale.sh` (with -v): a plan's reads must not grow with unchanged apps.
         tracing::info!(requests = cluster.requests(), rss = %memory(), "planned against the cluster");
-        anyhow::Ok((repo, live_plan))
-    })?;
-    report_cluster_diagnostics(&live_plan, &repo, style);
-    Ok((repo, live_plan))
+        report_cluster_diagnostics(&synced.plan, &counts, &repo.sources, style);
+        anyhow::Ok((repo, synced.plan))
+    })
 }
 
 /// The cluster's version for `context.clusterVersion`; when `/version` cannot be read, the
@@ -77,37 +79,50 @@ async fn cluster_version(cluster: &Cluster) -> Option<analyzer::ClusterVersion> 
     }
 }
 
-/// Draws on stderr the diagnostics the live plan added to the render's (cluster errors per
-/// object, unreadable trackers, invalid policies): the render's own were drawn already.
-fn report_cluster_diagnostics(live_plan: &LivePlan, repo: &RenderedRepo, style: DiagnosticStyle) {
-    // Indexed once: a scan of the rendered apps per planned app is quadratic in the apps.
-    let rendered: BTreeMap<&AppRef, usize> = repo
-        .output
-        .apps
-        .iter()
-        .map(|rendered| (&rendered.app, rendered.diagnostics.len()))
-        .collect();
-    let rendered_count = |app: &AppRef| rendered.get(app).copied().unwrap_or(0);
-    let added = live_plan
-        .plan
-        .diagnostics
-        .iter()
-        .skip(repo.output.diagnostics.len())
-        .chain(
-            live_plan
-                .plan
+/// How many diagnostics the render drew, outside apps and per app (only apps with some), so the
+/// plan's own can be told apart from them.
+struct RenderCounts {
+    outside_apps: usize,
+    per_app: BTreeMap<AppRef, usize>,
+}
+
+impl RenderCounts {
+    fn of(output: &RenderOutput) -> Self {
+        RenderCounts {
+            outside_apps: output.diagnostics.len(),
+            per_app: output
                 .apps
                 .iter()
-                .flat_map(|app| app.diagnostics.iter().skip(rendered_count(&app.app))),
-        );
-    write_stderr(&render_diagnostics(added, &repo.sources, style));
+                .filter(|rendered| !rendered.diagnostics.is_empty())
+                .map(|rendered| (rendered.app.clone(), rendered.diagnostics.len()))
+                .collect(),
+        }
+    }
+}
+
+/// Draws on stderr the diagnostics the live plan added to the render's (cluster errors per
+/// object, unreadable trackers, invalid policies): the render's own were drawn already.
+fn report_cluster_diagnostics(
+    plan: &Plan,
+    counts: &RenderCounts,
+    sources: &SourceMap,
+    style: DiagnosticStyle,
+) {
+    let rendered_count = |app: &AppRef| counts.per_app.get(app).copied().unwrap_or(0);
+    let added = plan.diagnostics.iter().skip(counts.outside_apps).chain(
+        plan.apps
+            .iter()
+            .flat_map(|app| app.diagnostics.iter().skip(rendered_count(&app.app))),
+    );
+    write_stderr(&render_diagnostics(added, sources, style));
 }
 
 /// `driftless apply`: plan, show, confirm, apply, report.
 ///
 /// # Errors
 ///
-/// The repository cannot be read, the kubeconfig not loaded, or the confirmation not read.
+/// The repository cannot be read, the kubeconfig not loaded, a `--cluster` not connected, or
+/// the confirmation not read.
 pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> {
     let runtime = runtime()?;
     runtime.block_on(async {
@@ -116,76 +131,139 @@ pub fn run(args: &ApplyArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> 
         let mut repo = render_repo_for(&args.path, version)?;
         report_render_diagnostics(&repo, style);
         tracing::info!(rss = %memory(), "rendered");
-        let inputs = plan_inputs(&repo.output);
-        let mut live_plan = plan_with(
-            &cluster,
+        let mut inputs = plan_inputs(&repo.output);
+        let counts = RenderCounts::of(&repo.output);
+        let workflow_apps = std::mem::take(&mut inputs.workflows);
+        // The other clusters are connected before anything is planned: a `--cluster` that
+        // cannot be used stops the command before it writes.
+        let fleet = if workflow_apps.is_empty() {
+            None
+        } else {
+            Some(fleet(args, &workflow_apps).await?)
+        };
+        let mut hooks = ConfirmedApply {
+            args,
+            counts: &counts,
+            sources: &repo.sources,
+            style,
+            fleet,
+            error: None,
+        };
+        let apply = Apply {
+            cluster: &cluster,
+            workflows: &workflow_apps,
+            workflow_wait: Duration::from_secs(args.workflow_wait),
+            hooks: &mut hooks,
+            health: HealthAfter::Read,
+        };
+        let synced = sync_repo(
             &args.cluster,
             &args.path,
-            &mut repo,
-            &inputs,
-            Purpose::Apply {
-                approve_prune: args.approve_prune,
-            },
+            (&mut repo.output, &repo.sources),
+            inputs,
+            Mode::Apply(apply),
+            args.approve_prune,
         )
         .await;
-        tracing::info!(requests = cluster.requests(), rss = %memory(), "planned");
-        report_cluster_diagnostics(&live_plan, &repo, style);
-        write_stdout(&plan_human(&live_plan.plan))?;
-        tracing::info!(rss = %memory(), "plan written");
-        if let Some(expected) = &args.plan_digest {
-            let digest = agent::review::digest::plan_digest(&live_plan.plan).unwrap_or_default();
-            if !agent::review::digest::matches(&digest, expected) {
-                write_stderr(&format!(
-                    "the plan's digest is {digest}, not {expected}: the cluster or the repository changed since that plan; nothing was applied (review the plan above and run again with its digest)\n"
-                ));
-                return Ok(Outcome::Blocked);
-            }
+        if let Some(error) = hooks.error {
+            return Err(error);
         }
-        // Without changes there is nothing to confirm; the apply then only brings the trackers
-        // up to date (adoptions, entries of objects that left our ownership).
-        if live_plan.plan.has_changes() && !args.yes && !confirm()? {
-            write_stderr("apply cancelled\n");
+        if synced.stopped {
             return Ok(Outcome::Blocked);
         }
-        let mut options = live_options(&args.cluster, &args.path);
-        options.evidence = evidence_of(&repo);
-        options.budget = budget(args.approve_prune);
-        let workflow_apps = inputs.workflows;
-        let skip: BTreeSet<AppRef> = workflow_apps.keys().cloned().collect();
-        let reports = apply_live_except(&cluster, &live_plan, &options, &skip).await;
-        let mut text = String::from("\nApply results:\n");
-        tracing::info!(requests = cluster.requests(), rss = %memory(), "applied the plan");
-        let mut failed = apply_results_text(&reports, None, &mut text);
-        if !workflow_apps.is_empty() {
-            let fleet = fleet(args, &workflow_apps).await?;
-            let driver = driver_options(&options, Duration::from_secs(args.workflow_wait));
-            let results = run_workflows(
-                &cluster,
-                &live_plan,
-                &repo.output,
-                &workflow_apps,
-                Some(&fleet),
-                &driver,
-            )
-            .await;
-            failed |= workflow_text(&results, &mut text);
-        }
-        write_stdout(&text)?;
-        // The objects as planned are stale now, and the health read lists them all again:
-        // without this, both copies of every live object would be held at once.
-        for observation in &mut live_plan.observations {
-            observation.live = agent::planner::LiveObjects::default();
-        }
-        let health = read_health(&cluster, &live_plan).await;
-        write_stdout(&health_text(&health))?;
-        // For `hack/scale.sh` (with -v): the requests an apply costs, against its QPS budget.
         tracing::info!(requests = cluster.requests(), rss = %memory(), "applied");
-        Ok(if failed || live_plan.plan.has_errors() {
+        let failed = write_results(&synced)?;
+        Ok(if failed || synced.plan.has_errors() {
             Outcome::Blocked
         } else {
             Outcome::Success
         })
     })
+}
+
+/// Writes an apply's results: each app's apply or workflow, then the apps' health. Returns
+/// whether any app failed.
+fn write_results(synced: &Synced) -> anyhow::Result<bool> {
+    let mut text = String::from("\nApply results:\n");
+    let whole = synced.apps.iter().filter_map(|app| match &app.outcome {
+        AppOutcome::Applied(report) => Some(report),
+        _ => None,
+    });
+    let mut failed = apply_results_text(whole, None, &mut text);
+    let workflows: Vec<&WorkflowResult> = synced.workflow_results().collect();
+    if !workflows.is_empty() {
+        failed |= workflow_text(&workflows, &mut text);
+    }
+    write_stdout(&text)?;
+    let health: BTreeMap<&AppRef, &AppHealth> = synced
+        .apps
+        .iter()
+        .filter_map(|app| app.health.as_ref().map(|health| (&app.app, health)))
+        .collect();
+    write_stdout(&health_text(&health))?;
+    Ok(failed)
+}
+
+/// The apply's gate: shows the plan, checks its digest when one is given, and asks.
+struct ConfirmedApply<'a> {
+    args: &'a ApplyArgs,
+    counts: &'a RenderCounts,
+    sources: &'a SourceMap,
+    style: DiagnosticStyle,
+    fleet: Option<Fleet>,
+    /// Why the gate could not finish (stdout closed, the answer unreadable).
+    error: Option<anyhow::Error>,
+}
+
+impl ConfirmedApply<'_> {
+    fn proceed(&mut self, live_plan: &LivePlan) -> anyhow::Result<bool> {
+        let plan = &live_plan.plan;
+        report_cluster_diagnostics(plan, self.counts, self.sources, self.style);
+        write_stdout(&plan_human(plan))?;
+        tracing::info!(rss = %memory(), "plan written");
+        if let Some(expected) = &self.args.plan_digest {
+            let digest = agent::review::digest::plan_digest(plan).unwrap_or_default();
+            if !agent::review::digest::matches(&digest, expected) {
+                write_stderr(&format!(
+                    "the plan's digest is {digest}, not {expected}: the cluster or the repository changed since that plan; nothing was applied (review the plan above and run again with its digest)\n"
+                ));
+                return Ok(false);
+            }
+        }
+        // Without changes there is nothing to confirm; the apply then only brings the trackers
+        // up to date (adoptions, entries of objects that left our ownership).
+        if plan.has_changes() && !self.args.yes && !confirm()? {
+            write_stderr("apply cancelled\n");
+            return Ok(false);
+        }
+        Ok(true)
+    }
+}
+
+impl ApplyHooks for ConfirmedApply<'_> {
+    fn gate(&mut self, live_plan: &LivePlan, _: &BTreeMap<AppRef, Application>) -> Gate {
+        match self.proceed(live_plan) {
+            Ok(true) => Gate::Apply {
+                held: std::collections::BTreeSet::new(),
+                workflows: None,
+            },
+            Ok(false) => Gate::Stop,
+            Err(error) => {
+                self.error = Some(error);
+                Gate::Stop
+            }
+        }
+    }
+
+    fn fleet<'a>(&'a mut self, _apps: &'a BTreeMap<AppRef, Application>) -> FleetFuture<'a> {
+        // Connected before the plan (`run`), whenever an app has a workflow.
+        let fleet = self.fleet.take().unwrap_or_else(|| Fleet {
+            registry: Vec::new(),
+            clusters: BTreeMap::new(),
+            placements: BTreeMap::new(),
+        });
+        Box::pin(async move { fleet })
+    }
 }
 
 /// The clusters of `--cluster NAME=KUBECONFIG[:CONTEXT]` (connected, after the `--kubeconfig`
@@ -262,7 +340,11 @@ async fn fleet(
 
 /// Appends one line per object acted on and one per app; returns whether any app failed.
 /// `step` prefixes the lines of an apply made by a workflow step.
-fn apply_results_text(reports: &[AppApplyReport], step: Option<&str>, text: &mut String) -> bool {
+fn apply_results_text<'a>(
+    reports: impl IntoIterator<Item = &'a AppApplyReport>,
+    step: Option<&str>,
+    text: &mut String,
+) -> bool {
     let mut failed = false;
     let prefix = step.map(|step| format!("[{step}] ")).unwrap_or_default();
     for report in reports {
@@ -327,10 +409,10 @@ fn pruned_text(report: &AppApplyReport) -> String {
 
 /// Appends each app's workflow: the applies of its steps, every step's phase, and where the
 /// workflow stands. Returns whether any workflow failed or was refused.
-fn workflow_text(results: &[WorkflowResult], text: &mut String) -> bool {
+fn workflow_text(results: &[&WorkflowResult], text: &mut String) -> bool {
     let mut failed = false;
     for result in results {
-        match result {
+        match *result {
             WorkflowResult::Invalid { app, issues } => {
                 failed = true;
                 let _ = writeln!(text, "app {app}: workflow not valid, nothing applied:");
@@ -399,56 +481,43 @@ fn workflow_text(results: &[WorkflowResult], text: &mut String) -> bool {
     failed
 }
 
-/// Plans `repo` against `cluster`, with the policies and status CUE its render took from
-/// each manifest (`inputs`).
-async fn plan_with(
-    cluster: &Cluster,
+/// Syncs `repo` in `mode`, with the policies and status CUE its render took from each
+/// manifest (`inputs`). The CLI's one call of the sync engine.
+async fn sync_repo(
     cluster_args: &ClusterArgs,
     path: &Path,
-    repo: &mut RenderedRepo,
-    inputs: &PlanInputs,
-    purpose: Purpose,
-) -> LivePlan {
-    let policies = inputs.policies.clone();
+    (output, sources): (&mut RenderOutput, &SourceMap),
+    inputs: PlanInputs,
+    mode: Mode<'_>,
+    approve_prune: bool,
+) -> Synced {
+    let PlanInputs {
+        policies, statuses, ..
+    } = inputs;
     let mut options = live_options(cluster_args, path);
-    options.evidence = evidence_of(repo);
-    options.budget = budget(matches!(
-        purpose,
-        Purpose::Apply {
-            approve_prune: true
-        }
-    ));
+    options.evidence = evidence_of(output, sources);
+    options.budget = budget(approve_prune);
     // Health reads the status CUE of the definitions the render used (the repository's own
     // where it has them).
-    options.statuses = inputs.statuses.clone();
+    options.statuses = statuses;
+    let target = Target {
+        options,
+        revision: None,
+        policies: &policies,
+        orphans: &Orphans::NotRendered,
+        permits: None,
+    };
     // The rendered objects move into the plan: nothing after it reads them from the render.
-    match purpose {
-        Purpose::Apply { .. } => {
-            plan_live_taking(cluster, &mut repo.output, &policies, None, &options).await
-        }
-        // Nothing is applied: each namespace's live objects are dropped once planned.
-        Purpose::Report => {
-            plan_live_report(cluster, &mut repo.output, &policies, None, &options).await
-        }
-    }
+    let apps: Apps<'_, RenderOutput> = Apps::Taken(output);
+    agent::sync::run(target, apps, mode).await
 }
 
 /// Whether the repository loaded well enough to prune: the files that did not load, named.
-fn evidence_of(repo: &RenderedRepo) -> Evidence {
-    let app_diagnostics = repo.output.apps.iter().flat_map(|app| &app.diagnostics);
-    Evidence::of_render(&repo.output.diagnostics, app_diagnostics, &|file| {
-        Some(repo.sources.path(file).to_owned())
+fn evidence_of(output: &RenderOutput, sources: &SourceMap) -> Evidence {
+    let app_diagnostics = output.apps.iter().flat_map(|app| &app.diagnostics);
+    Evidence::of_render(&output.diagnostics, app_diagnostics, &|file| {
+        Some(sources.path(file).to_owned())
     })
-}
-
-/// What a live plan is for: an apply needs every observation, a report only the plan.
-#[derive(Debug, Clone, Copy)]
-enum Purpose {
-    /// With `--approve-prune`, prunes beyond the budget too.
-    Apply {
-        approve_prune: bool,
-    },
-    Report,
 }
 
 /// The prune budget of `driftless apply` (the defaults), overridden by `--approve-prune`.
@@ -521,9 +590,7 @@ fn confirm() -> anyhow::Result<bool> {
     Ok(answer.trim() == "yes")
 }
 
-fn health_text(
-    health: &std::collections::BTreeMap<analyzer::AppRef, agent::health::AppHealth>,
-) -> String {
+fn health_text(health: &BTreeMap<&AppRef, &AppHealth>) -> String {
     let mut text = String::new();
     if health.is_empty() {
         return text;

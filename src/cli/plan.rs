@@ -31,10 +31,7 @@ pub fn run(args: &PlanArgs, style: DiagnosticStyle) -> anyhow::Result<Outcome> {
         &KubeconfigEnv::from_process(),
     )?;
     let (repo, plan): (_, Plan) = match target {
-        Target::Live(_) => {
-            let (repo, live_plan) = super::live::plan(&args.cluster, &args.path, style)?;
-            (repo, live_plan.plan)
-        }
+        Target::Live(_) => super::live::plan(&args.cluster, &args.path, style)?,
         Target::Offline(reason) => {
             // With no kubeconfig the plan's own header says it is offline; `--offline` also
             // says so here, since a kubeconfig may exist.

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use analyzer::AppRef;
 use chrono::{DateTime, Utc};
 
 use crate::cluster::Cluster;
@@ -49,21 +50,24 @@ pub fn start_of(
     committed.max(webhook_at)
 }
 
-/// The desired objects of the apps `rest` applies, kept to read their health after the apply
-/// consumed the plan; `None` for a deploy too large to probe.
-pub fn probe(rest: &LivePlan) -> Option<LivePlan> {
-    if rest.observations.len() > MAX_PROBED_APPS {
+/// The desired objects of the apps of `plan` that are `applied` as a whole, kept to read their
+/// health after the apply; `None` for a deploy too large to probe.
+pub fn probe(plan: &LivePlan, applied: &dyn Fn(&AppRef) -> bool) -> Option<LivePlan> {
+    let observations = || {
+        plan.observations
+            .iter()
+            .filter(|observation| applied(&observation.desired.app))
+    };
+    if observations().count() > MAX_PROBED_APPS {
         return None;
     }
     Some(LivePlan {
         plan: crate::plan::Plan {
-            target: rest.plan.target.clone(),
+            target: plan.plan.target.clone(),
             apps: Vec::new(),
             diagnostics: Vec::new(),
         },
-        observations: rest
-            .observations
-            .iter()
+        observations: observations()
             .map(|observation| AppObservation {
                 desired: observation.desired.clone(),
                 live: LiveObjects::default(),
@@ -74,7 +78,12 @@ pub fn probe(rest: &LivePlan) -> Option<LivePlan> {
             .collect(),
         orphans: Vec::new(),
         health: BTreeMap::new(),
-        statuses: rest.statuses.clone(),
+        statuses: plan
+            .statuses
+            .iter()
+            .filter(|(app, _)| applied(app))
+            .map(|(app, statuses)| (app.clone(), statuses.clone()))
+            .collect(),
     })
 }
 

@@ -38,7 +38,7 @@ pub async fn apply_live(
 /// trips of 10,000 apps one after the other are.
 const APPLY_CONCURRENCY: usize = 8;
 
-async fn apply_filtered(
+pub(super) async fn apply_filtered(
     cluster: &Cluster,
     live_plan: &LivePlan,
     options: &LiveOptions,
@@ -134,4 +134,60 @@ async fn apply_one(
         (None, Some(orphan)) => Some(apply::delete_app(cluster, store, orphan, app_plan).await),
         (None, None) => None,
     }
+}
+
+/// [`apply_live`] of the `wanted` apps, each app on its own once it holds one of `permits`
+/// (shared with the caller's other work, so a process applies at most that many apps at
+/// once); the reports come back in the plan's app order.
+///
+/// Boxed as `Send` with concrete lifetimes, so the agent's source tasks stay provably `Send`
+/// (rust-lang/rust#110338).
+pub(super) fn apply_bounded<'a>(
+    cluster: &'a Cluster,
+    live_plan: &'a LivePlan,
+    options: &'a LiveOptions,
+    wanted: &'a (dyn Fn(&AppRef) -> bool + Sync),
+    permits: &'a tokio::sync::Semaphore,
+) -> futures::future::BoxFuture<'a, Vec<AppApplyReport>> {
+    Box::pin(async move {
+        let store = TrackerStore::new(cluster, &options.tracker_namespace);
+        let observations: BTreeMap<&AppRef, &AppObservation> = live_plan
+            .observations
+            .iter()
+            .map(|observation| (&observation.desired.app, observation))
+            .collect();
+        let orphans: BTreeMap<&AppRef, &OrphanObservation> = live_plan
+            .orphans
+            .iter()
+            .map(|orphan| (&orphan.app, orphan))
+            .collect();
+        let store = &store;
+        // The futures are built in a loop, not by a closure (see `apply_filtered`).
+        let mut tasks: Vec<futures::future::BoxFuture<'_, Option<AppApplyReport>>> = Vec::new();
+        for app_plan in live_plan.plan.apps.iter().filter(|app| wanted(&app.app)) {
+            let observation = observations.get(&app_plan.app).copied();
+            let orphan = orphans.get(&app_plan.app).copied();
+            tasks.push(Box::pin(async move {
+                // The semaphore is never closed; `ok()` only avoids an unwrap.
+                let _permit = permits.acquire().await.ok();
+                // Boxed when it starts (after its permit), not up front: an unpolled future
+                // takes its whole state machine's size (~9 KB), so every app's apply held at
+                // once was ~90 MB at 10,000 apps.
+                Box::pin(apply_one(
+                    cluster,
+                    store,
+                    options,
+                    observation,
+                    orphan,
+                    app_plan,
+                ))
+                .await
+            }));
+        }
+        futures::future::join_all(tasks)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
+    })
 }

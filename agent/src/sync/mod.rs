@@ -26,6 +26,7 @@ use crate::prune_guard::{Evidence, PassBudget};
 mod apply_live;
 mod plan_live;
 mod read_health;
+mod run;
 mod workflows;
 
 pub use apply_live::{apply_live, apply_live_except};
@@ -34,6 +35,10 @@ pub use plan_live::{
     plan_live_taking,
 };
 pub use read_health::read_health;
+pub use run::{
+    AppOutcome, AppSyncResult, Apply, ApplyHooks, Apps, FleetFuture, Gate, HealthAfter, Mode,
+    ReadOnly, Synced, Target, run,
+};
 pub use workflows::{
     WorkflowResult, driver_options, rollout_plans, run_workflows, uses_workflow, workflow_reports,
     workflow_warnings,

@@ -144,6 +144,60 @@ async fn plan_taking(
     live_plan
 }
 
+/// The plan of a [`super::run`]: `apps` observed through `view` and planned, keeping `keep`
+/// of the observations. The target's status CUE moves into the plan unless only the plan is
+/// kept (only `read_health` reads it, after an apply).
+pub(super) async fn plan_apps<R: RenderedApps>(
+    view: super::ReadOnly<'_>,
+    target: &mut super::Target<'_>,
+    apps: &mut super::Apps<'_, R>,
+    keep: Keep<'_>,
+) -> LivePlan {
+    let cluster = view.reads();
+    let (policies, revision) = (target.policies, target.revision);
+    // The plan observes one app at a time: one permit covers it.
+    let _permit = match target.permits {
+        Some(permits) => permits.acquire().await.ok(),
+        None => None,
+    };
+    let mut live_plan = match apps {
+        super::Apps::Taken(output) => {
+            let desired_apps =
+                observe::desired_apps_taking(cluster, &mut output.apps, policies, revision).await;
+            let diagnostics = output.diagnostics.clone();
+            let desired = Desired::<RenderedApp>::Built(desired_apps);
+            plan_desired(
+                cluster,
+                desired,
+                diagnostics,
+                &target.options,
+                &target.orphans,
+                keep,
+            )
+            .await
+        }
+        super::Apps::Shared(output) => {
+            let builder =
+                observe::DesiredBuilder::new(cluster, output.apps(), policies, revision).await;
+            let desired = Desired::Shared(output.apps(), builder);
+            let diagnostics = output.diagnostics().to_vec();
+            plan_desired(
+                cluster,
+                desired,
+                diagnostics,
+                &target.options,
+                &target.orphans,
+                keep,
+            )
+            .await
+        }
+    };
+    if !matches!(keep, Keep::PlanOnly) {
+        live_plan.statuses = std::mem::take(&mut target.options.statuses);
+    }
+    live_plan
+}
+
 /// What a plan keeps of what it observed. A plan that keeps less than every observation goes
 /// one namespace of apps at a time (unless the trackers must be read in bulk with the live
 /// objects): each group's desired objects are built, observed, planned and trimmed before the

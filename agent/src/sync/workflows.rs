@@ -116,28 +116,44 @@ async fn run_workflows_inner<R: RenderedApps>(
         .map(AppRender::render)
         .map(|rendered| (&rendered.app, rendered.input_hash.as_str()))
         .collect();
-    let checked = check_workflows(live_plan, apps, fleet, options);
-    let mut results: Vec<WorkflowResult> = Vec::new();
-    for entry in checked {
-        match entry {
-            Checked::Valid(observation, spec, rollouts, planned) => {
-                let revision = input_hashes
-                    .get(&observation.desired.app)
-                    .map(|hash| (*hash).to_owned())
-                    .unwrap_or_default();
-                let workflow = CheckedWorkflow {
-                    desired: &observation.desired,
-                    spec,
-                    rollouts,
-                    planned,
-                    revision,
-                };
-                results.push(run_checked(cluster, workflow, apps, fleet, options).await);
+    run_workflows_with(cluster, live_plan, &input_hashes, apps, fleet, options).await
+}
+
+/// [`run_workflows`] with each app's render input hash given (its workflow state's revision).
+pub(super) fn run_workflows_with<'a>(
+    cluster: &'a Cluster,
+    live_plan: &'a LivePlan,
+    input_hashes: &'a BTreeMap<&AppRef, &str>,
+    apps: &'a BTreeMap<AppRef, Application>,
+    fleet: Option<&'a crate::workflow::Fleet>,
+    options: &'a DriverOptions,
+) -> futures::future::BoxFuture<'a, Vec<WorkflowResult>> {
+    Box::pin(async move {
+        let checked = check_workflows(live_plan, apps, fleet, options);
+        let mut results: Vec<WorkflowResult> = Vec::new();
+        for entry in checked {
+            match entry {
+                Checked::Valid(observation, spec, rollouts, planned) => {
+                    let revision = input_hashes
+                        .get(&observation.desired.app)
+                        .map(|hash| (*hash).to_owned())
+                        .unwrap_or_default();
+                    let workflow = CheckedWorkflow {
+                        desired: &observation.desired,
+                        spec,
+                        rollouts,
+                        planned,
+                        revision,
+                    };
+                    results.push(run_checked(cluster, workflow, apps, fleet, options).await);
+                }
+                Checked::Invalid(app, issues) => {
+                    results.push(WorkflowResult::Invalid { app, issues });
+                }
             }
-            Checked::Invalid(app, issues) => results.push(WorkflowResult::Invalid { app, issues }),
         }
-    }
-    results
+        results
+    })
 }
 
 /// Every workflow of `apps` checked before any runs: its spec, rollouts and placements.
