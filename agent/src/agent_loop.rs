@@ -48,16 +48,13 @@ use analyzer::{
     AnalysisCache, AnalysisOptions, AppRef, Definitions, PackedApp, Severity, SharedOutput,
     SourceMap,
 };
-use futures::future::BoxFuture;
 use tokio::sync::{Notify, Semaphore, watch};
 use tracing::Instrument;
 
-use crate::apply::AppApplyReport;
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::config::{Config, DriftMode, RepoSlug, SourceConfig};
 use crate::forge::outbox::{ForgeOp, Outbox, OutboxConfig};
 use crate::forge::{CommitStatus, Forge, ForgeError, PullRequest, StatusState};
-use crate::live;
 use crate::metrics::{ApiTarget, ErrorKind, Metrics};
 use crate::notify::Notifier;
 use crate::notify::events::EventRecorder;
@@ -70,13 +67,15 @@ use crate::server::{self, PageApp, PlanPage, PlanStore, ServerState, SourceTrigg
 use crate::shard::Shards;
 use crate::shard::source::SourceShard;
 use crate::source::git::{CommitId, GitSource, PollOutcome, SourceError};
-use crate::sync::{self, LiveOptions, LivePlan, Orphans, SharedApps};
+use crate::sync::{self, LiveOptions, Orphans, SharedApps};
+use pass::Pass;
 
+mod pass;
 mod sharing;
 mod statuses;
 use sharing::shard_changed;
 use statuses::{
-    app_results_from_apply, app_results_plan_only, change_counts, failed_apps, page_rows,
+    app_results_from_sync, app_results_plan_only, change_counts, failed_apps, page_rows,
     plan_digest_note, summarize,
 };
 
@@ -691,35 +690,6 @@ impl SourceWorker {
     /// The cluster registry with this commit's renders per placement, for the workflows of
     /// `workflows` (none needed without topology or replication policies). A commit that
     /// cannot be read again leaves the placements empty: such apps are refused, not misplaced.
-    async fn fleet_for(
-        &self,
-        commit: &CommitId,
-        workflows: &BTreeMap<AppRef, analyzer::model::Application>,
-    ) -> crate::workflow::Fleet {
-        if !crate::workflow::needs_placements(workflows.values()) {
-            return self.shared.fleet.with_placements(BTreeMap::new());
-        }
-        let snapshot = match self.git.snapshot(commit.clone()).await {
-            Ok(snapshot) => snapshot,
-            Err(error) => {
-                tracing::warn!(error = %error, "reading the commit for per-placement renders failed");
-                return self.shared.fleet.with_placements(BTreeMap::new());
-            }
-        };
-        let mut options = AnalysisOptions::default().render;
-        if let Ok(version) = crate::observe::cluster_version(&self.shared.cluster).await {
-            options.cluster_version = version;
-        }
-        let definitions = self.shared.definitions.clone();
-        let apps = workflows.clone();
-        let placements = tokio::task::spawn_blocking(move || {
-            crate::workflow::placements_of(&snapshot, &definitions, &options, &apps)
-        })
-        .await
-        .unwrap_or_default();
-        self.shared.fleet.with_placements(placements)
-    }
-
     async fn render(&self, commit: &CommitId) -> Result<Rendered, String> {
         let definitions = self.shared.definitions.clone();
         // Templates see the cluster's own release as `context.clusterVersion`, as in `plan
@@ -812,90 +782,6 @@ impl SourceWorker {
                 )
             }
         }
-    }
-
-    /// Plans the selected apps; for an apply (`apply`), the plan keeps what a whole apply
-    /// reads of the apps without a workflow, and those with one keep their desired objects
-    /// (see [`sync::Keep`]); otherwise only the plan. Also returns the apps that run a workflow,
-    /// with their manifests (read from the same parse as the policies and status CUE).
-    async fn plan(
-        &self,
-        rendered: &Selected,
-        commit: &CommitId,
-        orphans: &Orphans,
-        purpose: PlanPurpose,
-    ) -> (LivePlan, BTreeMap<AppRef, analyzer::model::Application>) {
-        let apply = purpose == PlanPurpose::Apply;
-        let started = Instant::now();
-        let cluster = &self.cluster;
-        // The policies, status CUE and workflows the render took from each manifest.
-        let inputs = live::plan_inputs(&*rendered.output);
-        note_memory("plan inputs");
-        let mut policies = inputs.policies;
-        if purpose == PlanPurpose::Preview {
-            without_take_over(&mut policies);
-        }
-        let workflows = inputs.workflows;
-        // The live planner observes one app at a time: one permit covers it.
-        let _permit = self.shared.work_permits.acquire().await.ok();
-        let mut options = self.live_options(cluster);
-        // Health also evaluates the definitions' healthPolicy/customStatus CUE.
-        options.statuses = inputs.statuses;
-        options.evidence = evidence_of(rendered);
-        options.budget = self.budget(rendered, commit).await;
-        let keep = if apply {
-            sync::Keep::ForWholeApply {
-                workflows: &workflows,
-            }
-        } else {
-            sync::Keep::PlanOnly
-        };
-        let live_plan = sync::plan_live_apps(
-            cluster,
-            &*rendered.output,
-            &policies,
-            Some(commit.as_str()),
-            options,
-            orphans,
-            keep,
-        )
-        .await;
-        note_memory("live plan");
-        self.shared
-            .metrics
-            .observe_plan(&self.config.name, started.elapsed());
-        self.shared
-            .metrics
-            .record_planned(&self.config.name, rendered.output.apps.len());
-        (live_plan, workflows)
-    }
-
-    /// Applies each app of the plan on its own, at most `concurrency` at once agent-wide; the
-    /// reports come back in the plan's app order.
-    fn apply<'a>(
-        &'a self,
-        cluster: &'a Cluster,
-        live_plan: LivePlan,
-    ) -> BoxFuture<'a, Vec<AppApplyReport>> {
-        // Boxed as `Send` here, with concrete lifetimes: as a plain `async fn` the compiler
-        // cannot prove the source task's future `Send` for all lifetimes (rust-lang/rust#110338).
-        Box::pin(async move {
-            let options = self.live_options(cluster);
-            let per_app = split_per_app(live_plan);
-            let mut tasks: Vec<BoxFuture<'_, Vec<AppApplyReport>>> =
-                Vec::with_capacity(per_app.len());
-            for single in per_app {
-                let options = &options;
-                tasks.push(Box::pin(async move {
-                    // Boxed when it starts (after its permit), not up front: an unpolled
-                    // future takes its whole state machine's size (~9 KB), so every app's
-                    // apply held at once was ~90 MB at 10,000 apps.
-                    Box::pin(sync::apply_live(cluster, &single, options)).await
-                }));
-            }
-            let reports = run_bounded(tasks, &self.shared.work_permits).await;
-            reports.into_iter().flatten().collect()
-        })
     }
 
     /// Reviewed-plan mode: the held apps' new plan, posted on their pull request.
@@ -1042,31 +928,14 @@ impl SourceWorker {
             };
             // Apps with a workflow are applied step by step by it (agent::workflow), the rest
             // as a whole (the plan already dropped what that apply does not read).
-            let (plan, workflows) = self
-                .plan(&selected, &commit, &selection.orphans, PlanPurpose::Apply)
-                .await;
-            ui_record::objects(&self.shared.ui.fleet, &self.config.name, self.cluster.name(), &plan);
-            let cluster = self.cluster.clone();
-            let whole_plan = plan.plan.clone();
-            let mut holds = self.holds().await;
-            if let Some(mode) = &self.config.reviewed_plan {
-                (self.review.reviewed).check(mode, self.git.repo(), &commit, &whole_plan, &mut holds);
-            }
-            let (plan, held) = crate::review::hold::withhold(plan, &holds);
-            let (rest, plan) = partition(plan, &workflows);
-            let probe = crate::review::live_time::probe(&rest, &|_| true);
-            let mut reports = self.apply(&cluster, rest).await;
+            let pass = self.sync_pass(&selected, &commit, &selection.orphans, Pass::Deploy).await;
             note_memory("apply");
-            let mut driver_live = self.live_options(&cluster);
-            driver_live.evidence = evidence_of(&selected);
-            let driver = sync::driver_options(&driver_live, WORKFLOW_WAIT);
-            let fleet = self.fleet_for(&commit, &workflows).await;
-            let results = sync::run_workflows(&cluster, &plan, &*selected.output, &workflows, Some(&fleet), &driver).await;
-            drop(plan);
-            ui_record::workflows(&self.shared.ui.fleet, &self.config.name, &results);
-            let warnings = sync::workflow_warnings(&results);
-            reports.extend(sync::workflow_reports(&results));
-            let mut results = app_results_from_apply(&whole_plan, &reports);
+            let (synced, workflows, holds, probe) = (pass.synced, pass.workflows, pass.holds, pass.probe);
+            ui_record::workflows(&self.shared.ui.fleet, &self.config.name, synced.workflow_results());
+            let warnings = sync::workflow_warnings(synced.workflow_results());
+            let mut results = app_results_from_sync(&synced);
+            let held = synced.held();
+            let whole_plan = synced.plan;
             let metrics = &self.shared.metrics;
             self.review.held = crate::review::hold::mark_held(&mut results, &held, &holds, metrics, &self.config.name);
             self.review.reviewed.fail_held(&mut results, &mut self.review.held);
@@ -1396,7 +1265,7 @@ impl SourceWorker {
         }
     }
 
-    async fn preview(&self, repo: &RepoSlug, pull: &PullRequest) {
+    async fn preview(&mut self, repo: &RepoSlug, pull: &PullRequest) {
         let commit = &pull.head_commit;
         let span = tracing::info_span!("preview", source = %self.config.name, pull = pull.number, commit = %commit, revision = commit.short());
         async {
@@ -1420,10 +1289,10 @@ impl SourceWorker {
                 sources: rendered.sources.clone(),
                 source_objects: object_count(&rendered.output),
             };
-            let (live_plan, _) = self
-                .plan(&selected, commit, &selection.orphans, PlanPurpose::Preview)
+            let pass = self
+                .sync_pass(&selected, commit, &selection.orphans, Pass::Preview)
                 .await;
-            let plan = &live_plan.plan;
+            let plan = &pass.synced.plan;
             self.review
                 .reviewed
                 .record_preview(pull.number, commit, plan);
@@ -1475,7 +1344,6 @@ impl SourceWorker {
 
     /// Re-plans the deployed revision against the cluster; reports or corrects drift.
     async fn drift_check(&mut self) {
-        let cluster = self.cluster.clone();
         let (Some(deployed), Some(drift)) = (&self.deployed, self.shared.drift.clone()) else {
             return;
         };
@@ -1505,40 +1373,25 @@ impl SourceWorker {
         async {
             // Every app, and every orphan: drift checks are what covers the unchanged apps.
             // Only a correction applies: a report keeps nothing of the observations.
-            let correct = drift.mode == DriftMode::Correct;
-            let (live_plan, workflows) = self
-                .plan(
-                    &rendered,
-                    &commit,
-                    &orphans,
-                    if correct {
-                        PlanPurpose::Apply
-                    } else {
-                        PlanPurpose::Report
-                    },
-                )
-                .await;
-            ui_record::drift(
-                &self.shared.ui.fleet,
-                &self.config.name,
-                commit.as_str(),
-                &live_plan.plan,
-            );
+            let pass = match drift.mode {
+                DriftMode::Correct => Pass::DriftCorrect,
+                DriftMode::Report => Pass::DriftReport,
+            };
+            let outcome = self.sync_pass(&rendered, &commit, &orphans, pass).await;
+            let synced = &outcome.synced;
+            let source = &self.config.name;
+            ui_record::drift(&self.shared.ui.fleet, source, commit.as_str(), &synced.plan);
             self.shared
                 .events
-                .drift_checked(&live_plan.plan, commit.short());
+                .drift_checked(&synced.plan, commit.short());
             let mut drifted = Vec::new();
-            for app_plan in &live_plan.plan.apps {
+            for app_plan in &synced.plan.apps {
                 let has_drift = app_plan
                     .changes
                     .iter()
                     .any(|change| change.action != Action::Unchanged);
-                self.shared.metrics.set_drifted(
-                    &self.config.name,
-                    &app_plan.app.namespace,
-                    &app_plan.app.name,
-                    has_drift,
-                );
+                let app = &app_plan.app;
+                (self.shared.metrics).set_drifted(source, &app.namespace, &app.name, has_drift);
                 if has_drift {
                     drifted.push(app_plan.app.to_string());
                 }
@@ -1549,14 +1402,14 @@ impl SourceWorker {
                 (self.review.drift_issues).sync(
                     outbox,
                     repo,
-                    &self.config.name,
+                    source,
                     &commit,
-                    &live_plan.plan,
+                    &synced.plan,
                     &rendered.sources,
                 );
             }
             if drifted.is_empty() {
-                self.shared.notifier.drift_cleared(&self.config.name);
+                self.shared.notifier.drift_cleared(source);
                 tracing::info!("no drift");
                 self.status(&commit, DRIFT_CONTEXT, StatusState::Success, "no drift");
                 return;
@@ -1565,105 +1418,34 @@ impl SourceWorker {
             let page = self.page_url(&commit);
             self.shared
                 .notifier
-                .drift_found(&self.config.name, commit.as_str(), &drifted, page);
-            match drift.mode {
-                DriftMode::Report => {
-                    self.status(
-                        &commit,
-                        DRIFT_CONTEXT,
-                        StatusState::Failure,
-                        &format!("drift in {} app(s): {}", drifted.len(), drifted.join(", ")),
-                    );
-                }
+                .drift_found(source, commit.as_str(), &drifted, page);
+            let (state, description) = match drift.mode {
+                DriftMode::Report => (
+                    StatusState::Failure,
+                    format!("drift in {} app(s): {}", drifted.len(), drifted.join(", ")),
+                ),
                 DriftMode::Correct => {
-                    // Workflow apps are corrected by their workflow, never around a suspension:
-                    // one stopped by an outage (or waiting longer than a deploy drives it)
-                    // continues here, without waiting for a new commit.
-                    let whole_plan = live_plan.plan.clone();
-                    let mut holds = self.holds().await;
-                    self.review.reviewed.hold_awaiting(&mut holds);
-                    let (live_plan, held) = crate::review::hold::withhold(live_plan, &holds);
-                    let (rest, plan) = partition(live_plan, &workflows);
-                    let mut reports = self.apply(&cluster, rest).await;
-                    let drifted_workflows: BTreeMap<AppRef, analyzer::model::Application> =
-                        workflows
-                            .into_iter()
-                            .filter(|(app, _)| drifted.contains(&app.to_string()))
-                            .collect();
-                    if !drifted_workflows.is_empty() {
-                        let mut driver_live = self.live_options(&cluster);
-                        driver_live.evidence = evidence_of(&rendered);
-                        let driver = sync::driver_options(&driver_live, WORKFLOW_WAIT);
-                        let fleet = self.fleet_for(&commit, &drifted_workflows).await;
-                        let ran = sync::run_workflows(
-                            &cluster,
-                            &plan,
-                            &*rendered.output,
-                            &drifted_workflows,
-                            Some(&fleet),
-                            &driver,
-                        )
-                        .await;
-                        reports.extend(sync::workflow_reports(&ran));
-                    }
-                    let mut results = app_results_from_apply(&whole_plan, &reports);
+                    let mut results = app_results_from_sync(synced);
                     let metrics = &self.shared.metrics;
                     let held = crate::review::hold::mark_held(
                         &mut results,
-                        &held,
-                        &holds,
+                        &synced.held(),
+                        &outcome.holds,
                         metrics,
-                        &self.config.name,
+                        source,
                     );
-                    ui_record::corrected(&self.shared.ui.fleet, &self.config.name, &results);
-                    let still_failing: Vec<String> = results
-                        .iter()
-                        .filter(|(_, (state, _))| {
-                            !matches!(state, StatusState::Success | StatusState::Pending)
-                        })
-                        .map(|(app, _)| app.to_string())
-                        .collect();
-                    let held_drifted: Vec<String> = held
-                        .iter()
-                        .map(ToString::to_string)
-                        .filter(|app| drifted.contains(app))
-                        .collect();
-                    if !held_drifted.is_empty() && still_failing.is_empty() {
-                        let note = format!(
-                            "drift not corrected in held app(s): {}",
-                            held_drifted.join(", ")
-                        );
-                        tracing::info!("{note}");
-                        self.status(&commit, DRIFT_CONTEXT, StatusState::Failure, &note);
-                    } else if still_failing.is_empty() {
-                        for app_plan in &whole_plan.apps {
-                            self.shared.metrics.set_drifted(
-                                &self.config.name,
-                                &app_plan.app.namespace,
-                                &app_plan.app.name,
-                                false,
-                            );
+                    ui_record::corrected(&self.shared.ui.fleet, source, &results);
+                    let corrected = crate::review::hold::drift_corrected(&results, &held, &drifted);
+                    if corrected.0 == StatusState::Success {
+                        for app_plan in &synced.plan.apps {
+                            let app = &app_plan.app;
+                            metrics.set_drifted(source, &app.namespace, &app.name, false);
                         }
-                        self.status(
-                            &commit,
-                            DRIFT_CONTEXT,
-                            StatusState::Success,
-                            &format!(
-                                "corrected drift in {} app(s): {}",
-                                drifted.len(),
-                                drifted.join(", ")
-                            ),
-                        );
-                    } else {
-                        self.status(
-                            &commit,
-                            DRIFT_CONTEXT,
-                            StatusState::Failure,
-                            &format!("correcting drift failed for: {}", still_failing.join(", ")),
-                        );
                     }
+                    corrected
                 }
-            }
+            };
+            self.status(&commit, DRIFT_CONTEXT, state, &description);
         }
         .instrument(span)
         .await;
@@ -1680,20 +1462,36 @@ impl SourceWorker {
     }
 }
 
-/// Logs (debug) the agent's resident memory and its peak so far at the end of a phase of a
-/// deploy or drift check: the phase where the peak grows is the one that sets it (
-/// `hack/scale.sh` runs the agent with these lines on). Nothing where there is no procfs.
-/// What a plan is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PlanPurpose {
-    /// A deploy or a drift correction: the plan is applied.
-    Apply,
-    /// A drift report: only the plan.
-    Report,
-    /// A pull request's preview: only the plan, and without the pull request's `take-over`
-    /// policies, so that a preview never adopts (nor shows the live values of) objects its
-    /// app does not already own.
-    Preview,
+/// The fleet the workflows of `workflows` deploy to at `commit`, with their renders per
+/// placement when some place the app on several clusters.
+async fn fleet_for(
+    git: &GitSource,
+    shared: &Shared,
+    commit: &CommitId,
+    workflows: &BTreeMap<AppRef, analyzer::model::Application>,
+) -> crate::workflow::Fleet {
+    if !crate::workflow::needs_placements(workflows.values()) {
+        return shared.fleet.with_placements(BTreeMap::new());
+    }
+    let snapshot = match git.snapshot(commit.clone()).await {
+        Ok(snapshot) => snapshot,
+        Err(error) => {
+            tracing::warn!(error = %error, "reading the commit for per-placement renders failed");
+            return shared.fleet.with_placements(BTreeMap::new());
+        }
+    };
+    let mut options = AnalysisOptions::default().render;
+    if let Ok(version) = crate::observe::cluster_version(&shared.cluster).await {
+        options.cluster_version = version;
+    }
+    let definitions = shared.definitions.clone();
+    let apps = workflows.clone();
+    let placements = tokio::task::spawn_blocking(move || {
+        crate::workflow::placements_of(&snapshot, &definitions, &options, &apps)
+    })
+    .await
+    .unwrap_or_default();
+    shared.fleet.with_placements(placements)
 }
 
 /// Drops every `take-over` policy.
@@ -1703,6 +1501,9 @@ fn without_take_over(policies: &mut BTreeMap<AppRef, Vec<analyzer::model::Policy
     }
 }
 
+/// Logs (debug) the agent's resident memory and its peak so far at the end of a phase of a
+/// deploy or drift check: the phase where the peak grows is the one that sets it (
+/// `hack/scale.sh` runs the agent with these lines on). Nothing where there is no procfs.
 fn note_memory(phase: &str) {
     if !tracing::enabled!(tracing::Level::DEBUG) {
         return;
@@ -1727,122 +1528,11 @@ fn resident_mib(status: &str) -> Option<(u64, u64)> {
     Some((kib("VmRSS:")? / 1024, kib("VmHWM:")? / 1024))
 }
 
-/// One live plan per app of `live_plan`, each with that app's observation or orphan, so apps
-/// can be applied independently. Moves the observations (live objects and dry runs are most
-/// of a plan's memory) instead of copying them, in one pass.
-fn split_per_app(live_plan: LivePlan) -> Vec<LivePlan> {
-    let LivePlan {
-        plan,
-        observations,
-        orphans,
-        health: _,
-        mut statuses,
-    } = live_plan;
-    let mut observations: BTreeMap<AppRef, crate::observe::AppObservation> = observations
-        .into_iter()
-        .map(|observation| (observation.desired.app.clone(), observation))
-        .collect();
-    let mut orphans: BTreeMap<AppRef, crate::observe::OrphanObservation> = orphans
-        .into_iter()
-        .map(|orphan| (orphan.app.clone(), orphan))
-        .collect();
-    plan.apps
-        .into_iter()
-        .map(|app_plan| {
-            let app = app_plan.app.clone();
-            LivePlan {
-                plan: Plan {
-                    target: plan.target.clone(),
-                    apps: vec![app_plan],
-                    diagnostics: Vec::new(),
-                },
-                observations: observations.remove(&app).into_iter().collect(),
-                orphans: orphans.remove(&app).into_iter().collect(),
-                health: BTreeMap::new(),
-                statuses: statuses
-                    .remove(&app)
-                    .map(|statuses| BTreeMap::from([(app, statuses)]))
-                    .unwrap_or_default(),
-            }
-        })
-        .collect()
-}
-
-/// Splits a live plan into the apps applied as a whole and those a workflow applies, moving
-/// its parts (no copy of the observations).
-fn partition(
-    live_plan: LivePlan,
-    workflows: &BTreeMap<AppRef, analyzer::model::Application>,
-) -> (LivePlan, LivePlan) {
-    let LivePlan {
-        plan,
-        observations,
-        orphans,
-        health,
-        statuses,
-    } = live_plan;
-    let (workflow_apps, rest_apps): (Vec<_>, Vec<_>) = plan
-        .apps
-        .into_iter()
-        .partition(|app_plan| workflows.contains_key(&app_plan.app));
-    let (workflow_observations, rest_observations): (Vec<_>, Vec<_>) = observations
-        .into_iter()
-        .partition(|observation| workflows.contains_key(&observation.desired.app));
-    // Each side keeps its own apps' health and status CUE (not a copy of every app's).
-    let (workflow_health, health): (BTreeMap<_, _>, BTreeMap<_, _>) = health
-        .into_iter()
-        .partition(|(app, _)| workflows.contains_key(app));
-    let (workflow_statuses, statuses): (BTreeMap<_, _>, BTreeMap<_, _>) = statuses
-        .into_iter()
-        .partition(|(app, _)| workflows.contains_key(app));
-    let workflow = LivePlan {
-        plan: Plan {
-            target: plan.target.clone(),
-            apps: workflow_apps,
-            diagnostics: Vec::new(),
-        },
-        observations: workflow_observations,
-        orphans: Vec::new(),
-        health: workflow_health,
-        statuses: workflow_statuses,
-    };
-    let rest = LivePlan {
-        plan: Plan {
-            target: plan.target,
-            apps: rest_apps,
-            diagnostics: plan.diagnostics,
-        },
-        observations: rest_observations,
-        orphans,
-        health,
-        statuses,
-    };
-    (rest, workflow)
-}
-
 /// True when an app's render differs from an earlier one in anything a deploy acts on.
 fn render_changed(previous: &PackedApp, new: &PackedApp) -> bool {
     previous.input_hash != new.input_hash
         || previous.is_blocked() != new.is_blocked()
         || previous.objects != new.objects
-}
-
-/// Runs every task, each holding one of `permits` while it runs, and returns the results in
-/// task order. (Boxed tasks and a plain loop, not a closure: a closure returning a borrowing
-/// future makes the source task's future fail `Send` for all lifetimes.)
-fn run_bounded<'a, R: Send + 'a>(
-    tasks: Vec<BoxFuture<'a, R>>,
-    permits: &'a Semaphore,
-) -> BoxFuture<'a, Vec<R>> {
-    let mut guarded: Vec<BoxFuture<'a, R>> = Vec::with_capacity(tasks.len());
-    for task in tasks {
-        guarded.push(Box::pin(async move {
-            // The semaphore is never closed; `ok()` only avoids an unwrap.
-            let _permit = permits.acquire().await.ok();
-            task.await
-        }));
-    }
-    Box::pin(futures::future::join_all(guarded))
 }
 
 /// `driftless/<namespace>/<app>`.
@@ -1884,7 +1574,6 @@ fn no_apps_message(output: &SharedOutput) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::statuses::counts;
     use super::*;
@@ -1935,39 +1624,5 @@ mod tests {
             text,
             "2 create, 1 update, 0 delete, 0 conflict, 1 unchanged"
         );
-    }
-
-    /// The most tasks seen running at once under `n_permits`, and the results' order.
-    async fn max_in_flight(n_permits: usize, n_items: usize) -> (usize, Vec<usize>) {
-        let permits = Semaphore::new(n_permits);
-        let in_flight = AtomicUsize::new(0);
-        let max_seen = AtomicUsize::new(0);
-        let mut tasks: Vec<BoxFuture<'_, usize>> = Vec::new();
-        for item in 0..n_items {
-            let (in_flight, max_seen) = (&in_flight, &max_seen);
-            tasks.push(Box::pin(async move {
-                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-                max_seen.fetch_max(now, Ordering::SeqCst);
-                // Yield a few times so the other tasks get to start if they are allowed to.
-                for _ in 0..5 {
-                    tokio::task::yield_now().await;
-                }
-                in_flight.fetch_sub(1, Ordering::SeqCst);
-                item * 10
-            }));
-        }
-        let results = run_bounded(tasks, &permits).await;
-        (max_seen.load(Ordering::SeqCst), results)
-    }
-
-    #[tokio::test]
-    async fn concurrency_bounds_the_tasks_in_flight() {
-        let (max, results) = max_in_flight(2, 7).await;
-        assert_eq!(max, 2);
-        assert_eq!(results, vec![0, 10, 20, 30, 40, 50, 60]);
-        let (max, _) = max_in_flight(1, 4).await;
-        assert_eq!(max, 1);
-        let (max, _) = max_in_flight(8, 3).await;
-        assert_eq!(max, 3);
     }
 }

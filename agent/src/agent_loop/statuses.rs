@@ -8,6 +8,7 @@ use crate::apply::ApplyOutcome;
 use crate::forge::StatusState;
 use crate::plan::{Action, AppPlan, Plan};
 use crate::server::PageApp;
+use crate::sync::{AppOutcome, Synced};
 use analyzer::Severity;
 
 pub(super) fn failed_apps(results: &AppResults) -> Vec<(String, String)> {
@@ -26,13 +27,15 @@ fn first_error(app_plan: &AppPlan) -> Option<String> {
         .map(|diagnostic| format!("{}: {}", diagnostic.rule, diagnostic.message))
 }
 
-pub(super) fn app_results_from_apply(
-    plan: &Plan,
-    reports: &[crate::apply::AppApplyReport],
-) -> AppResults {
+/// Each planned app's result after a sync that applied: its plan's first error, else its
+/// apply's or workflow's outcome (an app held, or a workflow not run, has none).
+pub(super) fn app_results_from_sync(synced: &Synced) -> AppResults {
     let mut results = AppResults::new();
-    for app_plan in &plan.apps {
-        let report = reports.iter().find(|report| report.app == app_plan.app);
+    for (app_plan, synced_app) in synced.plan.apps.iter().zip(&synced.apps) {
+        let report = match &synced_app.outcome {
+            AppOutcome::Applied(report) | AppOutcome::Workflow(_, report) => Some(report),
+            AppOutcome::Planned | AppOutcome::Held => None,
+        };
         let result = match (first_error(app_plan), report.map(|report| &report.outcome)) {
             (Some(error), _) => (StatusState::Failure, error),
             (None, Some(ApplyOutcome::Applied)) => {

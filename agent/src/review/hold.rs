@@ -234,6 +234,47 @@ pub fn withhold(live_plan: LivePlan, holds: &Holds) -> (LivePlan, Vec<AppRef>) {
 
 /// Gives each held app of `results` its hold as status (pending: it waits, nothing failed)
 /// and sets every app's `driftless_app_held` gauge. Returns the held apps.
+/// The drift status of a correction: failed for the apps whose correction failed; not
+/// corrected while some drifted app is held; else corrected.
+pub fn drift_corrected(
+    results: &BTreeMap<AppRef, (StatusState, String)>,
+    held: &BTreeSet<AppRef>,
+    drifted: &[String],
+) -> (StatusState, String) {
+    let still_failing: Vec<String> = results
+        .iter()
+        .filter(|(_, (state, _))| !matches!(state, StatusState::Success | StatusState::Pending))
+        .map(|(app, _)| app.to_string())
+        .collect();
+    let held_drifted: Vec<String> = held
+        .iter()
+        .map(ToString::to_string)
+        .filter(|app| drifted.contains(app))
+        .collect();
+    if !held_drifted.is_empty() && still_failing.is_empty() {
+        let note = format!(
+            "drift not corrected in held app(s): {}",
+            held_drifted.join(", ")
+        );
+        tracing::info!("{note}");
+        (StatusState::Failure, note)
+    } else if still_failing.is_empty() {
+        (
+            StatusState::Success,
+            format!(
+                "corrected drift in {} app(s): {}",
+                drifted.len(),
+                drifted.join(", ")
+            ),
+        )
+    } else {
+        (
+            StatusState::Failure,
+            format!("correcting drift failed for: {}", still_failing.join(", ")),
+        )
+    }
+}
+
 pub fn mark_held(
     results: &mut BTreeMap<AppRef, (StatusState, String)>,
     held: &[AppRef],

@@ -4,6 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use analyzer::AppRef;
+use futures::future::BoxFuture;
+use tokio::sync::Semaphore;
 
 use super::{LiveOptions, LivePlan};
 use crate::apply::{self, AppApplyReport};
@@ -147,8 +149,8 @@ pub(super) fn apply_bounded<'a>(
     live_plan: &'a LivePlan,
     options: &'a LiveOptions,
     wanted: &'a (dyn Fn(&AppRef) -> bool + Sync),
-    permits: &'a tokio::sync::Semaphore,
-) -> futures::future::BoxFuture<'a, Vec<AppApplyReport>> {
+    permits: &'a Semaphore,
+) -> BoxFuture<'a, Vec<AppApplyReport>> {
     Box::pin(async move {
         let store = TrackerStore::new(cluster, &options.tracker_namespace);
         let observations: BTreeMap<&AppRef, &AppObservation> = live_plan
@@ -163,13 +165,11 @@ pub(super) fn apply_bounded<'a>(
             .collect();
         let store = &store;
         // The futures are built in a loop, not by a closure (see `apply_filtered`).
-        let mut tasks: Vec<futures::future::BoxFuture<'_, Option<AppApplyReport>>> = Vec::new();
+        let mut tasks: Vec<BoxFuture<'_, Option<AppApplyReport>>> = Vec::new();
         for app_plan in live_plan.plan.apps.iter().filter(|app| wanted(&app.app)) {
             let observation = observations.get(&app_plan.app).copied();
             let orphan = orphans.get(&app_plan.app).copied();
             tasks.push(Box::pin(async move {
-                // The semaphore is never closed; `ok()` only avoids an unwrap.
-                let _permit = permits.acquire().await.ok();
                 // Boxed when it starts (after its permit), not up front: an unpolled future
                 // takes its whole state machine's size (~9 KB), so every app's apply held at
                 // once was ~90 MB at 10,000 apps.
@@ -184,10 +184,69 @@ pub(super) fn apply_bounded<'a>(
                 .await
             }));
         }
-        futures::future::join_all(tasks)
+        run_bounded(tasks, permits)
             .await
             .into_iter()
             .flatten()
             .collect()
     })
+}
+
+/// Runs every task, each holding one of `permits` while it runs, and returns the results in
+/// task order. (Boxed tasks and a plain loop, not a closure: a closure returning a borrowing
+/// future makes the source task's future fail `Send` for all lifetimes.)
+fn run_bounded<'a, R: Send + 'a>(
+    tasks: Vec<BoxFuture<'a, R>>,
+    permits: &'a Semaphore,
+) -> BoxFuture<'a, Vec<R>> {
+    let mut guarded: Vec<BoxFuture<'a, R>> = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        guarded.push(Box::pin(async move {
+            // The semaphore is never closed; `ok()` only avoids an unwrap.
+            let _permit = permits.acquire().await.ok();
+            task.await
+        }));
+    }
+    Box::pin(futures::future::join_all(guarded))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// The most tasks seen running at once under `n_permits`, and the results' order.
+    async fn max_in_flight(n_permits: usize, n_items: usize) -> (usize, Vec<usize>) {
+        let permits = Semaphore::new(n_permits);
+        let in_flight = AtomicUsize::new(0);
+        let max_seen = AtomicUsize::new(0);
+        let mut tasks: Vec<BoxFuture<'_, usize>> = Vec::new();
+        for item in 0..n_items {
+            let (in_flight, max_seen) = (&in_flight, &max_seen);
+            tasks.push(Box::pin(async move {
+                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                max_seen.fetch_max(now, Ordering::SeqCst);
+                // Yield a few times so the other tasks get to start if they are allowed to.
+                for _ in 0..5 {
+                    tokio::task::yield_now().await;
+                }
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                item * 10
+            }));
+        }
+        let results = run_bounded(tasks, &permits).await;
+        (max_seen.load(Ordering::SeqCst), results)
+    }
+
+    #[tokio::test]
+    async fn concurrency_bounds_the_tasks_in_flight() {
+        let (max, results) = max_in_flight(2, 7).await;
+        assert_eq!(max, 2);
+        assert_eq!(results, vec![0, 10, 20, 30, 40, 50, 60]);
+        let (max, _) = max_in_flight(1, 4).await;
+        assert_eq!(max, 1);
+        let (max, _) = max_in_flight(8, 3).await;
+        assert_eq!(max, 3);
+    }
 }

@@ -327,9 +327,9 @@ pub fn driver_options(options: &LiveOptions, wait: std::time::Duration) -> Drive
 
 /// The warnings of workflows that ran (placements skipped because their cluster is not
 /// registered), one line per warning naming its app.
-pub fn workflow_warnings(results: &[WorkflowResult]) -> Vec<String> {
+pub fn workflow_warnings<'a>(results: impl IntoIterator<Item = &'a WorkflowResult>) -> Vec<String> {
     results
-        .iter()
+        .into_iter()
         .filter_map(|result| match result {
             WorkflowResult::Ran(report) => Some(report),
             _ => None,

@@ -82,7 +82,11 @@ pub fn objects(fleet: &FleetState, source: &str, cluster: &str, live_plan: &Live
 }
 
 /// The workflow states a deploy (or drift correction) left.
-pub fn workflows(fleet: &FleetState, source: &str, results: &[WorkflowResult]) {
+pub fn workflows<'a>(
+    fleet: &FleetState,
+    source: &str,
+    results: impl IntoIterator<Item = &'a WorkflowResult>,
+) {
     for result in results {
         if let WorkflowResult::Ran(report) = result {
             let state = report.state.clone();
