@@ -98,18 +98,19 @@ impl SourceWorker {
             started,
             n_apps: rendered.output.apps.len(),
         };
-        let synced = if applies {
-            let apply = Apply {
+        // Previews and drift reports hold only a read-only view of the cluster.
+        let mode = if applies {
+            Mode::Apply(Apply {
                 cluster: &self.cluster,
                 workflows: &workflows,
                 workflow_wait: WORKFLOW_WAIT,
                 hooks: &mut hooks,
                 health: HealthAfter::Plan,
-            };
-            sync::run(target, apps, Mode::Apply(apply)).await
+            })
         } else {
-            sync::run(target, apps, Mode::Plan(ReadOnly::new(&self.cluster))).await
+            Mode::Plan(ReadOnly::new(&self.cluster))
         };
+        let synced = sync::run(target, apps, mode).await;
         if !applies {
             hooks.planned();
         }

@@ -19,8 +19,6 @@ use serde::{Deserialize, Serialize};
 use crate::cluster::Cluster;
 use crate::forge::StatusState;
 use crate::metrics::Metrics;
-use crate::plan::Plan;
-use crate::sync::LivePlan;
 use crate::tracker_store::{ConfigMapStore, RecordError};
 
 /// The label every hold ConfigMap carries.
@@ -185,51 +183,6 @@ pub async fn release(cluster: &Cluster, namespace: &str, app: &AppRef) -> Result
         )),
         Err(RecordError::Failed(message)) => Err(message),
     }
-}
-
-/// Splits a live plan into the apps to apply and the held apps' plans, moving its parts. A
-/// held app's objects, orphans (an app gone from Git) and health stay out of the apply.
-pub fn withhold(live_plan: LivePlan, holds: &Holds) -> (LivePlan, Vec<AppRef>) {
-    if !holds.any() {
-        return (live_plan, Vec::new());
-    }
-    let LivePlan {
-        plan,
-        observations,
-        orphans,
-        health,
-        statuses,
-    } = live_plan;
-    let is_held = |app: &AppRef| holds.reason(app).is_some();
-    let (held_apps, apps): (Vec<_>, Vec<_>) = plan
-        .apps
-        .into_iter()
-        .partition(|app_plan| is_held(&app_plan.app));
-    let held: Vec<AppRef> = held_apps.into_iter().map(|app_plan| app_plan.app).collect();
-    let kept = LivePlan {
-        plan: Plan {
-            target: plan.target,
-            apps,
-            diagnostics: plan.diagnostics,
-        },
-        observations: observations
-            .into_iter()
-            .filter(|observation| !is_held(&observation.desired.app))
-            .collect(),
-        orphans: orphans
-            .into_iter()
-            .filter(|orphan| !is_held(&orphan.app))
-            .collect(),
-        health: health
-            .into_iter()
-            .filter(|(app, _)| !is_held(app))
-            .collect(),
-        statuses: statuses
-            .into_iter()
-            .filter(|(app, _)| !is_held(app))
-            .collect(),
-    };
-    (kept, held)
 }
 
 /// Gives each held app of `results` its hold as status (pending: it waits, nothing failed)

@@ -1,7 +1,7 @@
 //! Apply a plan app by app: apps that write cluster-scoped objects first, in plan order, the
 //! rest several at a time. An app that fails stops alone.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use analyzer::AppRef;
 use futures::future::BoxFuture;
@@ -13,18 +13,6 @@ use crate::cluster::Cluster;
 use crate::observe::{AppObservation, OrphanObservation};
 use crate::plan::AppPlan;
 use crate::tracker_store::TrackerStore;
-
-/// [`apply_live`] for every app but those in `skip` (the apps whose workflow applies them, see
-/// [`run_workflows`]).
-pub async fn apply_live_except(
-    cluster: &Cluster,
-    live_plan: &LivePlan,
-    options: &LiveOptions,
-    skip: &BTreeSet<AppRef>,
-) -> Vec<AppApplyReport> {
-    // No copy of the plan: at 10,000 apps it holds every live object twice (live and dry run).
-    apply_filtered(cluster, live_plan, options, &|app| !skip.contains(app)).await
-}
 
 /// Applies a live plan app by app. Each app stops at its first error; the others go on.
 pub async fn apply_live(

@@ -1,13 +1,22 @@
-//! The sync engine: observe, plan, apply (a whole app, or through its workflow) and read
-//! health, against one cluster. The CLI's `plan --kubeconfig` and `apply` and the agent's
-//! deploys, previews and drift checks all run it.
+//! The sync engine: [`run`] observes, plans, applies (a whole app, or through its workflow)
+//! and rates health, against one cluster, and returns one record per app. It is the only path
+//! from a render to a cluster: the CLI's `plan --kubeconfig` and `apply` call it from one place
+//! (`src/cli/live.rs`), the agent's deploys, previews and drift checks from another
+//! (`agent_loop/pass.rs`); a test counts the call sites.
 //!
-//! - [`plan_live`]: observe every rendered app and every orphaned app of the source, plan them
+//! A sync's [`Mode`] says whether it may write, by type: [`Mode::Plan`] (`driftless plan`,
+//! previews, drift reports) holds only a [`ReadOnly`] view of the cluster, while the apply and
+//! workflow stages take an [`Apply`], which holds the cluster to write to and the caller's
+//! [`ApplyHooks`] (a gate between plan and writes: confirmation, holds, reviewed plans).
+//! Writes themselves go through [`crate::writer`] only.
+//!
+//! The stages, one module each:
+//! - `plan_live`: observe every rendered app and every orphaned app of the source, plan them
 //!   with the pure planner (one namespace of apps at a time when the observations need not be
-//!   kept).
-//! - [`apply_live`]: apply a plan app by app; an app that fails stops alone.
-//! - [`workflows`]: check and run the workflows of the apps that have one.
-//! - [`read_health`]: the apps' health as live after an apply.
+//!   kept), hold prunes the evidence or the budget does not allow.
+//! - `apply_live`: apply a plan app by app; an app that fails stops alone.
+//! - `workflows`: check and run the workflows of the apps that have one.
+//! - `read_health`: the apps' health as live after an apply.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,23 +33,22 @@ use crate::planner::PlanOptions;
 use crate::prune_guard::{Evidence, PassBudget};
 
 mod apply_live;
+#[cfg(test)]
+mod call_sites;
 mod plan_live;
 mod read_health;
 mod run;
 mod workflows;
 
-pub use apply_live::{apply_live, apply_live_except};
-pub use plan_live::{
-    Keep, Orphans, RULE_SOURCE_CONFLICT, plan_live, plan_live_apps, plan_live_report,
-    plan_live_taking,
-};
+pub use apply_live::apply_live;
+pub use plan_live::{Keep, Orphans, RULE_SOURCE_CONFLICT, plan_live};
 pub use read_health::read_health;
 pub use run::{
     AppOutcome, AppSyncResult, Apply, ApplyHooks, Apps, FleetFuture, Gate, HealthAfter, Mode,
     ReadOnly, Synced, Target, run,
 };
 pub use workflows::{
-    WorkflowResult, driver_options, rollout_plans, run_workflows, uses_workflow, workflow_reports,
+    WorkflowResult, driver_options, rollout_plans, uses_workflow, workflow_reports,
     workflow_warnings,
 };
 

@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
+use analyzer::AppRef;
 use analyzer::model::{Application, Policy};
-use analyzer::{AppRef, AppRender};
 use serde_json::Value;
 
-use super::{LiveOptions, LivePlan, RenderedApps};
+use super::{LiveOptions, LivePlan};
 use crate::apply::{AppApplyReport, ApplyOutcome};
 use crate::cluster::Cluster;
 use crate::observe::{self, AppObservation};
@@ -80,43 +80,6 @@ pub enum WorkflowResult {
         app: AppRef,
         message: String,
     },
-}
-
-/// Checks every workflow first, then runs each valid one (one pass each, see
-/// [`run_workflow`]). With a `fleet`, deploy steps whose topology policies name or select
-/// registered clusters deploy each placement's render to its cluster (a tracker per app in
-/// each); without one, only the cluster given is known and other placements are refused.
-///
-/// Boxed as `Send` with concrete lifetimes, so the agent's source tasks stay provably `Send`
-/// (rust-lang/rust#110338, as `agent_loop` notes).
-pub fn run_workflows<'a, R: RenderedApps>(
-    cluster: &'a Cluster,
-    live_plan: &'a LivePlan,
-    output: &'a R,
-    apps: &'a BTreeMap<AppRef, Application>,
-    fleet: Option<&'a crate::workflow::Fleet>,
-    options: &'a DriverOptions,
-) -> futures::future::BoxFuture<'a, Vec<WorkflowResult>> {
-    Box::pin(run_workflows_inner(
-        cluster, live_plan, output, apps, fleet, options,
-    ))
-}
-
-async fn run_workflows_inner<R: RenderedApps>(
-    cluster: &Cluster,
-    live_plan: &LivePlan,
-    output: &R,
-    apps: &BTreeMap<AppRef, Application>,
-    fleet: Option<&crate::workflow::Fleet>,
-    options: &DriverOptions,
-) -> Vec<WorkflowResult> {
-    let input_hashes: BTreeMap<&AppRef, &str> = output
-        .apps()
-        .iter()
-        .map(AppRender::render)
-        .map(|rendered| (&rendered.app, rendered.input_hash.as_str()))
-        .collect();
-    run_workflows_with(cluster, live_plan, &input_hashes, apps, fleet, options).await
 }
 
 /// [`run_workflows`] with each app's render input hash given (its workflow state's revision).
