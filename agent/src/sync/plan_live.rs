@@ -85,7 +85,7 @@ pub(super) async fn plan_apps<R: RenderedApps>(
                 desired,
                 diagnostics,
                 &target.options,
-                &target.orphans,
+                target.orphans,
                 keep,
             )
             .await
@@ -100,7 +100,7 @@ pub(super) async fn plan_apps<R: RenderedApps>(
                 desired,
                 diagnostics,
                 &target.options,
-                &target.orphans,
+                target.orphans,
                 keep,
             )
             .await
