@@ -28,6 +28,27 @@ pub async fn apply_live(
 /// trips of 10,000 apps one after the other are.
 const APPLY_CONCURRENCY: usize = 8;
 
+/// A plan's observations and orphans by app, indexed once: a scan per app is quadratic in the
+/// apps.
+type ByApp<'a> = (
+    BTreeMap<&'a AppRef, &'a AppObservation>,
+    BTreeMap<&'a AppRef, &'a OrphanObservation>,
+);
+
+fn by_app(live_plan: &LivePlan) -> ByApp<'_> {
+    let observations = live_plan
+        .observations
+        .iter()
+        .map(|observation| (&observation.desired.app, observation))
+        .collect();
+    let orphans = live_plan
+        .orphans
+        .iter()
+        .map(|orphan| (&orphan.app, orphan))
+        .collect();
+    (observations, orphans)
+}
+
 pub(super) async fn apply_filtered(
     cluster: &Cluster,
     live_plan: &LivePlan,
@@ -37,17 +58,7 @@ pub(super) async fn apply_filtered(
     use futures::StreamExt as _;
 
     let store = TrackerStore::new(cluster, &options.tracker_namespace);
-    // Indexed once: a scan of the observations per app is quadratic in the apps.
-    let observations: BTreeMap<&AppRef, &AppObservation> = live_plan
-        .observations
-        .iter()
-        .map(|observation| (&observation.desired.app, observation))
-        .collect();
-    let orphans: BTreeMap<&AppRef, &OrphanObservation> = live_plan
-        .orphans
-        .iter()
-        .map(|orphan| (&orphan.app, orphan))
-        .collect();
+    let (observations, orphans) = by_app(live_plan);
     // Apps that write or delete cluster-scoped objects (Namespaces, CRDs, ...) go first, one
     // at a time in plan order: other apps' objects may live in them. The rest, whose changes
     // are all inside namespaces, are independent of each other and go several at a time.
@@ -141,16 +152,7 @@ pub(super) fn apply_bounded<'a>(
 ) -> BoxFuture<'a, Vec<AppApplyReport>> {
     Box::pin(async move {
         let store = TrackerStore::new(cluster, &options.tracker_namespace);
-        let observations: BTreeMap<&AppRef, &AppObservation> = live_plan
-            .observations
-            .iter()
-            .map(|observation| (&observation.desired.app, observation))
-            .collect();
-        let orphans: BTreeMap<&AppRef, &OrphanObservation> = live_plan
-            .orphans
-            .iter()
-            .map(|orphan| (&orphan.app, orphan))
-            .collect();
+        let (observations, orphans) = by_app(live_plan);
         let store = &store;
         // The futures are built in a loop, not by a closure (see `apply_filtered`).
         let mut tasks: Vec<BoxFuture<'_, Option<AppApplyReport>>> = Vec::new();
