@@ -20,17 +20,23 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use futures::StreamExt as _;
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::{Api, DynamicObject};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::core::{GroupVersion, TypeMeta};
+use kube::core::GroupVersion;
 use kube::discovery::{self, ApiCapabilities, ApiResource};
 use kube::{Client, Config};
 use tokio::sync::Mutex;
-use tokio::time::Instant;
 
 use crate::plan::{ObjectRef, Scope};
 use crate::watch_cache::{CollectionKey, WatchCache, WatchStats, Written};
+
+mod errors;
+mod prefetch;
+mod rate;
+
+pub use errors::{describe_error, has_status, is_transient};
+pub use prefetch::PrefetchStats;
+pub use rate::RateLimiter;
 
 /// How a cluster is reached and how hard it may be pushed.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,66 +140,6 @@ fn build_client(
     }
 }
 
-/// A collection is listed instead of read object by object from this many wanted objects on:
-/// below it, GETs cost fewer bytes than a LIST of a namespace that holds other things too.
-const PREFETCH_MIN_OBJECTS: usize = 4;
-
-/// Objects per LIST page: bounds the memory of one response at 10,000 apps.
-const PREFETCH_PAGE: u32 = 500;
-
-/// Collections [`Cluster::prefetch`] lists at once.
-const PREFETCH_CONCURRENCY: usize = 4;
-
-/// One page of a LIST response, its items kept as JSON.
-#[derive(Debug, serde::Deserialize)]
-struct ListPage {
-    #[serde(default)]
-    items: Vec<serde_json::Value>,
-    #[serde(default)]
-    metadata: kube::core::ListMeta,
-}
-
-/// A listed item as a GET would return it, by name: `apiVersion` and `kind` first (list items
-/// come without them), without `metadata.managedFields` (nothing downstream reads them, diffs
-/// drop them, and at 10,000 apps they are a large share of every live object held for the
-/// plan). `None` for an item that is not an object with a name.
-fn listed_object(item: serde_json::Value, types: &TypeMeta) -> Option<(String, serde_json::Value)> {
-    let serde_json::Value::Object(mut fields) = item else {
-        return None;
-    };
-    let metadata = fields.get_mut("metadata")?.as_object_mut()?;
-    metadata.remove("managedFields");
-    let name = metadata.get("name")?.as_str()?.to_owned();
-    let mut object = serde_json::Map::with_capacity(fields.len() + 2);
-    object.insert(
-        "apiVersion".to_owned(),
-        serde_json::Value::String(types.api_version.clone()),
-    );
-    object.insert(
-        "kind".to_owned(),
-        serde_json::Value::String(types.kind.clone()),
-    );
-    for (key, value) in fields {
-        if key != "apiVersion" && key != "kind" {
-            object.insert(key, value);
-        }
-    }
-    Some((name, serde_json::Value::Object(object)))
-}
-
-/// What [`Cluster::prefetch`] did, for logs and benchmarks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PrefetchStats {
-    /// Collections (kind, namespace) listed.
-    pub lists: usize,
-    /// LIST requests, pages included.
-    pub requests: usize,
-    /// Wanted objects now answered from the snapshot (present or absent).
-    pub objects: usize,
-    /// Of those, taken from the watch cache.
-    pub cached: usize,
-}
-
 /// The resources one group-version serves.
 type ServedResources = Vec<(ApiResource, ApiCapabilities)>;
 
@@ -202,18 +148,6 @@ type ServedResources = Vec<(ApiResource, ApiCapabilities)>;
 pub struct Resolved {
     pub resource: ApiResource,
     pub scope: Scope,
-}
-
-/// A token bucket in front of every API call.
-pub struct RateLimiter {
-    qps: f64,
-    burst: f64,
-    state: Mutex<Bucket>,
-}
-
-struct Bucket {
-    tokens: f64,
-    last: Instant,
 }
 
 impl Cluster {
@@ -496,208 +430,6 @@ impl Cluster {
         Ok(resolved)
     }
 
-    /// Reads the wanted objects in bulk: one paged LIST per (kind, namespace) that holds at least
-    /// [`PREFETCH_MIN_OBJECTS`] of them. Collections below that, kinds the cluster does not
-    /// serve, and LISTs that fail (RBAC may allow `get` but not `list`) are left to per-object
-    /// reads, so the result of a plan never depends on whether its objects were prefetched.
-    pub async fn prefetch(&self, wanted: Vec<ObjectRef>) -> PrefetchStats {
-        let mut collections: BTreeMap<(String, String, Option<String>), Vec<ObjectRef>> =
-            BTreeMap::new();
-        for object in wanted {
-            collections
-                .entry((
-                    object.api_version.clone(),
-                    object.kind.clone(),
-                    object.namespace.clone(),
-                ))
-                .or_default()
-                .push(object);
-        }
-        // Collections are listed a few at a time (each still within the QPS budget): a page
-        // of 500 objects costs the apiserver a large fraction of a second, and at 10,000 apps
-        // one after the other was most of a plan's wall time.
-        let mut pending = Vec::new();
-        let mut cached = 0;
-        for ((api_version, kind, namespace), mut objects) in collections {
-            if let Some(watch) = &self.watch {
-                let key = CollectionKey {
-                    api_version: api_version.clone(),
-                    kind: kind.clone(),
-                    namespace: namespace.clone(),
-                };
-                if let Some(state) = self.watched(watch, &key).await {
-                    let served = self.take_from_cache(&state, &mut objects);
-                    cached += served;
-                }
-            }
-            if objects.len() < PREFETCH_MIN_OBJECTS {
-                continue;
-            }
-            pending.push(self.prefetch_collection(api_version, kind, namespace, objects));
-        }
-        let listed: Vec<Option<(usize, usize)>> = futures::stream::iter(pending)
-            .buffer_unordered(PREFETCH_CONCURRENCY)
-            .collect()
-            .await;
-        let mut stats = PrefetchStats {
-            cached,
-            objects: cached,
-            ..PrefetchStats::default()
-        };
-        for (requests, objects) in listed.into_iter().flatten() {
-            stats.lists += 1;
-            stats.requests += requests;
-            stats.objects += objects;
-        }
-        stats
-    }
-
-    /// Moves into the snapshot the wanted `objects` the watch cache may serve (present, synced,
-    /// no own write pending) and leaves the others in `objects`, for the cluster to answer.
-    /// Returns how many were served.
-    fn take_from_cache(
-        &self,
-        state: &std::sync::Mutex<crate::watch_cache::CollectionState>,
-        objects: &mut Vec<ObjectRef>,
-    ) -> usize {
-        let state = state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !state.synced() {
-            return 0;
-        }
-        let mut snapshot = self
-            .prefetched
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let before = objects.len();
-        objects.retain(|object| {
-            if snapshot.contains_key(object) {
-                return false;
-            }
-            let Some(live) = state.get(&object.name) else {
-                return true;
-            };
-            // Kept as the cache's text; parsed (once) when taken.
-            snapshot.insert(object.clone(), Some(live.into()));
-            false
-        });
-        before - objects.len()
-    }
-
-    /// Lists one collection for [`Cluster::prefetch`] and keeps the wanted `objects` of it;
-    /// `Some((requests, objects))` when it was listed.
-    async fn prefetch_collection(
-        &self,
-        api_version: String,
-        kind: String,
-        namespace: Option<String>,
-        objects: Vec<ObjectRef>,
-    ) -> Option<(usize, usize)> {
-        let Ok(Some(resolved)) = self.resolve(&api_version, &kind).await else {
-            return None;
-        };
-        let api: Api<DynamicObject> = match (&resolved.scope, &namespace) {
-            (Scope::Namespaced, Some(namespace)) => {
-                Api::namespaced_with(self.client.clone(), namespace, &resolved.resource)
-            }
-            (Scope::Cluster, None) => Api::all_with(self.client.clone(), &resolved.resource),
-            // A scope mismatch is reported by the per-object path; do not guess here.
-            _ => return None,
-        };
-        let types = TypeMeta { api_version, kind };
-        let (mut listed, requests) = self.list_all(&api, &types).await?;
-        let wanted = objects.len();
-        let mut snapshot = self
-            .prefetched
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for object in objects {
-            // Moved out, not copied; an object wanted twice (two apps render it) keeps the
-            // entry of its first mention.
-            if snapshot.contains_key(&object) {
-                continue;
-            }
-            let live = listed.remove(&object.name);
-            snapshot.insert(object, live);
-        }
-        Some((requests, wanted))
-    }
-
-    /// Every object of a collection by name, LISTed page by page (each page throttled), with the
-    /// `apiVersion` and `kind` a GET would return (list items come without them); `None` when a
-    /// page fails. Also returns the number of requests made.
-    ///
-    /// Pages are read straight into JSON values ([`ListPage`]) rather than typed objects that
-    /// are then converted: at 10,000 apps that copy of ~35,000 objects was seconds of a plan.
-    /// Each page's objects are kept as compact text as soon as it is read, so a list holds one
-    /// page of values at a time.
-    async fn list_all(
-        &self,
-        api: &Api<DynamicObject>,
-        types: &TypeMeta,
-    ) -> Option<(BTreeMap<String, Box<str>>, usize)> {
-        let mut objects = BTreeMap::new();
-        let mut params = ListParams::default().limit(PREFETCH_PAGE);
-        let mut requests = 0;
-        loop {
-            self.throttle().await;
-            requests += 1;
-            let page = match self.list_page(api, &params).await {
-                Ok(page) => page,
-                Err(error) => {
-                    tracing::debug!(error = %describe_error(&error), "bulk read failed; reading objects one by one");
-                    return None;
-                }
-            };
-            for item in page.items {
-                if let Some((name, object)) = listed_object(item, types) {
-                    let text =
-                        serde_json::to_string(&object).expect("a JSON value always serialises");
-                    objects.insert(name, text.into_boxed_str());
-                }
-            }
-            match page.metadata.continue_ {
-                Some(token) if !token.is_empty() => params = params.continue_token(&token),
-                _ => return Some((objects, requests)),
-            }
-        }
-    }
-
-    /// One LIST page of `api`'s collection, as [`Api::list`] requests it.
-    async fn list_page(
-        &self,
-        api: &Api<DynamicObject>,
-        params: &ListParams,
-    ) -> Result<ListPage, kube::Error> {
-        crate::writer::list_page::<ListPage>(self, api.resource_url(), params).await
-    }
-
-    /// The object as the last [`Cluster::prefetch`] found it: `Some(None)` when it was absent,
-    /// `None` when it was not prefetched (or already taken): read it from the cluster then.
-    pub fn take_prefetched(&self, object: &ObjectRef) -> Option<Option<serde_json::Value>> {
-        let taken = self
-            .prefetched
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(object)?;
-        match taken {
-            None => Some(None),
-            // Text this process wrote from a value or a watch event; one that does not parse is
-            // read from the cluster, as if it had not been prefetched.
-            Some(text) => serde_json::from_str(&text).ok().map(Some),
-        }
-    }
-
-    /// Drops whatever the last prefetch read and nobody took: reads after a plan (health after
-    /// an apply, the next plan) must see the cluster as it is then.
-    pub fn clear_prefetched(&self) {
-        self.prefetched
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clear();
-    }
-
     /// Forgets what discovery knew about a group-version (after applying a CRD serving it).
     pub async fn forget(&self, api_version: &str) {
         self.discovery.lock().await.remove(api_version);
@@ -716,42 +448,6 @@ impl Cluster {
     }
 }
 
-impl RateLimiter {
-    /// A bucket holding `burst` tokens, refilled at `qps` per second. A non-positive rate means
-    /// no limit.
-    pub fn new(qps: f64, burst: u32) -> RateLimiter {
-        let burst = f64::from(burst.max(1));
-        RateLimiter {
-            qps,
-            burst,
-            state: Mutex::new(Bucket {
-                tokens: burst,
-                last: Instant::now(),
-            }),
-        }
-    }
-
-    /// Takes one token, waiting for it when the bucket is empty. Waiters are served in order:
-    /// the lock is held while waiting.
-    pub async fn acquire(&self) {
-        if self.qps <= 0.0 {
-            return;
-        }
-        let mut bucket = self.state.lock().await;
-        let now = Instant::now();
-        let refill = now.duration_since(bucket.last).as_secs_f64() * self.qps;
-        bucket.tokens = (bucket.tokens + refill).min(self.burst);
-        bucket.last = now;
-        if bucket.tokens < 1.0 {
-            let wait = Duration::from_secs_f64((1.0 - bucket.tokens) / self.qps);
-            tokio::time::sleep(wait).await;
-            bucket.tokens = 1.0;
-            bucket.last = Instant::now();
-        }
-        bucket.tokens -= 1.0;
-    }
-}
-
 /// What the watch cache should expect after one of our writes that answered `result`: what
 /// `expect` reads from a success (the written object's resourceVersion, or its absence when a
 /// delete answered with a status); nothing for a definite refusal (an HTTP status below 500
@@ -764,176 +460,6 @@ pub fn written<T>(
         Ok(value) => Some(expect(value)),
         Err(kube::Error::Api(status)) if status.code < 500 => None,
         Err(_) => Some(Written::Unknown),
-    }
-}
-
-/// A clear, one-line description of a failed API call, for per-object errors in plans.
-pub fn describe_error(error: &kube::Error) -> String {
-    match error {
-        kube::Error::Api(status) => {
-            let what = match status.code {
-                401 => "unauthorized",
-                403 => "forbidden (RBAC)",
-                404 => "not found",
-                409 => "conflict",
-                422 => "rejected as invalid (validation or admission)",
-                400 => "bad request (admission or validation)",
-                429 => "throttled by the apiserver",
-                500..=599 => "apiserver error",
-                _ => "request failed",
-            };
-            let message = if status.message.is_empty() {
-                status.reason.clone()
-            } else {
-                status.message.clone()
-            };
-            format!("{what} ({}): {message}", status.code)
-        }
-        kube::Error::HyperError(_) | kube::Error::Service(_) => {
-            format!("apiserver unreachable or timed out: {}", error_chain(error))
-        }
-        other => error_chain(other),
-    }
-}
-
-/// What [`describe_error`] writes for failures that pass by themselves: the apiserver
-/// unreachable or timing out, answering 5xx or 429, or a write losing a race (409).
-const TRANSIENT: [&str; 5] = [
-    "apiserver unreachable or timed out",
-    "apiserver error (5",
-    "throttled by the apiserver (429)",
-    "conflict (409)",
-    // A resource tracker written by someone else between our read and our write.
-    "was changed by someone else meanwhile",
-];
-
-/// True when a failure's description (made by [`describe_error`], possibly within a longer
-/// message) says it may pass by itself, so the work is worth trying again later.
-pub fn is_transient(description: &str) -> bool {
-    TRANSIENT.iter().any(|marker| description.contains(marker))
-}
-
-/// True when the apiserver answered with this HTTP status.
-pub fn has_status(error: &kube::Error, code: u16) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == code)
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn the_bucket_allows_a_burst_then_the_rate() {
-        let limiter = RateLimiter::new(10.0, 3);
-        let start = Instant::now();
-        for _ in 0..3 {
-            limiter.acquire().await;
-        }
-        assert_eq!(start.elapsed(), Duration::ZERO, "the burst is free");
-        for _ in 0..5 {
-            limiter.acquire().await;
-        }
-        // Five more tokens at 10 per second take half a second of (paused, virtual) time.
-        let elapsed = start.elapsed().as_secs_f64();
-        assert!((0.49..0.52).contains(&elapsed), "{elapsed}");
-    }
-
-    #[test]
-    fn listed_items_read_as_a_get_would_return_them_without_managed_fields() {
-        let page: ListPage = serde_json::from_str(
-            r#"{"kind": "ConfigMapList", "apiVersion": "v1",
-                "metadata": {"resourceVersion": "42", "continue": "next"},
-                "items": [
-                  {"metadata": {"name": "a", "namespace": "team", "resourceVersion": "7",
-                                "managedFields": [{"manager": "driftless"}]},
-                   "data": {"k": "v"}},
-                  {"metadata": {"namespace": "team"}},
-                  "not an object"
-                ]}"#,
-        )
-        .unwrap();
-        assert_eq!(page.metadata.continue_.as_deref(), Some("next"));
-        let types = TypeMeta {
-            api_version: "v1".to_owned(),
-            kind: "ConfigMap".to_owned(),
-        };
-        let listed: Vec<(String, serde_json::Value)> = page
-            .items
-            .into_iter()
-            .filter_map(|item| listed_object(item, &types))
-            .collect();
-        assert_eq!(
-            listed.len(),
-            1,
-            "items without a name are skipped: {listed:?}"
-        );
-        let (name, object) = &listed[0];
-        assert_eq!(name, "a");
-        assert_eq!(
-            serde_json::to_string(object).unwrap(),
-            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"team","resourceVersion":"7"},"data":{"k":"v"}}"#
-        );
-    }
-
-    #[test]
-    fn api_errors_say_what_went_wrong() {
-        let status = |code: u16, message: &str| {
-            kube::Error::Api(Box::new(kube::core::Status {
-                code,
-                message: message.to_owned(),
-                ..kube::core::Status::default()
-            }))
-        };
-        assert_eq!(
-            describe_error(&status(403, "configmaps is forbidden")),
-            "forbidden (RBAC) (403): configmaps is forbidden"
-        );
-        assert!(
-            describe_error(&status(422, "spec.replicas: Invalid"))
-                .starts_with("rejected as invalid")
-        );
-        assert!(has_status(&status(409, "x"), 409));
-    }
-
-    #[test]
-    fn outages_throttling_and_races_are_transient_and_refusals_are_not() {
-        let status = |code: u16| {
-            describe_error(&kube::Error::Api(Box::new(kube::core::Status {
-                code,
-                message: "m".to_owned(),
-                ..kube::core::Status::default()
-            })))
-        };
-        let unreachable = describe_error(&kube::Error::Service("connection refused".into()));
-        for transient in [
-            status(500),
-            status(503),
-            status(429),
-            status(409),
-            unreachable,
-        ] {
-            assert!(
-                is_transient(&format!("v1/ConfigMap x: {transient}")),
-                "{transient}"
-            );
-        }
-        for refusal in [status(400), status(403), status(404), status(422)] {
-            assert!(!is_transient(&refusal), "{refusal}");
-        }
     }
 }
 
