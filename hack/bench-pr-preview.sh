@@ -19,7 +19,10 @@
 #
 # Env: DRIFTLESS_BIN and LOADGEN_BIN (default: target/release, built with cargo), GITEA_NAME
 # (default e2e, shared with the end-to-end tests), CLUSTER_NAME (default peers: a cluster of its
-# own, stopped at the end unless KEEP_CLUSTER=1), DEADLINE (default 600 s). Needs jq.
+# own, stopped at the end unless KEEP_CLUSTER=1), DEADLINE (default 600 s), SOURCE (the agent's
+# source identity, default a new one per run; with CLUSTER_NAME=scale and SOURCE=scale-all a
+# cluster where hack/scale.sh applied the same N apps is reused, and the setup apply finds them
+# unchanged instead of creating them). Needs jq.
 set -euo pipefail
 
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -88,7 +91,7 @@ wait_until() { # WHAT COMMAND...: runs COMMAND every 50 ms until it succeeds
 
 run=$(date +%s%N | tail -c 9)
 repo=preview-$N-$run
-source=preview-$N-$run
+source=${SOURCE:-preview-$N-$run}
 tree=$WORK/repo
 push_url="http://$USER_NAME:$TOKEN@${GITEA_URL#http://}/$USER_NAME/$repo.git"
 

@@ -14,9 +14,12 @@
 # the table gives the medians.
 #
 # The cluster is the local kwok control plane of hack/cluster.sh, under its own name
-# (CLUSTER_NAME, default `peers`), stopped at the end. kubectl comes from PATH (KUBECTL to
-# override). Env: ROUNDS, CARGO_TARGET_DIR (default target), SCALE_BIN_DIR (use the binaries
-# there, build nothing), SCALE_WORK (default /tmp/driftless-scale).
+# (CLUSTER_NAME, default `peers`), stopped at the end unless KEEP_CLUSTER=1. kubectl comes from
+# PATH (KUBECTL to override). Env: ROUNDS, CARGO_TARGET_DIR (default target), SCALE_BIN_DIR (use
+# the binaries there, build nothing), SCALE_WORK (default /tmp/driftless-scale), SOURCE (the
+# source identity of the apply and plan, default `peers`: with CLUSTER_NAME=scale and
+# SOURCE=scale-all a cluster where hack/scale.sh applied the same N apps is reused, and the
+# setup apply finds them unchanged instead of creating them).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -51,13 +54,15 @@ mkdir -p "$WORK"
 
 say "starting kwok cluster $CLUSTER"
 KUBECONFIG_FILE=$(hack/cluster.sh up --name "$CLUSTER" | tail -n 1)
-trap 'hack/cluster.sh down --name "$CLUSTER" >/dev/null 2>&1 || true' EXIT
+if [[ ${KEEP_CLUSTER:-0} != 1 ]]; then
+  trap 'hack/cluster.sh down --name "$CLUSTER" >/dev/null 2>&1 || true' EXIT
+fi
 export KUBECONFIG=$KUBECONFIG_FILE
 for ns in $("$LOADGEN" --apps "$N" --out /dev/null --namespaces "$NAMESPACES" --print-namespaces) driftless-system; do
   "$KUBECTL" create namespace "$ns" >/dev/null 2>&1 || true
 done
 
-live=(--kubeconfig "$KUBECONFIG_FILE" --qps 1000 --burst 2000 --source peers --timeout-seconds 120)
+live=(--kubeconfig "$KUBECONFIG_FILE" --qps 1000 --burst 2000 --source "${SOURCE:-peers}" --timeout-seconds 600)
 say "rendering and applying $N apps"
 "$DRIFTLESS" render "$WORK/repo" -o yaml >"$WORK/rendered.yaml" 2>"$WORK/render.err" ||
   { cat "$WORK/render.err" >&2; die "driftless render failed"; }
