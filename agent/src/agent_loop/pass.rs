@@ -7,9 +7,8 @@ use std::time::Instant;
 use analyzer::AppRef;
 use analyzer::model::Application;
 
-use super::{
-    Selected, Shared, SourceWorker, WORKFLOW_WAIT, evidence_of, note_memory, without_take_over,
-};
+use super::preview::without_take_over;
+use super::{Selected, Shared, SourceWorker, WORKFLOW_WAIT, evidence_of, note_memory};
 use crate::config::SourceConfig;
 use crate::plan::Action;
 use crate::review::SourceReview;
@@ -222,6 +221,11 @@ impl ApplyHooks for WorkerHooks<'_> {
     }
 
     fn fleet<'a>(&'a mut self, apps: &'a BTreeMap<AppRef, Application>) -> FleetFuture<'a> {
-        Box::pin(super::fleet_for(self.git, self.shared, self.commit, apps))
+        Box::pin(super::render::fleet_for(
+            self.git,
+            self.shared,
+            self.commit,
+            apps,
+        ))
     }
 }

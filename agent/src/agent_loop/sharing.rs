@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use analyzer::{AppRef, SharedOutput};
 
-use super::{SUMMARY_CONTEXT, Selection, SourceWorker};
+use super::select::Selection;
+use super::{SUMMARY_CONTEXT, SourceWorker};
 use crate::shard::source::SourceShard;
 use crate::sync::{Orphans, SharedApps};
 
