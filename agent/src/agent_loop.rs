@@ -50,7 +50,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use analyzer::{AppRef, Definitions, SharedOutput, SourceMap};
+use analyzer::{AppRef, AppRender, Definitions, SharedOutput, SourceMap};
 use tokio::sync::{Notify, Semaphore, watch};
 
 use crate::cluster::Cluster;
@@ -536,18 +536,13 @@ pub fn app_context(app: &AppRef) -> String {
 
 type AppResults = BTreeMap<AppRef, (StatusState, String)>;
 
-/// The number of objects a render holds, every app's.
-fn object_count(output: &SharedOutput) -> usize {
-    output
-        .apps
-        .iter()
-        .map(|app| analyzer::ObjectsForm::len(&app.objects))
-        .sum()
-}
-
 /// Whether a render loaded well enough to prune: the files that did not load, named.
 fn evidence_of(rendered: &Selected) -> Evidence {
-    let app_diagnostics = rendered.output.apps.iter().flat_map(|app| &app.diagnostics);
+    let app_diagnostics = rendered
+        .output
+        .apps
+        .iter()
+        .flat_map(|app| app.diagnostics());
     Evidence::of_render(&rendered.output.diagnostics, app_diagnostics, &|file| {
         Some(rendered.sources.path(file).to_owned())
     })

@@ -27,19 +27,18 @@ pub struct PlanInputs {
 pub fn plan_inputs<R: RenderedApps>(output: &R) -> PlanInputs {
     let mut inputs = PlanInputs::default();
     for app in output.apps() {
-        let app = app.render();
-        let carried = &app.inputs;
+        let carried = app.inputs();
         if let Some(application) = carried.workflow().filter(|app| uses_workflow(app)) {
             inputs
                 .workflows
-                .insert(app.app.clone(), application.clone());
+                .insert(app.app().clone(), application.clone());
         }
         inputs
             .policies
-            .insert(app.app.clone(), carried.policies().to_vec());
+            .insert(app.app().clone(), carried.policies().to_vec());
         inputs
             .statuses
-            .insert(app.app.clone(), carried.statuses().to_vec());
+            .insert(app.app().clone(), carried.statuses().to_vec());
     }
     inputs
 }
@@ -49,10 +48,7 @@ pub fn policies<R: RenderedApps>(output: &R) -> BTreeMap<AppRef, Vec<Policy>> {
     output
         .apps()
         .iter()
-        .map(|app| {
-            let app = app.render();
-            (app.app.clone(), app.inputs.policies().to_vec())
-        })
+        .map(|app| (app.app().clone(), app.inputs().policies().to_vec()))
         .collect()
 }
 
@@ -62,9 +58,8 @@ pub fn workflow_apps<R: RenderedApps>(output: &R) -> BTreeMap<AppRef, Applicatio
         .apps()
         .iter()
         .filter_map(|app| {
-            let app = app.render();
-            let application = app.inputs.workflow().filter(|app| uses_workflow(app))?;
-            Some((app.app.clone(), application.clone()))
+            let application = app.inputs().workflow().filter(|app| uses_workflow(app))?;
+            Some((app.app().clone(), application.clone()))
         })
         .collect()
 }

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use analyzer::model::Policy;
-use analyzer::{AppRef, AppRender, ObjectsForm, RenderedApp};
+use analyzer::{AppRef, AppRender, RenderedApp};
 use rayon::prelude::*;
 use serde_json::Value;
 
@@ -170,10 +170,9 @@ impl<'a> DesiredBuilder<'a> {
         rendered
             .par_iter()
             .map(|app| {
-                let app = app.render();
                 DesiredApp::from_rendered(
                     app,
-                    self.policies.get(&app.app).unwrap_or(&no_policies),
+                    self.policies.get(app.app()).unwrap_or(&no_policies),
                     self.revision.map(str::to_owned),
                     &scope_of,
                 )
@@ -231,16 +230,15 @@ async fn scopes<A: AppRender>(
     // read whole (packed objects are parsed; their kinds are read without building them).
     let mut defined = Vec::new();
     for app in rendered {
-        let objects = &app.render().objects;
         let mut renders_crd = false;
-        for (api_version, kind) in objects.kinds() {
+        for (api_version, kind) in app.object_kinds() {
             renders_crd |= kind == "CustomResourceDefinition";
             if !api_version.is_empty() && !kind.is_empty() {
                 kinds.insert((api_version, kind));
             }
         }
         if renders_crd {
-            let objects = objects.values();
+            let objects = app.objects();
             defined.push(crd_kinds(objects.iter().map(|object| &object.object)));
         }
     }

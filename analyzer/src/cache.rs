@@ -45,7 +45,7 @@ use std::sync::{Arc, OnceLock};
 
 use cue::FileId;
 
-pub use chunked::Chunked;
+pub(crate) use chunked::Chunked;
 pub(crate) use files::FileCache;
 pub(crate) use slim::full_app;
 
@@ -58,9 +58,10 @@ use crate::check::{AppObjects, ObjectIndex, SchemaMemo};
 use crate::load::application::LoadedApp;
 use crate::load::{Loaded, ParsedDocument, ParsedFile};
 use crate::model::{Definition, DefinitionKind};
+use crate::packed::ConvertForm;
 use crate::{
-    AnalysisOptions, Definitions, Diagnostic, ObjectsForm, PackedApp, PackedObjects, RenderOutput,
-    RenderedApp, RenderedObject, Snapshot, SourceMap,
+    AnalysisOptions, AppRef, CachedApp, Definitions, Diagnostic, ObjectsForm, PackedApp,
+    PackedObjects, RenderOutput, RenderedApp, RenderedObject, Snapshot, SourceMap,
 };
 
 /// Loads, renders and checks every Application of `snapshot` like
@@ -85,7 +86,7 @@ pub fn analyze_snapshot_incremental(
 /// of the output is shared with the cache (`Arc`), so a commit that changes one app among
 /// 10,000 copies one app's result, not 10,000. An app that a cross-app rule
 /// reports on is a copy of its own. The apps' objects are compact JSON text
-/// ([`PackedApp`]), as the cache keeps them: packed once when the app is analysed.
+/// ([`CachedApp`]), as the cache keeps them: packed once when the app is analysed.
 ///
 /// Never fails; [`SharedOutput::into_output`] is what [`analyze_snapshot_incremental`] returns.
 pub fn analyze_snapshot_shared(
@@ -94,7 +95,9 @@ pub fn analyze_snapshot_shared(
     options: &AnalysisOptions,
     cache: &mut AnalysisCache,
 ) -> (SharedOutput, SourceMap) {
-    crate::check::analyze(snapshot, None, definitions, options, Some(cache))
+    let (analysis, sources) =
+        crate::check::analyze::<PackedObjects>(snapshot, None, definitions, options, Some(cache));
+    (analysis.into(), sources)
 }
 
 /// The identity of a file's text: its git blob id (or any 20-byte digest of the text).
@@ -112,7 +115,14 @@ pub fn analyze_snapshot_shared_with_ids(
     options: &AnalysisOptions,
     cache: &mut AnalysisCache,
 ) -> (SharedOutput, SourceMap) {
-    crate::check::analyze(snapshot, Some(blob_ids), definitions, options, Some(cache))
+    let (analysis, sources) = crate::check::analyze::<PackedObjects>(
+        snapshot,
+        Some(blob_ids),
+        definitions,
+        options,
+        Some(cache),
+    );
+    (analysis.into(), sources)
 }
 
 /// One file changed since the snapshot of the cache's last analysis, for
@@ -130,7 +140,7 @@ pub struct FileChange {
 /// The analysis of the cache's last snapshot with `changes` applied, costing what changed
 /// rather than what exists: only the changed files are parsed and their apps
 /// rendered and checked; every other file and app is the last analysis's, not visited at all
-/// (the output shares them in chunks, [`Chunked`]). `changes` must name every file whose text
+/// (the output shares them in chunks). `changes` must name every file whose text
 /// differs from that snapshot (a git tree-to-tree diff does; other paths are ignored as the
 /// loader ignores them).
 ///
@@ -150,22 +160,108 @@ pub fn analyze_changes(
     crate::check::analyze_patch(&patched, options, cache)
 }
 
-/// A [`RenderOutput`] whose apps are shared with an [`AnalysisCache`]: their objects are
-/// compact JSON text ([`PackedApp`]), as the cache keeps them.
+/// A [`RenderOutput`] whose apps are shared with an [`AnalysisCache`] ([`CachedApp`]: their
+/// objects are compact JSON text, as the cache keeps them). Consecutive outputs of one cache
+/// share what did not change: [`SharedOutput::unshared`] finds what may have, in O(change).
 #[derive(Debug, Clone, Default)]
-pub struct SharedOutput<O = PackedObjects> {
-    /// One entry per Application found, sorted by [`AppRef`](crate::AppRef); in chunks, so
-    /// that an output differing from the last in one app shares the others' chunks with it
-    /// ([`Chunked::same_chunk`]).
-    pub apps: Chunked<Arc<RenderedApp<O>>>,
+pub struct SharedOutput {
+    /// One entry per Application found, sorted by [`AppRef`]; in chunks, so that an output
+    /// differing from the last in one app shares the others' chunks with it.
+    pub(crate) apps: Chunked<Arc<PackedApp>>,
     /// Diagnostics not tied to one app.
     pub diagnostics: Vec<Diagnostic>,
 }
 
-impl<O: ObjectsForm> SharedOutput<O> {
+impl SharedOutput {
+    /// The number of apps.
+    pub fn len(&self) -> usize {
+        self.apps.len()
+    }
+
+    /// True when the output holds no app.
+    pub fn is_empty(&self) -> bool {
+        self.apps.is_empty()
+    }
+
+    /// The app at `index` (in [`AppRef`] order).
+    pub fn get(&self, index: usize) -> Option<CachedApp> {
+        self.apps.get(index).map(CachedApp::shared)
+    }
+
+    /// Every app, in [`AppRef`] order.
+    pub fn apps(&self) -> impl DoubleEndedIterator<Item = CachedApp> + '_ {
+        self.apps.iter().map(CachedApp::shared)
+    }
+
+    /// Every app's identity, in order.
+    pub fn app_refs(&self) -> impl DoubleEndedIterator<Item = &AppRef> + '_ {
+        self.apps.iter().map(|app| &app.app)
+    }
+
+    /// The index of `app`, when the output holds it (a binary search).
+    pub fn position(&self, app: &AppRef) -> Option<usize> {
+        self.apps
+            .binary_search_by(|rendered| rendered.app.cmp(app))
+            .ok()
+    }
+
+    /// The number of objects every app renders.
+    pub fn object_count(&self) -> usize {
+        self.apps.iter().map(|app| app.objects.len()).sum()
+    }
+
+    /// Every app's diagnostics, in app order.
+    pub fn app_diagnostics(&self) -> impl Iterator<Item = &Diagnostic> + '_ {
+        self.apps.iter().flat_map(|app| &app.diagnostics)
+    }
+
+    /// When this output holds the apps of `previous` at the same indices: the indices (sorted)
+    /// of the apps whose render may differ, those of the chunks the two outputs do not share
+    /// (an app the cache reused is shared without being looked at). `None` when the apps
+    /// differ, or when either output is empty.
+    pub fn unshared(&self, previous: &SharedOutput) -> Option<Vec<usize>> {
+        let len = self.apps.len();
+        if previous.apps.len() != len || len == 0 {
+            return None;
+        }
+        let chunk = Chunked::<Arc<PackedApp>>::CHUNK;
+        let mut unshared = Vec::new();
+        for first in (0..len).step_by(chunk) {
+            if self.apps.same_chunk(&previous.apps, first / chunk) {
+                continue;
+            }
+            for index in first..(first + chunk).min(len) {
+                if previous.apps.get(index)?.app != self.apps.get(index)?.app {
+                    return None;
+                }
+                unshared.push(index);
+            }
+        }
+        Some(unshared)
+    }
+
     /// The output as a [`RenderOutput`] (objects as values), copying only the apps still
     /// shared.
     pub fn into_output(self) -> RenderOutput {
+        Analysis {
+            apps: self.apps,
+            diagnostics: self.diagnostics,
+        }
+        .into_output()
+    }
+}
+
+/// What an analysis outputs, its objects in the form `O` ([`Form`]).
+#[derive(Debug)]
+pub(crate) struct Analysis<O> {
+    pub(crate) apps: Chunked<Arc<RenderedApp<O>>>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
+}
+
+impl<O: ObjectsForm> Analysis<O> {
+    /// The output as a [`RenderOutput`] (objects as values), copying only the apps still
+    /// shared.
+    pub(crate) fn into_output(self) -> RenderOutput {
         RenderOutput {
             apps: self
                 .apps
@@ -174,6 +270,15 @@ impl<O: ObjectsForm> SharedOutput<O> {
                 .map(|app| Arc::unwrap_or_clone(app).into_form())
                 .collect(),
             diagnostics: self.diagnostics,
+        }
+    }
+}
+
+impl From<Analysis<PackedObjects>> for SharedOutput {
+    fn from(analysis: Analysis<PackedObjects>) -> SharedOutput {
+        SharedOutput {
+            apps: analysis.apps,
+            diagnostics: analysis.diagnostics,
         }
     }
 }

@@ -66,7 +66,7 @@ pub mod status;
 
 pub use app_inputs::AppInputs;
 pub use cache::{
-    AnalysisCache, BlobId, CacheStats, Chunked, FileChange, SharedOutput, analyze_changes,
+    AnalysisCache, BlobId, CacheStats, FileChange, SharedOutput, analyze_changes,
     analyze_snapshot_incremental, analyze_snapshot_shared, analyze_snapshot_shared_with_ids,
 };
 pub use check::{
@@ -77,7 +77,8 @@ pub use diagnostic::{Diagnostic, Label, Severity};
 #[doc(hidden)]
 pub use load::{load_only, yaml_fast_path_mismatch, yaml_options};
 pub use model::{Definition, DefinitionKind};
-pub use packed::{AppRender, ObjectsForm, PackedApp, PackedObject, PackedObjects};
+pub use packed::{AppRender, CachedApp};
+pub(crate) use packed::{ObjectsForm, PackedApp, PackedObjects};
 pub use snapshot::{Embedding, Location, Snapshot, SourceFile, SourceMap};
 
 /// Options of a render.
@@ -334,8 +335,8 @@ impl Drop for RenderOutput {
 }
 
 /// One Application, rendered. `O` is the form of its objects: JSON values (the default: what
-/// the renderer and the rules make, and the CLI's output) or compact JSON text
-/// ([`PackedApp`]: what the analysis cache keeps and shares with the agent).
+/// the renderer and the rules make, and the CLI's output) or, inside this crate, compact JSON
+/// text (what the analysis cache keeps and shares with the agent as [`CachedApp`]).
 #[derive(Debug, Clone)]
 pub struct RenderedApp<O = Vec<RenderedObject>> {
     pub app: AppRef,

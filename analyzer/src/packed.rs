@@ -3,6 +3,10 @@
 //! key and string its own allocation, the objects of 10,000 apps were ~170 MB; as text, a few
 //! times less).
 //!
+//! The forms are the cache's business: outside this crate an app's render is read through
+//! [`AppRender`], whether it is a [`RenderedApp`] (values) or a [`CachedApp`] (packed, shared
+//! with the cache).
+//!
 //! An app is packed once, when it is analysed ([`crate::check`]): a reused app keeps its packed
 //! objects (shared by `Arc` with the cache), and readers parse one app's objects when they need
 //! them as values ([`ObjectsForm::values`]). Packing is exact: text parses back to the same
@@ -14,12 +18,14 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::{RenderedApp, RenderedObject};
+use std::sync::Arc;
+
+use crate::{AppInputs, AppRef, Diagnostic, RenderedApp, RenderedObject, Severity};
 
 /// The form of an app's rendered objects in a [`RenderedApp`]: JSON values
 /// (`Vec<RenderedObject>`, what the renderer and the rules make) or compact JSON text
 /// ([`PackedObjects`], what the analysis cache holds).
-pub trait ObjectsForm:
+pub(crate) trait ObjectsForm:
     Clone + std::fmt::Debug + Default + PartialEq + Send + Sync + 'static
 {
     /// The objects in render order, as values: borrowed when they are values, parsed when
@@ -32,6 +38,7 @@ pub trait ObjectsForm:
     /// The number of objects.
     fn len(&self) -> usize;
     /// True when there is no object (a broken app has none).
+    #[cfg(test)]
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -74,15 +81,15 @@ impl ObjectsForm for Vec<RenderedObject> {
 
 /// An app's rendered objects as compact JSON text, in render order.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct PackedObjects(Box<[PackedObject]>);
+pub(crate) struct PackedObjects(Box<[PackedObject]>);
 
 /// One rendered object as compact JSON text, with where it came from (as in
 /// [`RenderedObject`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct PackedObject {
-    pub component: String,
-    pub trait_type: Option<String>,
-    pub output_name: Option<String>,
+pub(crate) struct PackedObject {
+    pub(crate) component: String,
+    pub(crate) trait_type: Option<String>,
+    pub(crate) output_name: Option<String>,
     json: Json,
 }
 
@@ -99,7 +106,7 @@ const MAX_PACKED_DEPTH: usize = 100;
 
 impl PackedObject {
     /// `object` as compact JSON text (or as a value, when text would not give it back exactly).
-    pub fn pack(object: RenderedObject) -> PackedObject {
+    pub(crate) fn pack(object: RenderedObject) -> PackedObject {
         let RenderedObject {
             component,
             trait_type,
@@ -125,7 +132,7 @@ impl PackedObject {
     }
 
     /// The object as a value (parsed from its text).
-    pub fn value(&self) -> Value {
+    pub(crate) fn value(&self) -> Value {
         match &self.json {
             // The text is serde_json's own serialisation of a value within the parser's nesting
             // limit (`exact_as_text`), so it parses.
@@ -135,7 +142,8 @@ impl PackedObject {
     }
 
     /// The object as compact JSON text, when it is kept as text.
-    pub fn text(&self) -> Option<&str> {
+    #[cfg(test)]
+    pub(crate) fn text(&self) -> Option<&str> {
         match &self.json {
             Json::Text(text) => Some(text),
             Json::Value(_) => None,
@@ -144,7 +152,7 @@ impl PackedObject {
 
     /// The object's `apiVersion` and `kind`, where both are strings (other fields are skipped,
     /// not built).
-    pub fn kind(&self) -> Option<(String, String)> {
+    pub(crate) fn kind(&self) -> Option<(String, String)> {
         #[derive(serde::Deserialize)]
         struct Head<'a> {
             #[serde(rename = "apiVersion", borrow)]
@@ -163,7 +171,7 @@ impl PackedObject {
     }
 
     /// The object with its value.
-    pub fn unpack(&self) -> RenderedObject {
+    pub(crate) fn unpack(&self) -> RenderedObject {
         RenderedObject {
             component: self.component.clone(),
             trait_type: self.trait_type.clone(),
@@ -191,7 +199,8 @@ fn exact_as_text(value: &Value, depth: usize) -> bool {
 
 impl PackedObjects {
     /// The objects, each packed.
-    pub fn iter(&self) -> std::slice::Iter<'_, PackedObject> {
+    #[cfg(test)]
+    pub(crate) fn iter(&self) -> std::slice::Iter<'_, PackedObject> {
         self.0.iter()
     }
 }
@@ -219,11 +228,18 @@ impl ObjectsForm for PackedObjects {
 
 /// A rendered app with its objects as compact JSON text: what the analysis cache keeps and
 /// shares ([`crate::SharedOutput`]).
-pub type PackedApp = RenderedApp<PackedObjects>;
+pub(crate) type PackedApp = RenderedApp<PackedObjects>;
 
-impl<O: ObjectsForm> RenderedApp<O> {
+/// Converts a rendered app between the forms of its objects.
+pub(crate) trait ConvertForm {
     /// The app with its objects in the form `P`.
-    pub fn into_form<P: ObjectsForm>(self) -> RenderedApp<P> {
+    fn into_form<P: ObjectsForm>(self) -> RenderedApp<P>;
+    /// A copy of the app with its objects as values.
+    fn to_values(&self) -> RenderedApp;
+}
+
+impl<O: ObjectsForm> ConvertForm for RenderedApp<O> {
+    fn into_form<P: ObjectsForm>(self) -> RenderedApp<P> {
         RenderedApp {
             app: self.app,
             file: self.file,
@@ -234,8 +250,7 @@ impl<O: ObjectsForm> RenderedApp<O> {
         }
     }
 
-    /// A copy of the app with its objects as values.
-    pub fn to_values(&self) -> RenderedApp {
+    fn to_values(&self) -> RenderedApp {
         RenderedApp {
             app: self.app.clone(),
             file: self.file,
@@ -247,24 +262,106 @@ impl<O: ObjectsForm> RenderedApp<O> {
     }
 }
 
-/// A rendered app as the agent reads it, whatever the form of its objects and however it is
-/// held (owned, or shared with the analysis cache).
+/// A rendered app as the agent and the planner read it, whatever form its objects are kept in
+/// and however it is held: a [`RenderedApp`] (objects as values, the CLI's) or a
+/// [`CachedApp`] (packed, shared with the analysis cache: the agent's).
 pub trait AppRender: Sync {
-    type Objects: ObjectsForm;
-    fn render(&self) -> &RenderedApp<Self::Objects>;
+    /// The app's identity.
+    fn app(&self) -> &AppRef;
+    /// Errors and warnings for this app. Any error blocks the app.
+    fn diagnostics(&self) -> &[Diagnostic];
+    /// The digest of the app's inputs ([`RenderedApp::input_hash`]).
+    fn input_hash(&self) -> &str;
+    /// What a plan reads of the manifest besides the objects ([`RenderedApp::inputs`]).
+    fn inputs(&self) -> &AppInputs;
+    /// True when any diagnostic is an error (then the app has no object).
+    fn is_blocked(&self) -> bool {
+        (self.diagnostics().iter()).any(|diagnostic| diagnostic.severity == Severity::Error)
+    }
+    /// The number of rendered objects.
+    fn object_count(&self) -> usize;
+    /// The objects in render order, as values: borrowed when they are values, parsed (one
+    /// app's at a time) when packed.
+    fn objects(&self) -> Cow<'_, [RenderedObject]>;
+    /// Each object's `apiVersion` and `kind`, where both are strings: read from the text
+    /// without building the object when packed (a live plan looks up the scope of every kind
+    /// before planning the first group).
+    fn object_kinds(&self) -> Vec<(String, String)>;
 }
 
-impl<O: ObjectsForm> AppRender for RenderedApp<O> {
-    type Objects = O;
-    fn render(&self) -> &RenderedApp<O> {
-        self
+impl AppRender for RenderedApp {
+    fn app(&self) -> &AppRef {
+        &self.app
+    }
+    fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+    fn input_hash(&self) -> &str {
+        &self.input_hash
+    }
+    fn inputs(&self) -> &AppInputs {
+        &self.inputs
+    }
+    fn object_count(&self) -> usize {
+        self.objects.len()
+    }
+    fn objects(&self) -> Cow<'_, [RenderedObject]> {
+        self.objects.values()
+    }
+    fn object_kinds(&self) -> Vec<(String, String)> {
+        self.objects.kinds()
     }
 }
 
-impl<O: ObjectsForm> AppRender for std::sync::Arc<RenderedApp<O>> {
-    type Objects = O;
-    fn render(&self) -> &RenderedApp<O> {
-        self
+/// One app's render as the analysis cache keeps it and shares it with its output (by `Arc`:
+/// an app the cache reused is the same allocation as last time): its objects are compact JSON
+/// text, read through [`AppRender`]. Cloning copies a pointer.
+#[derive(Debug, Clone)]
+pub struct CachedApp(Arc<PackedApp>);
+
+impl CachedApp {
+    /// A render packed as the cache keeps it.
+    pub fn pack(rendered: RenderedApp) -> CachedApp {
+        CachedApp(Arc::new(rendered.into_form()))
+    }
+
+    /// True when `other` renders the same as this app in everything a deploy acts on: the
+    /// same input hash, both blocked or neither, and the same objects. O(1) when both are
+    /// one render shared with the cache.
+    pub fn same_render(&self, other: &CachedApp) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+            || (self.0.input_hash == other.0.input_hash
+                && self.0.is_blocked() == other.0.is_blocked()
+                && self.0.objects == other.0.objects)
+    }
+
+    /// The app as the cache holds it.
+    pub(crate) fn shared(app: &Arc<PackedApp>) -> CachedApp {
+        CachedApp(Arc::clone(app))
+    }
+}
+
+impl AppRender for CachedApp {
+    fn app(&self) -> &AppRef {
+        &self.0.app
+    }
+    fn diagnostics(&self) -> &[Diagnostic] {
+        &self.0.diagnostics
+    }
+    fn input_hash(&self) -> &str {
+        &self.0.input_hash
+    }
+    fn inputs(&self) -> &AppInputs {
+        &self.0.inputs
+    }
+    fn object_count(&self) -> usize {
+        self.0.objects.len()
+    }
+    fn objects(&self) -> Cow<'_, [RenderedObject]> {
+        self.0.objects.values()
+    }
+    fn object_kinds(&self) -> Vec<(String, String)> {
+        self.0.objects.kinds()
     }
 }
 

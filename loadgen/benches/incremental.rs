@@ -105,7 +105,7 @@ fn bench_incremental(c: &mut Criterion) {
                 b.iter(|| {
                     let output = analyze(next, &mut cache);
                     assert_eq!(cache.last_run().analyzed, 1);
-                    assert_eq!(output.0.apps.len(), n_apps);
+                    assert_eq!(output.0.len(), n_apps);
                     next = 1 - next;
                     output
                 });
@@ -158,7 +158,7 @@ fn bench_changes(c: &mut Criterion) {
                 let output = analyze_changes(&changes[next], &definitions, &options, &mut cache)
                     .expect("a one-file edit is patched");
                 assert_eq!(cache.last_run().analyzed, 1);
-                assert_eq!(output.0.apps.len(), n_apps);
+                assert_eq!(output.0.len(), n_apps);
                 next = 1 - next;
                 output
             });

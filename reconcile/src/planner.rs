@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use analyzer::model::Policy;
-use analyzer::{AppRef, Diagnostic, ObjectsForm, RenderedApp, RenderedObject};
+use analyzer::{AppRef, AppRender, Diagnostic, RenderedObject};
 use serde_json::Value;
 use sha2::Digest;
 
@@ -124,10 +124,10 @@ impl DesiredApp {
     /// `(apiVersion, kind)` to the kind's scope, `None` when unknown: the namespace is then kept
     /// as rendered), adds ownership marks, hashes, and parses the resource policies. Two objects
     /// with the same identity are a `duplicate-object` error. The rendered objects are copied,
-    /// or parsed when the render holds them packed ([`analyzer::PackedApp`]: one app's objects
+    /// or parsed when the render holds them packed ([`analyzer::CachedApp`]: one app's objects
     /// as values at a time, the desired objects of the group being planned).
-    pub fn from_rendered<O: ObjectsForm>(
-        rendered: &RenderedApp<O>,
+    pub fn from_rendered<A: AppRender + ?Sized>(
+        rendered: &A,
         policies: &[Policy],
         revision: Option<String>,
         scope_of: &dyn Fn(&str, &str) -> Option<Scope>,
@@ -135,7 +135,7 @@ impl DesiredApp {
         let objects = if rendered.is_blocked() {
             Vec::new()
         } else {
-            rendered.objects.values().into_owned()
+            rendered.objects().into_owned()
         };
         DesiredApp::from_rendered_objects(rendered, objects, policies, revision, scope_of)
     }
@@ -144,16 +144,16 @@ impl DesiredApp {
     /// copied: a caller that needs the render no more (the CLI's plan and apply) does not hold
     /// every object of 10,000 apps twice. `rendered` gives the app, its diagnostics and whether
     /// it is blocked; its own `objects` are not read.
-    pub fn from_rendered_objects<O>(
-        rendered: &RenderedApp<O>,
+    pub fn from_rendered_objects<A: AppRender + ?Sized>(
+        rendered: &A,
         rendered_objects: Vec<RenderedObject>,
         policies: &[Policy],
         revision: Option<String>,
         scope_of: &dyn Fn(&str, &str) -> Option<Scope>,
     ) -> DesiredApp {
-        let app = &rendered.app;
+        let app = rendered.app();
         let (policies, mut diagnostics) = ResourcePolicies::from_policies(app, policies);
-        diagnostics.splice(0..0, rendered.diagnostics.iter().cloned());
+        diagnostics.splice(0..0, rendered.diagnostics().iter().cloned());
         let mut objects = Vec::new();
         let mut seen = BTreeSet::new();
         if !rendered.is_blocked() {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime};
 
 use analyzer::model::Application;
-use analyzer::{AppRef, Severity, SharedOutput, SourceMap};
+use analyzer::{AppRef, AppRender, Severity, SharedOutput, SourceMap};
 use tracing::Instrument;
 
 use super::pass::{Pass, PassOutcome};
@@ -15,7 +15,7 @@ use super::select::Selection;
 use super::statuses::{app_results_from_sync, failed_apps, page_rows, summarize};
 use super::{
     AppRecord, AppResults, Deployed, SUMMARY_CONTEXT, Selected, SourceWorker, app_context,
-    note_memory, object_count,
+    note_memory,
 };
 use crate::forge::StatusState;
 use crate::forge::outbox::ForgeOp;
@@ -58,13 +58,13 @@ impl SourceWorker {
             let Some(rendered) = self.render_to_deploy(&commit).await else {
                 return;
             };
-            let n_apps = rendered.output.apps.len();
+            let n_apps = rendered.output.len();
             let selection = self.select_to_deploy(&commit, &rendered).await;
             let scanned = !matches!(selection.orphans, Orphans::Skip);
             let selected = Selected {
                 output: selection.output.clone(),
                 sources: rendered.sources.clone(),
-                source_objects: object_count(&rendered.output),
+                source_objects: rendered.output.object_count(),
             };
             // Apps with a workflow are applied step by step by it (agent::workflow), the rest
             // as a whole (the plan already dropped what that apply does not read).
@@ -136,7 +136,7 @@ impl SourceWorker {
             }
         };
         note_memory("render");
-        let n_apps = rendered.output.apps.len();
+        let n_apps = rendered.output.len();
         self.shared.metrics.set_apps(&self.config.name, n_apps);
         if n_apps == 0 {
             let message = no_apps_message(&rendered.output);
@@ -164,7 +164,7 @@ impl SourceWorker {
         for app in &selection.output.apps {
             self.status(
                 commit,
-                &app_context(&app.app),
+                &app_context(app.app()),
                 StatusState::Pending,
                 "planning",
             );
@@ -256,12 +256,7 @@ impl SourceWorker {
         // Apps that left Git and whose deletion completed are forgotten; a deletion that
         // failed, or a tracker list that failed, makes the next deploy look again. The
         // render is sorted by app: a binary search, not a set of every app per commit.
-        let in_render = |app: &AppRef| {
-            output
-                .apps
-                .binary_search_by(|rendered| rendered.app.cmp(app))
-                .is_ok()
-        };
+        let in_render = |app: &AppRef| output.position(app).is_some();
         let listing_failed = deployment
             .plan
             .diagnostics
@@ -296,8 +291,8 @@ impl SourceWorker {
         }
         // A planned app without a result has no record: planned again next time.
         for app in &selection.output.apps {
-            if !results.contains_key(&app.app) {
-                self.unsettled.insert(app.app.clone());
+            if !results.contains_key(app.app()) {
+                self.unsettled.insert(app.app().clone());
             }
         }
     }

@@ -7,7 +7,7 @@ use tracing::Instrument;
 
 use super::pass::Pass;
 use super::statuses::app_results_from_sync;
-use super::{DRIFT_CONTEXT, Selected, SourceWorker, object_count};
+use super::{DRIFT_CONTEXT, Selected, SourceWorker};
 use crate::config::DriftMode;
 use crate::forge::StatusState;
 use crate::plan::Action;
@@ -24,11 +24,11 @@ impl SourceWorker {
         // Drift checks plan every app, shared with the deployed render (no copy).
         let mut rendered = Selected {
             output: Arc::new(SharedApps {
-                apps: deployed.output.apps.iter().cloned().collect(),
+                apps: deployed.output.apps().collect(),
                 diagnostics: deployed.output.diagnostics.clone(),
             }),
             sources: deployed.sources.clone(),
-            source_objects: object_count(&deployed.output),
+            source_objects: deployed.output.object_count(),
         };
         let mut orphans = Orphans::NotRendered;
         if let Some(shard) = &mut self.shard {

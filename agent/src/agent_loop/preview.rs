@@ -8,7 +8,7 @@ use tracing::Instrument;
 
 use super::pass::Pass;
 use super::statuses::{app_results_plan_only, change_counts, page_rows, plan_digest_note};
-use super::{SUMMARY_CONTEXT, Selected, SourceWorker, object_count};
+use super::{SUMMARY_CONTEXT, Selected, SourceWorker};
 use crate::config::RepoSlug;
 use crate::forge::outbox::ForgeOp;
 use crate::forge::{PullRequest, StatusState};
@@ -96,7 +96,7 @@ impl SourceWorker {
             let selected = Selected {
                 output: selection.output,
                 sources: rendered.sources.clone(),
-                source_objects: object_count(&rendered.output),
+                source_objects: rendered.output.object_count(),
             };
             let pass = self
                 .sync_pass(&selected, commit, &selection.orphans, Pass::Preview)

@@ -34,7 +34,7 @@ impl SourceWorker {
             .filter(|(app, _)| shard.owns(app))
             .map(|(app, record)| (app.clone(), record.state))
             .collect();
-        let apps: Vec<&AppRef> = deployed.output.apps.iter().map(|app| &app.app).collect();
+        let apps: Vec<&AppRef> = deployed.output.app_refs().collect();
         let commit = deployed.commit.clone();
         if let Some((state, summary)) = shard.share_results(commit.as_str(), states, &apps).await {
             self.status(&commit, SUMMARY_CONTEXT, state, &summary);
@@ -48,9 +48,7 @@ impl SourceWorker {
         let Some(shard) = &mut self.shard else {
             return false;
         };
-        let moved = shard
-            .rebalance(output.apps.iter().map(|app| &app.app))
-            .await;
+        let moved = shard.rebalance(output.app_refs()).await;
         for app in &moved.lost {
             self.records.remove(app);
             self.unsettled.remove(app);

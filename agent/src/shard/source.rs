@@ -7,10 +7,9 @@
 //! next tick ([`SourceShard::changed`]), by when the old owner has given it up.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Instant;
 
-use analyzer::{AppRef, PackedApp};
+use analyzer::{AppRef, AppRender, CachedApp};
 use futures::StreamExt as _;
 use k8s_openapi::api::coordination::v1::Lease;
 use tokio::sync::watch;
@@ -202,19 +201,19 @@ impl SourceShard {
 
     /// Of `apps`, those this replica owns and holds the claim of (taken now where needed), and
     /// the owned ones whose claim another replica still holds (to plan again later).
-    pub async fn claim(&mut self, apps: &[Arc<PackedApp>]) -> (Vec<Arc<PackedApp>>, Vec<AppRef>) {
+    pub async fn claim(&mut self, apps: &[CachedApp]) -> (Vec<CachedApp>, Vec<AppRef>) {
         if !self.is_member() {
             return (Vec::new(), Vec::new());
         }
         let members = self.view.borrow().members.clone();
-        let mine: Vec<&Arc<PackedApp>> = apps
+        let mine: Vec<&CachedApp> = apps
             .iter()
-            .filter(|app| self.owned.contains(&app.app))
+            .filter(|app| self.owned.contains(app.app()))
             .collect();
         let to_take: Vec<AppRef> = mine
             .iter()
-            .filter(|app| !self.claims.contains_key(&app.app))
-            .map(|app| app.app.clone())
+            .filter(|app| !self.claims.contains_key(app.app()))
+            .map(|app| app.app().clone())
             .collect();
         let shards = &self.shards;
         let source = self.source.as_str();
@@ -248,7 +247,7 @@ impl SourceShard {
         }
         let claimed = mine
             .into_iter()
-            .filter(|app| self.claims.contains_key(&app.app))
+            .filter(|app| self.claims.contains_key(app.app()))
             .cloned()
             .collect();
         (claimed, self.waiting.iter().cloned().collect())

@@ -19,10 +19,9 @@
 //! - `read_health`: the apps' health as live after an apply.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use analyzer::model::Application;
-use analyzer::{AppRef, AppRender, Diagnostic, PackedApp, RenderOutput, RenderedApp};
+use analyzer::{AppRef, AppRender, CachedApp, Diagnostic, RenderOutput, RenderedApp};
 
 use crate::apply::ApplyOptions;
 use crate::health::AppHealth;
@@ -109,13 +108,13 @@ impl RenderedApps for RenderOutput {
 #[derive(Debug, Clone, Default)]
 pub struct SharedApps {
     /// Sorted by [`AppRef`].
-    pub apps: Vec<Arc<PackedApp>>,
+    pub apps: Vec<CachedApp>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
 impl RenderedApps for SharedApps {
-    type App = Arc<PackedApp>;
-    fn apps(&self) -> &[Arc<PackedApp>] {
+    type App = CachedApp;
+    fn apps(&self) -> &[CachedApp] {
         &self.apps
     }
     fn diagnostics(&self) -> &[Diagnostic] {

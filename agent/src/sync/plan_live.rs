@@ -149,10 +149,7 @@ impl<'a, A: AppRender> Desired<'a, A> {
     fn apps(&self) -> BTreeSet<AppRef> {
         match self {
             Desired::Built(apps) => apps.iter().map(|app| app.app.clone()).collect(),
-            Desired::Shared(apps, _) => apps
-                .iter()
-                .map(|app| rendered_app(app).app.clone())
-                .collect(),
+            Desired::Shared(apps, _) => apps.iter().map(|app| app.app().clone()).collect(),
         }
     }
 
@@ -198,10 +195,10 @@ impl<A: AppRender> Groups<'_, A> {
                 by_namespace,
             } => {
                 let first = rest.first()?;
-                let namespace = &rendered_app(first).app.namespace;
+                let namespace = &first.app().namespace;
                 let len = if *by_namespace {
                     rest.iter()
-                        .take_while(|app| rendered_app(*app).app.namespace == *namespace)
+                        .take_while(|app| app.app().namespace == *namespace)
                         .count()
                 } else {
                     rest.len()
@@ -212,10 +209,6 @@ impl<A: AppRender> Groups<'_, A> {
             }
         }
     }
-}
-
-fn rendered_app<A: AppRender>(app: &A) -> &RenderedApp<A::Objects> {
-    app.render()
 }
 
 async fn plan_desired<A: AppRender>(

@@ -370,9 +370,8 @@ fn input_hashes<'a, R: RenderedApps>(
         apps: impl Iterator<Item = &'a A>,
         wanted: &BTreeMap<AppRef, Application>,
     ) -> BTreeMap<&'a AppRef, &'a str> {
-        apps.map(AppRender::render)
-            .filter(|rendered| wanted.contains_key(&rendered.app))
-            .map(|rendered| (&rendered.app, rendered.input_hash.as_str()))
+        apps.filter(|rendered| wanted.contains_key(rendered.app()))
+            .map(|rendered| (rendered.app(), rendered.input_hash()))
             .collect()
     }
     match apps {

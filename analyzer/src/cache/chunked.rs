@@ -51,11 +51,6 @@ impl<T> Chunked<T> {
         self.chunks.get(index / CHUNK)?.get(index % CHUNK)
     }
 
-    /// The first element.
-    pub fn first(&self) -> Option<&T> {
-        self.get(0)
-    }
-
     /// Every element in order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + Clone {
         self.chunks.iter().flat_map(|chunk| chunk.iter())
@@ -130,6 +125,7 @@ impl<T: Clone> Chunked<T> {
     }
 
     /// The elements as a vector (a copy of each).
+    #[cfg(test)]
     pub fn to_vec(&self) -> Vec<T> {
         self.iter().cloned().collect()
     }

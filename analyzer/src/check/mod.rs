@@ -78,6 +78,7 @@ pub(crate) use unknown_property::SchemaMemo;
 
 use crate::definitions::Definitions;
 use crate::load::application::LoadedApp;
+use crate::packed::ConvertForm;
 use crate::{Diagnostic, RenderOutput, RenderedApp, RenderedObject, Severity, Snapshot, SourceMap};
 
 /// The annotation that suppresses rules for one Application: a comma-separated list of rule
@@ -148,7 +149,7 @@ pub(crate) fn analyze<O: crate::cache::Form>(
     definitions: &Definitions,
     options: &AnalysisOptions,
     mut cache: Option<&mut crate::cache::AnalysisCache>,
-) -> (crate::SharedOutput<O>, SourceMap) {
+) -> (crate::cache::Analysis<O>, SourceMap) {
     use crate::cache::Reused;
     use rayon::prelude::*;
     let namespaces = crate::load::application::NamespaceRules {
@@ -284,7 +285,7 @@ pub(crate) fn analyze<O: crate::cache::Form>(
         // apps).
         None => loaded.apps.into_par_iter().for_each(drop),
     }
-    (crate::SharedOutput { apps, diagnostics }, sources)
+    (crate::cache::Analysis { apps, diagnostics }, sources)
 }
 
 /// The analysis of a snapshot that differs from the cache's last one in the apps of

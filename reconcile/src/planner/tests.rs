@@ -3,7 +3,7 @@
 use super::*;
 use crate::ownership::{ANNOTATION_OWNER, LABEL_APP_NAME, LABEL_APP_NAMESPACE};
 use crate::tracker::{EntryState, TrackedEntry};
-use analyzer::RenderedObject;
+use analyzer::{RenderedApp, RenderedObject};
 use serde_json::json;
 
 fn app(name: &str) -> AppRef {
@@ -486,7 +486,7 @@ fn keep_live_paths_copies_or_removes() {
 
 #[test]
 fn a_packed_render_plans_the_same_desired_objects_as_its_values() {
-    use analyzer::{PackedApp, RenderedApp};
+    use analyzer::CachedApp;
     let deployment = json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "web", "labels": {"workload.oam.dev/type": "webservice", "b": "1", "a": "2"}},
@@ -503,7 +503,7 @@ fn a_packed_render_plans_the_same_desired_objects_as_its_values() {
             ("web", Some("rbac"), cluster_role),
         ],
     );
-    let packed: PackedApp = values.clone().into_form();
+    let packed = CachedApp::pack(values.clone());
     let from_values =
         DesiredApp::from_rendered(&values, &[], Some("rev1".to_owned()), &builtin_scope);
     let from_packed =
@@ -524,7 +524,7 @@ fn a_packed_render_plans_the_same_desired_objects_as_its_values() {
     blocked
         .diagnostics
         .push(Diagnostic::error("x", "broken".to_owned(), None));
-    let blocked: PackedApp = blocked.into_form();
+    let blocked = CachedApp::pack(blocked);
     assert!(
         DesiredApp::from_rendered(&blocked, &[], None, &builtin_scope)
             .objects

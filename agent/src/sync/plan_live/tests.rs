@@ -7,7 +7,6 @@ use crate::tracker::{EntryState, TrackedEntry, TrackerRecord};
 use crate::tracker_store::TrackerStore;
 use analyzer::{RenderedApp, RenderedObject};
 use serde_json::json;
-use std::sync::Arc;
 
 fn desired(namespace: &str, name: &str, objects: &[&str]) -> DesiredApp {
     let rendered: RenderedApp = RenderedApp {
@@ -291,12 +290,12 @@ async fn an_app_the_apply_would_not_touch_keeps_only_its_identity() {
 
 #[test]
 fn a_shared_render_is_built_one_namespace_group_at_a_time() {
-    let rendered: Vec<Arc<RenderedApp>> = [("a", "one"), ("a", "two"), ("b", "one"), ("c", "x")]
+    let rendered: Vec<analyzer::CachedApp> = [("a", "one"), ("a", "two"), ("b", "one"), ("c", "x")]
         .iter()
         .map(|(namespace, name)| {
             let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
                                 "metadata": {"name": name}, "data": {"k": "v"}});
-            Arc::new(RenderedApp {
+            analyzer::CachedApp::pack(RenderedApp {
                 app: AppRef {
                     namespace: (*namespace).to_owned(),
                     name: (*name).to_owned(),
