@@ -97,34 +97,8 @@ pub async fn apply_app(
     if observation.apply == ApplyNeeds::Nothing {
         return report;
     }
-    if let Some(error) = &observation.tracker_error {
-        report.outcome = ApplyOutcome::Skipped(error.clone());
-        return report;
-    }
-    if plan
-        .diagnostics
-        .iter()
-        .any(|diagnostic| diagnostic.severity == analyzer::Severity::Error)
-    {
-        report.outcome = ApplyOutcome::Skipped("the plan has errors".to_owned());
-        return report;
-    }
-    if let Some(conflict) = plan
-        .changes
-        .iter()
-        .find(|change| change.action == Action::Conflict)
-    {
-        report.outcome = ApplyOutcome::Skipped(format!(
-            "conflict on {}: {}",
-            conflict.object,
-            conflict.reason.as_deref().unwrap_or("not ours")
-        ));
-        return report;
-    }
-    if let Some(refusal) = options.boundary.as_deref().and_then(|boundary| {
-        crate::boundary::refusal(boundary, cluster.name(), &observation.desired)
-    }) {
-        report.outcome = ApplyOutcome::Failed(refusal);
+    if let Some(refused) = reason_not_to_apply(cluster, observation, plan, options) {
+        report.outcome = refused;
         return report;
     }
 
@@ -134,12 +108,115 @@ pub async fn apply_app(
         return report;
     }
 
-    let desired = &observation.desired;
-    let mut record = observation
+    let before = observation
         .tracker
         .clone()
         .unwrap_or_else(|| TrackerRecord::new(app));
-    let before = record.clone();
+    let mut record = before.clone();
+    note_intent(&mut record, observation, plan, options);
+    // With changes to make, the write-ahead write happens even when it adds nothing: it is
+    // conditioned on the resourceVersion we planned from, so a tracker changed meanwhile (another
+    // agent on the same app) stops the apply with a 409 before any object is written or pruned.
+    let has_changes = plan.changes.iter().any(|change| {
+        matches!(
+            change.action,
+            Action::Create | Action::Update | Action::Delete
+        )
+    });
+    if (record != before || has_changes)
+        && let Err(error) = store.write(app, &mut record).await
+    {
+        report.outcome = ApplyOutcome::Failed(error.to_string());
+        return report;
+    }
+    // What the cluster holds now; the final write is skipped when nothing changed, so an apply
+    // of an unchanged app costs no write.
+    let stored = record.clone();
+
+    apply_changes(
+        cluster,
+        observation,
+        plan,
+        options,
+        &mut record,
+        &mut report,
+    )
+    .await;
+    if report.outcome == ApplyOutcome::Applied {
+        let desired = &observation.desired;
+        prune(cluster, app, plan, &mut record, &mut report, Some(desired)).await;
+        // Tracked objects that are neither rendered nor live any more (pending entries never
+        // created, objects deleted by someone else) leave the tracker.
+        let stale: Vec<ObjectRef> = record
+            .entries
+            .keys()
+            .filter(|object_ref| {
+                find(desired, object_ref).is_none()
+                    && matches!(
+                        observation.live.objects.get(*object_ref),
+                        None | Some(Observed::Absent)
+                    )
+            })
+            .cloned()
+            .collect();
+        for object_ref in stale {
+            record.entries.remove(&object_ref);
+        }
+    }
+    if record != stored
+        && let Err(error) = store.write(app, &mut record).await
+        && report.outcome == ApplyOutcome::Applied
+    {
+        report.outcome = ApplyOutcome::Failed(error.to_string());
+    }
+    report
+}
+
+/// Why the app's plan is not applied at all, before anything is written: its tracker could
+/// not be read, it has errors or a conflict, or it crosses the source's boundary.
+fn reason_not_to_apply(
+    cluster: &Cluster,
+    observation: &AppObservation,
+    plan: &AppPlan,
+    options: &ApplyOptions,
+) -> Option<ApplyOutcome> {
+    if let Some(error) = &observation.tracker_error {
+        return Some(ApplyOutcome::Skipped(error.clone()));
+    }
+    if plan
+        .diagnostics
+        .iter()
+        .any(|diagnostic| diagnostic.severity == analyzer::Severity::Error)
+    {
+        return Some(ApplyOutcome::Skipped("the plan has errors".to_owned()));
+    }
+    if let Some(conflict) = plan
+        .changes
+        .iter()
+        .find(|change| change.action == Action::Conflict)
+    {
+        return Some(ApplyOutcome::Skipped(format!(
+            "conflict on {}: {}",
+            conflict.object,
+            conflict.reason.as_deref().unwrap_or("not ours")
+        )));
+    }
+    let boundary = options.boundary.as_deref()?;
+    crate::boundary::refusal(boundary, cluster.name(), &observation.desired)
+        .map(ApplyOutcome::Failed)
+}
+
+/// Notes in `record` what the apply is about to do, before it does it: the app, source and
+/// revision, objects of ours found unchanged but not recorded (adopted), and every object
+/// about to be written, as pending.
+fn note_intent(
+    record: &mut TrackerRecord,
+    observation: &AppObservation,
+    plan: &AppPlan,
+    options: &ApplyOptions,
+) {
+    let desired = &observation.desired;
+    let app = &desired.app;
     record.app = Some(app.clone());
     // A pass that knows no source (one file given to `driftless apply`) keeps the recorded one.
     if options.source.is_some() {
@@ -191,25 +268,19 @@ pub async fn apply_app(
             record.entries.insert(change.object.clone(), entry);
         }
     }
-    // With changes to make, the write-ahead write happens even when it adds nothing: it is
-    // conditioned on the resourceVersion we planned from, so a tracker changed meanwhile (another
-    // agent on the same app) stops the apply with a 409 before any object is written or pruned.
-    let has_changes = plan.changes.iter().any(|change| {
-        matches!(
-            change.action,
-            Action::Create | Action::Update | Action::Delete
-        )
-    });
-    if (record != before || has_changes)
-        && let Err(error) = store.write(app, &mut record).await
-    {
-        report.outcome = ApplyOutcome::Failed(error.to_string());
-        return report;
-    }
-    // What the cluster holds now; the final write is skipped when nothing changed, so an apply
-    // of an unchanged app costs no write.
-    let stored = record.clone();
+}
 
+/// Creates and updates the plan's objects, in the plan's order, recording each applied one
+/// in `record`; the first failure stops the apply (`report` says which object).
+async fn apply_changes(
+    cluster: &Cluster,
+    observation: &AppObservation,
+    plan: &AppPlan,
+    options: &ApplyOptions,
+    record: &mut TrackerRecord,
+    report: &mut AppApplyReport,
+) {
+    let desired = &observation.desired;
     let created_kinds = crd_kinds(desired.objects.iter().map(|object| &object.object));
     for change in &plan.changes {
         if !matches!(change.action, Action::Create | Action::Update) {
@@ -254,34 +325,6 @@ pub async fn apply_app(
             }
         }
     }
-
-    if report.outcome == ApplyOutcome::Applied {
-        prune(cluster, app, plan, &mut record, &mut report, Some(desired)).await;
-        // Tracked objects that are neither rendered nor live any more (pending entries never
-        // created, objects deleted by someone else) leave the tracker.
-        let stale: Vec<ObjectRef> = record
-            .entries
-            .keys()
-            .filter(|object_ref| {
-                find(desired, object_ref).is_none()
-                    && matches!(
-                        observation.live.objects.get(*object_ref),
-                        None | Some(Observed::Absent)
-                    )
-            })
-            .cloned()
-            .collect();
-        for object_ref in stale {
-            record.entries.remove(&object_ref);
-        }
-    }
-    if record != stored
-        && let Err(error) = store.write(app, &mut record).await
-        && report.outcome == ApplyOutcome::Applied
-    {
-        report.outcome = ApplyOutcome::Failed(error.to_string());
-    }
-    report
 }
 
 /// True when [`apply_app`] of this observation and plan would make no request and report the

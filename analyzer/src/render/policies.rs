@@ -259,7 +259,6 @@ fn placement_plan<'a>(
 ) -> Result<PlacementPlan<'a>, Vec<Diagnostic>> {
     let spec = &loaded.app.spec;
     let namespace = &loaded.app_ref.namespace;
-    let positions = &loaded.document.positions;
     let components: Vec<EffectiveComponent> = spec
         .components
         .iter()
@@ -281,8 +280,36 @@ fn placement_plan<'a>(
             })
             .map(|(_, policy)| policy),
     );
-    let policy_index = |name: &str| all_policies.iter().position(|policy| policy.name == name);
-    let is_type = |index: usize, policy_type: &str| all_policies[index].policy_type == policy_type;
+    let deploy_steps = deploy_steps(loaded, standalone)?;
+    if deploy_steps.is_empty() {
+        return Ok(PlacementPlan {
+            components,
+            all_policies,
+            variants: None,
+        });
+    }
+    let variants = variants(&deploy_steps, &all_policies, loaded)?;
+    Ok(PlacementPlan {
+        components,
+        all_policies,
+        variants: Some(variants),
+    })
+}
+
+/// A deploy step as placements read it: its policy names, the pointer its errors point at,
+/// and whether it is nested in a step group.
+type DeployStep = (Vec<String>, String, bool);
+
+/// The app's deploy steps: those of its workflow (its own steps, or the Workflow it refers
+/// to), top-level first; without a workflow, one per topology policy with every override
+/// policy, or one with the overrides alone.
+fn deploy_steps(
+    loaded: &LoadedApp,
+    standalone: &Standalone,
+) -> Result<Vec<DeployStep>, Vec<Diagnostic>> {
+    let spec = &loaded.app.spec;
+    let namespace = &loaded.app_ref.namespace;
+    let positions = &loaded.document.positions;
     let workflow_ref = spec
         .workflow
         .as_ref()
@@ -290,7 +317,7 @@ fn placement_plan<'a>(
         .filter(|name| !name.is_empty());
 
     // (policy names, pointer for errors, nested in a step group) per deploy step.
-    let mut deploy_steps: Vec<(Vec<String>, String, bool)> = Vec::new();
+    let mut deploy_steps: Vec<DeployStep> = Vec::new();
     let explicit_steps = spec
         .workflow
         .as_ref()
@@ -379,17 +406,22 @@ fn placement_plan<'a>(
             deploy_steps.push((overrides, "/spec/policies".to_owned(), false));
         }
     }
-    if deploy_steps.is_empty() {
-        return Ok(PlacementPlan {
-            components,
-            all_policies,
-            variants: None,
-        });
-    }
+    Ok(deploy_steps)
+}
 
+/// One placement per topology of each deploy step (one per step without topology), with the
+/// step's override and replication policies; an unknown policy name is an error.
+fn variants(
+    deploy_steps: &[DeployStep],
+    all_policies: &[&Policy],
+    loaded: &LoadedApp,
+) -> Result<Vec<Variant>, Vec<Diagnostic>> {
+    let positions = &loaded.document.positions;
+    let policy_index = |name: &str| all_policies.iter().position(|policy| policy.name == name);
+    let is_type = |index: usize, policy_type: &str| all_policies[index].policy_type == policy_type;
     let mut errors = Vec::new();
     let mut variants: Vec<Variant> = Vec::new();
-    for (names, pointer, nested) in &deploy_steps {
+    for (names, pointer, nested) in deploy_steps {
         let mut overrides = Vec::new();
         let mut replications = Vec::new();
         let mut topologies = Vec::new();
@@ -425,11 +457,7 @@ fn placement_plan<'a>(
     if !errors.is_empty() {
         return Err(errors);
     }
-    Ok(PlacementPlan {
-        components,
-        all_policies,
-        variants: Some(variants),
-    })
+    Ok(variants)
 }
 
 /// Picks the placement to render. Every placement with the same overrides renders the same
