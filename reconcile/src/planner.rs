@@ -432,46 +432,13 @@ pub fn plan_app(
                 let Some(live_object) = live_object else {
                     continue;
                 };
-                let recorded = tracker.and_then(|tracker| tracker.applied(object_ref));
-                let same_desired = recorded.is_some_and(|entry| entry.hash == desired_object.hash);
-                let moment = if same_desired {
-                    ApplyOnceMoment::StateKeep
-                } else {
-                    ApplyOnceMoment::Update
+                let write = Write {
+                    desired_object,
+                    facts: &facts,
+                    live_object,
+                    dry_run,
                 };
-                let drift_paths = desired.policies.drift_allowed(&facts, moment);
-                if drift_paths.iter().any(|path| path == "*") {
-                    writes.push(change(
-                        Action::Unchanged,
-                        object_ref,
-                        String::new(),
-                        Some("exists; drift allowed (apply-once policy)".to_owned()),
-                    ));
-                    continue;
-                }
-                let unchanged_since_apply = same_desired
-                    && recorded.and_then(|entry| entry.resource_version.as_deref())
-                        == resource_version(live_object);
-                let object_diff = match dry_run {
-                    Some(dry_run) => {
-                        let mut dry_run = dry_run.clone();
-                        keep_live_paths(&mut dry_run, live_object, &drift_paths);
-                        diff::diff_server_side(live_object, &dry_run)
-                    }
-                    None if unchanged_since_apply => None,
-                    None => {
-                        let mut desired_value = desired_object.object.clone();
-                        keep_live_paths(&mut desired_value, live_object, &drift_paths);
-                        diff::diff_projected(live_object, &desired_value)
-                    }
-                };
-                match object_diff {
-                    None => writes.push(change(Action::Unchanged, object_ref, String::new(), None)),
-                    Some(object_diff) => writes.push(Change {
-                        changed_fields: object_diff.changed_fields,
-                        ..change(Action::Update, object_ref, object_diff.unified, None)
-                    }),
-                }
+                writes.push(update_change(desired, write, tracker, &change));
             }
         }
     }
@@ -504,6 +471,71 @@ pub fn plan_app(
         plan.digest = Some(crate::digest::app_digest(desired, live));
     }
     plan
+}
+
+/// An object of ours, present, that the app may write.
+struct Write<'a> {
+    desired_object: &'a DesiredObject,
+    facts: &'a ObjectFacts<'a>,
+    live_object: &'a Value,
+    dry_run: Option<&'a Value>,
+}
+
+/// The change to an object the app may write: an update with its diff (against the server's
+/// dry run when there is one, else the desired object projected on the live one), or
+/// unchanged (the same object applied and untouched since, or drift allowed by `apply-once`).
+fn update_change(
+    desired: &DesiredApp,
+    write: Write<'_>,
+    tracker: Option<&TrackerRecord>,
+    change: &dyn Fn(Action, &ObjectRef, String, Option<String>) -> Change,
+) -> Change {
+    let Write {
+        desired_object,
+        facts,
+        live_object,
+        dry_run,
+    } = write;
+    let object_ref = &desired_object.object_ref;
+    let recorded = tracker.and_then(|tracker| tracker.applied(object_ref));
+    let same_desired = recorded.is_some_and(|entry| entry.hash == desired_object.hash);
+    let moment = if same_desired {
+        ApplyOnceMoment::StateKeep
+    } else {
+        ApplyOnceMoment::Update
+    };
+    let drift_paths = desired.policies.drift_allowed(facts, moment);
+    if drift_paths.iter().any(|path| path == "*") {
+        return change(
+            Action::Unchanged,
+            object_ref,
+            String::new(),
+            Some("exists; drift allowed (apply-once policy)".to_owned()),
+        );
+    }
+    let unchanged_since_apply = same_desired
+        && recorded.and_then(|entry| entry.resource_version.as_deref())
+            == resource_version(live_object);
+    let object_diff = match dry_run {
+        Some(dry_run) => {
+            let mut dry_run = dry_run.clone();
+            keep_live_paths(&mut dry_run, live_object, &drift_paths);
+            diff::diff_server_side(live_object, &dry_run)
+        }
+        None if unchanged_since_apply => None,
+        None => {
+            let mut desired_value = desired_object.object.clone();
+            keep_live_paths(&mut desired_value, live_object, &drift_paths);
+            diff::diff_projected(live_object, &desired_value)
+        }
+    };
+    match object_diff {
+        None => change(Action::Unchanged, object_ref, String::new(), None),
+        Some(object_diff) => Change {
+            changed_fields: object_diff.changed_fields,
+            ..change(Action::Update, object_ref, object_diff.unified, None)
+        },
+    }
 }
 
 /// Plans the deletion of an app that disappeared from its source: every tracked object is

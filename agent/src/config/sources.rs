@@ -224,87 +224,10 @@ pub(super) fn check_source(
             "must be lowercase letters, digits and '-', at most 63 characters",
         );
     }
-    let url = source.url.value.trim().to_owned();
-    let scheme_ok = ["https://", "http://", "ssh://", "file://"]
-        .iter()
-        .any(|scheme| url.starts_with(scheme))
-        || is_scp_like(&url);
-    if !scheme_ok {
-        checker.problem(
-            format!("{field}.url"),
-            &source.url,
-            "must be an https://, http://, ssh://, file:// or user@host:path URL",
-        );
-    }
-    if url_has_password(&url) {
-        checker.problem(
-            format!("{field}.url"),
-            &source.url,
-            "must not embed a password or token; use `credentials`",
-        );
-    }
-    let branch = match source.branch {
-        Some(branch) if git2::Branch::name_is_valid(&branch.value).unwrap_or(false) => branch.value,
-        Some(branch) => {
-            checker.problem(
-                format!("{field}.branch"),
-                &branch,
-                "is not a valid branch name",
-            );
-            String::new()
-        }
-        None => DEFAULT_BRANCH.to_owned(),
-    };
-    let paths = match source.paths {
-        None => PathFilter::everything(),
-        Some(paths) => {
-            let include: Vec<&str> = paths.include.iter().map(|p| p.value.as_str()).collect();
-            let exclude: Vec<&str> = paths.exclude.iter().map(|p| p.value.as_str()).collect();
-            match PathFilter::new(&include, &exclude) {
-                Ok(filter) => filter,
-                Err((is_include, idx, message)) => {
-                    let (list, globs) = if is_include {
-                        ("include", &paths.include)
-                    } else {
-                        ("exclude", &paths.exclude)
-                    };
-                    let field = format!("{field}.paths.{list}[{idx}]");
-                    match globs.get(idx) {
-                        Some(glob) => {
-                            checker.problem(field, glob, format!("invalid glob: {message}"))
-                        }
-                        None => checker.problem_unplaced(field, format!("invalid glob: {message}")),
-                    }
-                    PathFilter::everything()
-                }
-            }
-        }
-    };
-    let poll_interval = match source.poll_interval {
-        None => DEFAULT_POLL_INTERVAL,
-        Some(interval) => match parse_duration(&interval.value) {
-            Some(duration) if duration >= Duration::from_secs(1) => duration,
-            Some(_) => {
-                checker.problem(
-                    format!("{field}.pollInterval"),
-                    &interval,
-                    "must be at least 1s",
-                );
-                DEFAULT_POLL_INTERVAL
-            }
-            None => {
-                checker.problem(
-                    format!("{field}.pollInterval"),
-                    &interval,
-                    format!(
-                        "invalid duration {:?} (use a number with a unit: 500ms, 30s, 5m, 1h)",
-                        interval.value
-                    ),
-                );
-                DEFAULT_POLL_INTERVAL
-            }
-        },
-    };
+    let url = check_url(checker, field, &source.url);
+    let branch = check_branch(checker, field, source.branch);
+    let paths = check_paths(checker, field, source.paths);
+    let poll_interval = check_poll_interval(checker, field, source.poll_interval);
     let credentials = source.credentials.and_then(|credentials| {
         check_credentials(checker, &format!("{field}.credentials"), &credentials, &url)
     });
@@ -322,21 +245,7 @@ pub(super) fn check_source(
     boundary.reserved_namespaces = vec![crate::tracker::DEFAULT_NAMESPACE.to_owned()];
     let previews = check_previews(source.previews);
     let service_account = check_service_account(checker, field, source.service_account);
-    let mut prune = PruneBudget::default();
-    if let Some(written) = source.prune {
-        prune.max_objects = written.max_objects.unwrap_or(prune.max_objects);
-        if let Some(percent) = written.max_percent {
-            if (1..=100).contains(&percent.value) {
-                prune.max_percent = percent.value;
-            } else {
-                checker.problem(
-                    format!("{field}.prune.maxPercent"),
-                    &percent,
-                    "must be between 1 and 100",
-                );
-            }
-        }
-    }
+    let prune = check_prune(checker, field, source.prune);
     let transport = check_transport(
         checker,
         field,
@@ -367,6 +276,128 @@ pub(super) fn check_source(
         depth: transport.depth,
         reviewed_plan: super::reviewed::check(source.apply_reviewed_plan, source.reviewed_plan),
     })
+}
+
+/// The source's URL, trimmed: a scheme git fetches, and no password in it.
+fn check_url(checker: &mut Checker<'_>, field: &str, url: &Spanned<String>) -> String {
+    let text = url.value.trim().to_owned();
+    let scheme_ok = ["https://", "http://", "ssh://", "file://"]
+        .iter()
+        .any(|scheme| text.starts_with(scheme))
+        || is_scp_like(&text);
+    if !scheme_ok {
+        checker.problem(
+            format!("{field}.url"),
+            url,
+            "must be an https://, http://, ssh://, file:// or user@host:path URL",
+        );
+    }
+    if url_has_password(&text) {
+        checker.problem(
+            format!("{field}.url"),
+            url,
+            "must not embed a password or token; use `credentials`",
+        );
+    }
+    text
+}
+
+/// The branch to track ([`DEFAULT_BRANCH`] when none is given).
+fn check_branch(checker: &mut Checker<'_>, field: &str, branch: Option<Spanned<String>>) -> String {
+    match branch {
+        Some(branch) if git2::Branch::name_is_valid(&branch.value).unwrap_or(false) => branch.value,
+        Some(branch) => {
+            checker.problem(
+                format!("{field}.branch"),
+                &branch,
+                "is not a valid branch name",
+            );
+            String::new()
+        }
+        None => DEFAULT_BRANCH.to_owned(),
+    }
+}
+
+/// The paths whose files are read (every path when none is given).
+fn check_paths(checker: &mut Checker<'_>, field: &str, paths: Option<PathsFile>) -> PathFilter {
+    match paths {
+        None => PathFilter::everything(),
+        Some(paths) => {
+            let include: Vec<&str> = paths.include.iter().map(|p| p.value.as_str()).collect();
+            let exclude: Vec<&str> = paths.exclude.iter().map(|p| p.value.as_str()).collect();
+            match PathFilter::new(&include, &exclude) {
+                Ok(filter) => filter,
+                Err((is_include, idx, message)) => {
+                    let (list, globs) = if is_include {
+                        ("include", &paths.include)
+                    } else {
+                        ("exclude", &paths.exclude)
+                    };
+                    let field = format!("{field}.paths.{list}[{idx}]");
+                    match globs.get(idx) {
+                        Some(glob) => {
+                            checker.problem(field, glob, format!("invalid glob: {message}"))
+                        }
+                        None => checker.problem_unplaced(field, format!("invalid glob: {message}")),
+                    }
+                    PathFilter::everything()
+                }
+            }
+        }
+    }
+}
+
+/// How often the source is polled (at least a second).
+fn check_poll_interval(
+    checker: &mut Checker<'_>,
+    field: &str,
+    interval: Option<Spanned<String>>,
+) -> Duration {
+    match interval {
+        None => DEFAULT_POLL_INTERVAL,
+        Some(interval) => match parse_duration(&interval.value) {
+            Some(duration) if duration >= Duration::from_secs(1) => duration,
+            Some(_) => {
+                checker.problem(
+                    format!("{field}.pollInterval"),
+                    &interval,
+                    "must be at least 1s",
+                );
+                DEFAULT_POLL_INTERVAL
+            }
+            None => {
+                checker.problem(
+                    format!("{field}.pollInterval"),
+                    &interval,
+                    format!(
+                        "invalid duration {:?} (use a number with a unit: 500ms, 30s, 5m, 1h)",
+                        interval.value
+                    ),
+                );
+                DEFAULT_POLL_INTERVAL
+            }
+        },
+    }
+}
+
+/// The prune budget: the defaults, with what the source sets.
+fn check_prune(checker: &mut Checker<'_>, field: &str, written: Option<PruneFile>) -> PruneBudget {
+    let mut prune = PruneBudget::default();
+    if let Some(written) = written {
+        prune.max_objects = written.max_objects.unwrap_or(prune.max_objects);
+        if let Some(percent) = written.max_percent {
+            if (1..=100).contains(&percent.value) {
+                prune.max_percent = percent.value;
+            } else {
+                checker.problem(
+                    format!("{field}.prune.maxPercent"),
+                    &percent,
+                    "must be between 1 and 100",
+                );
+            }
+        }
+    }
+    prune
 }
 
 fn check_credentials(

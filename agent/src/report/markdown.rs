@@ -54,6 +54,17 @@ enum Piece {
 fn build_pieces(plan: &Plan, sources: &SourceMap) -> Vec<Piece> {
     let mut pieces = Vec::new();
     let mut text = String::new();
+    write_summary(&mut text, plan);
+    for app in &plan.apps {
+        write_app(&mut text, &mut pieces, app);
+    }
+    write_diagnostics(&mut text, plan, sources);
+    pieces.push(Piece::Fixed(text));
+    pieces
+}
+
+/// The heading, the plan's summary and digest, and one table row per app.
+fn write_summary(text: &mut String, plan: &Plan) {
     let summary = Summary::of_plan(plan);
     let _ = writeln!(text, "### Driftless plan\n");
     let _ = writeln!(
@@ -90,78 +101,83 @@ fn build_pieces(plan: &Plan, sources: &SourceMap) -> Vec<Piece> {
             );
         }
     }
+}
 
-    for app in &plan.apps {
-        let _ = writeln!(text, "\n#### `{}`\n", app.app);
-        if let Some(revision) = &app.revision {
-            let _ = writeln!(text, "Revision `{revision}`\n");
-        }
-        if let Some(digest) = &app.digest {
-            let _ = writeln!(text, "Digest `{digest}`\n");
-        }
-        let errors = error_count(&app.diagnostics);
-        if errors > 0 {
-            let _ = writeln!(
-                text,
-                "Blocked by {errors} {}; not planned. See the diagnostics below.",
-                plural(errors, "error", "errors")
-            );
-            continue;
-        }
-        let visible: Vec<&Change> = app
-            .changes
-            .iter()
-            .filter(|change| change.action != Action::Unchanged)
-            .collect();
-        if visible.is_empty() {
-            text.push_str("No changes.\n");
-            continue;
-        }
-        text.push_str("| Action | Kind | Namespace | Name | Cluster | Note |\n");
-        text.push_str("| --- | --- | --- | --- | --- | --- |\n");
-        for change in &visible {
-            let _ = writeln!(
-                text,
-                "| {} | {} | {} | {} | {} | {} |",
-                action_label(change.action),
-                escape(&change.object.kind),
-                escape(change.object.namespace.as_deref().unwrap_or("")),
-                escape(&change.object.name),
-                escape(&change.cluster),
-                escape(change.reason.as_deref().unwrap_or(""))
-            );
-        }
-        // Conflicts carry no diff; their reason is in the table.
-        for change in visible.into_iter().filter(|change| !change.diff.is_empty()) {
-            let _ = write!(
-                text,
-                "\n<details><summary><code>{} {}</code></summary>\n\n",
-                action_label(change.action),
-                escape(&super::object_label(&change.object))
-            );
-            if !change.changed_fields.is_empty() {
-                let _ = writeln!(
-                    text,
-                    "Changed: {}\n",
-                    change
-                        .changed_fields
-                        .iter()
-                        .map(|field| format!("`{field}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            }
-            pieces.push(Piece::Fixed(std::mem::take(&mut text)));
-            let full = diff_block(change);
-            let collapsed = format!(
-                "_Diff omitted to fit the comment size limit ({} lines); run `driftless plan` to see it._\n",
-                full.lines().count().saturating_sub(2)
-            );
-            pieces.push(Piece::Diff { full, collapsed });
-            text.push_str("\n</details>\n");
-        }
+/// One app's section: blocked, no changes, or a table of its changes with each diff in a
+/// collapsible block (a piece of its own, which may be collapsed to fit).
+fn write_app(text: &mut String, pieces: &mut Vec<Piece>, app: &AppPlan) {
+    let _ = writeln!(text, "\n#### `{}`\n", app.app);
+    if let Some(revision) = &app.revision {
+        let _ = writeln!(text, "Revision `{revision}`\n");
     }
+    if let Some(digest) = &app.digest {
+        let _ = writeln!(text, "Digest `{digest}`\n");
+    }
+    let errors = error_count(&app.diagnostics);
+    if errors > 0 {
+        let _ = writeln!(
+            text,
+            "Blocked by {errors} {}; not planned. See the diagnostics below.",
+            plural(errors, "error", "errors")
+        );
+        return;
+    }
+    let visible: Vec<&Change> = app
+        .changes
+        .iter()
+        .filter(|change| change.action != Action::Unchanged)
+        .collect();
+    if visible.is_empty() {
+        text.push_str("No changes.\n");
+        return;
+    }
+    text.push_str("| Action | Kind | Namespace | Name | Cluster | Note |\n");
+    text.push_str("| --- | --- | --- | --- | --- | --- |\n");
+    for change in &visible {
+        let _ = writeln!(
+            text,
+            "| {} | {} | {} | {} | {} | {} |",
+            action_label(change.action),
+            escape(&change.object.kind),
+            escape(change.object.namespace.as_deref().unwrap_or("")),
+            escape(&change.object.name),
+            escape(&change.cluster),
+            escape(change.reason.as_deref().unwrap_or(""))
+        );
+    }
+    // Conflicts carry no diff; their reason is in the table.
+    for change in visible.into_iter().filter(|change| !change.diff.is_empty()) {
+        let _ = write!(
+            text,
+            "\n<details><summary><code>{} {}</code></summary>\n\n",
+            action_label(change.action),
+            escape(&super::object_label(&change.object))
+        );
+        if !change.changed_fields.is_empty() {
+            let _ = writeln!(
+                text,
+                "Changed: {}\n",
+                change
+                    .changed_fields
+                    .iter()
+                    .map(|field| format!("`{field}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        pieces.push(Piece::Fixed(std::mem::take(text)));
+        let full = diff_block(change);
+        let collapsed = format!(
+            "_Diff omitted to fit the comment size limit ({} lines); run `driftless plan` to see it._\n",
+            full.lines().count().saturating_sub(2)
+        );
+        pieces.push(Piece::Diff { full, collapsed });
+        text.push_str("\n</details>\n");
+    }
+}
 
+/// Every diagnostic of the plan and its apps, with where and for which app.
+fn write_diagnostics(text: &mut String, plan: &Plan, sources: &SourceMap) {
     let all_diagnostics: Vec<&Diagnostic> = plan
         .diagnostics
         .iter()
@@ -194,8 +210,6 @@ fn build_pieces(plan: &Plan, sources: &SourceMap) -> Vec<Piece> {
             text.push('\n');
         }
     }
-    pieces.push(Piece::Fixed(text));
-    pieces
 }
 
 /// Joins the pieces, collapsing the largest diffs first until the text fits in `max_len`.

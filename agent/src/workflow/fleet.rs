@@ -285,62 +285,10 @@ pub fn step_targets<'a>(
                 ));
                 continue;
             };
-            // Problems only this placement has (its overrides or replication) stop the whole
-            // workflow before anything is applied, like any other bad input.
-            let errors: Vec<&str> = render
-                .rendered
-                .diagnostics
-                .iter()
-                .filter(|diagnostic| diagnostic.severity == analyzer::Severity::Error)
-                .map(|diagnostic| diagnostic.message.as_str())
-                .collect();
-            if !errors.is_empty() {
-                issues.push(issue(
-                    "invalid-placement",
-                    format!("deploy step {:?}: {}", step.name, errors.join("; ")),
-                ));
-                continue;
-            }
-            // Clusters the registry does not have are skipped (reported by
-            // `unreachable_placements`): the step places on the others, if any.
-            let reachable = topology.map(|topology| reachable_only(topology, &fleet.registry));
-            if reachable.as_ref().is_some_and(Option::is_none) {
-                continue;
-            }
-            let reachable = reachable.flatten();
-            let registry: Vec<_> = fleet
-                .registry
-                .iter()
-                .map(ClusterConfig::registered)
-                .collect();
-            let placements = match placement::placements(
-                &reachable.as_deref().into_iter().collect::<Vec<_>>(),
-                &registry,
-                &app_ref.namespace,
-            ) {
-                Ok(placements) => placements,
-                Err(error) => {
-                    issues.push(issue("unknown-cluster", error.to_string()));
-                    continue;
-                }
-            };
-            for placement in placements {
-                if !fleet.is_connected(&placement.cluster) {
-                    issues.push(issue(
-                        "remote-placement-unsupported",
-                        format!(
-                            "topology policy {topology_name:?} places the app on cluster {:?}, which has no connection",
-                            placement.cluster
-                        ),
-                    ));
-                    continue;
-                }
-                step_targets.push(PlannedTarget {
-                    group,
-                    placement,
-                    rendered: &render.rendered,
-                });
-            }
+            let (targets, problems) =
+                placement_targets(&step.name, render, topology, group, app_ref, fleet, &issue);
+            step_targets.extend(targets);
+            issues.extend(problems);
         }
         // Even with no target left (every cluster unreachable): a deploy step absent here
         // would deploy the whole app to the workflow's own cluster.
@@ -351,6 +299,80 @@ pub fn step_targets<'a>(
     } else {
         Err(issues)
     }
+}
+
+/// The targets of one placement of a deploy step: one per reachable, connected cluster its
+/// topology selects (the workflow's own cluster without topology); a placement whose render
+/// has errors, or whose topology names an unknown cluster, is an issue instead.
+fn placement_targets<'a>(
+    step_name: &str,
+    render: &'a analyzer::Placement,
+    topology: Option<&Policy>,
+    group: usize,
+    app_ref: &AppRef,
+    fleet: &Fleet,
+    issue: &dyn Fn(&'static str, String) -> Issue,
+) -> (Vec<PlannedTarget<'a>>, Vec<Issue>) {
+    let topology_name = topology.map_or("", |topology| topology.name.as_str());
+    let mut step_targets = Vec::new();
+    let mut issues = Vec::new();
+    // Problems only this placement has (its overrides or replication) stop the whole
+    // workflow before anything is applied, like any other bad input.
+    let errors: Vec<&str> = render
+        .rendered
+        .diagnostics
+        .iter()
+        .filter(|diagnostic| diagnostic.severity == analyzer::Severity::Error)
+        .map(|diagnostic| diagnostic.message.as_str())
+        .collect();
+    if !errors.is_empty() {
+        issues.push(issue(
+            "invalid-placement",
+            format!("deploy step {:?}: {}", step_name, errors.join("; ")),
+        ));
+        return (step_targets, issues);
+    }
+    // Clusters the registry does not have are skipped (reported by
+    // `unreachable_placements`): the step places on the others, if any.
+    let reachable = topology.map(|topology| reachable_only(topology, &fleet.registry));
+    if reachable.as_ref().is_some_and(Option::is_none) {
+        return (step_targets, issues);
+    }
+    let reachable = reachable.flatten();
+    let registry: Vec<_> = fleet
+        .registry
+        .iter()
+        .map(ClusterConfig::registered)
+        .collect();
+    let placements = match placement::placements(
+        &reachable.as_deref().into_iter().collect::<Vec<_>>(),
+        &registry,
+        &app_ref.namespace,
+    ) {
+        Ok(placements) => placements,
+        Err(error) => {
+            issues.push(issue("unknown-cluster", error.to_string()));
+            return (step_targets, issues);
+        }
+    };
+    for placement in placements {
+        if !fleet.is_connected(&placement.cluster) {
+            issues.push(issue(
+                "remote-placement-unsupported",
+                format!(
+                    "topology policy {topology_name:?} places the app on cluster {:?}, which has no connection",
+                    placement.cluster
+                ),
+            ));
+            continue;
+        }
+        step_targets.push(PlannedTarget {
+            group,
+            placement,
+            rendered: &render.rendered,
+        });
+    }
+    (step_targets, issues)
 }
 
 /// A placement a deploy step cannot make: its topology names a cluster the registry does not

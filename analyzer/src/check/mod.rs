@@ -150,7 +150,6 @@ pub(crate) fn analyze<O: crate::cache::Form>(
     options: &AnalysisOptions,
     mut cache: Option<&mut crate::cache::AnalysisCache>,
 ) -> (crate::cache::Analysis<O>, SourceMap) {
-    use crate::cache::Reused;
     use rayon::prelude::*;
     let namespaces = crate::load::application::NamespaceRules {
         forced: options.render.forced_namespace.as_deref(),
@@ -233,35 +232,7 @@ pub(crate) fn analyze<O: crate::cache::Form>(
     if let Some(cache) = cache.as_deref_mut() {
         cache.keep_schemas(schema_memo);
     }
-    let duplicates = match cache.as_deref_mut() {
-        // The cache keeps the object index across analyses and updates it for changed apps
-        // only.
-        Some(cache) => {
-            let object_index = cache.objects();
-            object_index.update(
-                loaded.apps.iter().map(|app| &app.app_ref),
-                loaded.apps.iter().zip(&analyzed).filter_map(
-                    |(app, (_, _, reused))| match reused {
-                        Reused::No(objects) => Some((&app.app_ref, objects)),
-                        Reused::Yes => None,
-                    },
-                ),
-            );
-            duplicate_object::check(&loaded.apps, object_index)
-        }
-        // Without a cache every app was analysed here (none is `Reused::Yes`).
-        None => {
-            const NONE: &AppObjects = &Vec::new();
-            let objects: Vec<&AppObjects> = analyzed
-                .iter()
-                .map(|(_, _, reused)| match reused {
-                    Reused::No(objects) => objects,
-                    Reused::Yes => NONE,
-                })
-                .collect();
-            duplicate_object::check_fresh(&loaded.apps, &objects)
-        }
-    };
+    let duplicates = duplicate_objects(cache.as_deref_mut(), &loaded, &analyzed);
     // The objects' identities and used definitions die here: on every core, not serially
     // (~35,000 identities of five strings each at 10,000 apps).
     let apps: Vec<Arc<RenderedApp<O>>> = analyzed.into_par_iter().map(|(app, _, _)| app).collect();
@@ -286,6 +257,47 @@ pub(crate) fn analyze<O: crate::cache::Form>(
         None => loaded.apps.into_par_iter().for_each(drop),
     }
     (crate::cache::Analysis { apps, diagnostics }, sources)
+}
+
+/// The `duplicate-object` findings, `(app index, diagnostic)`: from the cache's object index,
+/// updated for the apps analysed now only, or from every app's objects without a cache.
+fn duplicate_objects<O>(
+    cache: Option<&mut crate::cache::AnalysisCache>,
+    loaded: &crate::load::Loaded,
+    analyzed: &[crate::cache::Analyzed<O>],
+) -> Vec<(usize, Diagnostic)> {
+    use crate::cache::Reused;
+    match cache {
+        // The cache keeps the object index across analyses and updates it for changed apps
+        // only.
+        Some(cache) => {
+            let object_index = cache.objects();
+            object_index.update(
+                loaded.apps.iter().map(|app| &app.app_ref),
+                loaded
+                    .apps
+                    .iter()
+                    .zip(analyzed)
+                    .filter_map(|(app, (_, _, reused))| match reused {
+                        Reused::No(objects) => Some((&app.app_ref, objects)),
+                        Reused::Yes => None,
+                    }),
+            );
+            duplicate_object::check(&loaded.apps, object_index)
+        }
+        // Without a cache every app was analysed here (none is `Reused::Yes`).
+        None => {
+            const NONE: &AppObjects = &Vec::new();
+            let objects: Vec<&AppObjects> = analyzed
+                .iter()
+                .map(|(_, _, reused)| match reused {
+                    Reused::No(objects) => objects,
+                    Reused::Yes => NONE,
+                })
+                .collect();
+            duplicate_object::check_fresh(&loaded.apps, &objects)
+        }
+    }
 }
 
 /// The analysis of a snapshot that differs from the cache's last one in the apps of

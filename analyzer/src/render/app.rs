@@ -16,7 +16,8 @@ use super::policies::{
 use crate::definitions::Definitions;
 use crate::load::Standalone;
 use crate::load::application::LoadedApp;
-use crate::model::{Definition, DefinitionKind};
+use crate::load::yaml::Positions;
+use crate::model::{Component, Definition, DefinitionKind};
 use crate::{ClusterVersion, Diagnostic, RenderOptions, RenderedApp, Severity};
 
 /// Renders one app; a panic inside becomes an `internal-error` diagnostic for this app only.
@@ -168,67 +169,8 @@ fn render_app_inner(
     let components_json = components_json(loaded, &effective);
     let mut resolved: Vec<Option<ComponentDefinitions>> = Vec::new();
     for EffectiveComponent { component, pointer } in &effective {
-        let mut problems = Vec::new();
-        let component_definition = if component.component_type.is_empty() {
-            None
-        } else {
-            match definitions.get(DefinitionKind::Component, &component.component_type) {
-                Some(definition) => Some(definition.clone()),
-                None => {
-                    problems.push(
-                        Diagnostic::error(
-                            "unknown-component-type",
-                            format!(
-                                "component `{}` has unknown type `{}`",
-                                component.name, component.component_type
-                            ),
-                            Some(positions.value_span(&format!("{pointer}/type"))),
-                        )
-                        .for_component(&component.name),
-                    );
-                    None
-                }
-            }
-        };
-        let mut traits = Vec::new();
-        for (trait_index, component_trait) in component.traits.iter().enumerate() {
-            if component_trait.trait_type.is_empty() {
-                continue;
-            }
-            match definitions.get(DefinitionKind::Trait, &component_trait.trait_type) {
-                Some(definition) => traits.push(definition.clone()),
-                None => problems.push(
-                    Diagnostic::error(
-                        "unknown-trait-type",
-                        format!(
-                            "trait type `{}` of component `{}` is not defined",
-                            component_trait.trait_type, component.name
-                        ),
-                        Some(positions.value_span(&format!("{pointer}/traits/{trait_index}/type"))),
-                    )
-                    .for_component(&component.name),
-                ),
-            }
-        }
-        for definition in component_definition.iter().chain(&traits) {
-            if !used.iter().any(|u| Arc::ptr_eq(u, definition)) {
-                used.push(definition.clone());
-            }
-            for error in &definition.errors {
-                problems.push(error.clone().for_component(&component.name));
-            }
-            if let Some(reason) = &definition.unsupported {
-                problems.push(
-                    Diagnostic::error(
-                        "unsupported-definition",
-                        reason.clone(),
-                        Some(positions.value_span(&format!("{pointer}/type"))),
-                    )
-                    .for_component(&component.name)
-                    .with_label(definition.span, "definition declared here"),
-                );
-            }
-        }
+        let (component_definition, traits, problems) =
+            resolve_component(component, pointer, definitions, positions, &mut used);
         let ready = problems.is_empty() && traits.len() == component.traits.len();
         diagnostics.extend(problems);
         resolved.push(match component_definition {
@@ -302,6 +244,84 @@ fn render_app_inner(
         },
         used,
     )
+}
+
+/// The definitions a component's type and traits name, each looked up once (a name not
+/// defined, or a definition with errors or unsupported, is a problem of the component), noted
+/// in `used`.
+fn resolve_component(
+    component: &Component,
+    pointer: &str,
+    definitions: &Definitions,
+    positions: &Positions,
+    used: &mut Vec<Arc<Definition>>,
+) -> (
+    Option<Arc<Definition>>,
+    Vec<Arc<Definition>>,
+    Vec<Diagnostic>,
+) {
+    let mut problems = Vec::new();
+    let component_definition = if component.component_type.is_empty() {
+        None
+    } else {
+        match definitions.get(DefinitionKind::Component, &component.component_type) {
+            Some(definition) => Some(definition.clone()),
+            None => {
+                problems.push(
+                    Diagnostic::error(
+                        "unknown-component-type",
+                        format!(
+                            "component `{}` has unknown type `{}`",
+                            component.name, component.component_type
+                        ),
+                        Some(positions.value_span(&format!("{pointer}/type"))),
+                    )
+                    .for_component(&component.name),
+                );
+                None
+            }
+        }
+    };
+    let mut traits = Vec::new();
+    for (trait_index, component_trait) in component.traits.iter().enumerate() {
+        if component_trait.trait_type.is_empty() {
+            continue;
+        }
+        match definitions.get(DefinitionKind::Trait, &component_trait.trait_type) {
+            Some(definition) => traits.push(definition.clone()),
+            None => problems.push(
+                Diagnostic::error(
+                    "unknown-trait-type",
+                    format!(
+                        "trait type `{}` of component `{}` is not defined",
+                        component_trait.trait_type, component.name
+                    ),
+                    Some(positions.value_span(&format!("{pointer}/traits/{trait_index}/type"))),
+                )
+                .for_component(&component.name),
+            ),
+        }
+    }
+    for definition in component_definition.iter().chain(&traits) {
+        if !used.iter().any(|u| Arc::ptr_eq(u, definition)) {
+            used.push(definition.clone());
+        }
+        for error in &definition.errors {
+            problems.push(error.clone().for_component(&component.name));
+        }
+        if let Some(reason) = &definition.unsupported {
+            problems.push(
+                Diagnostic::error(
+                    "unsupported-definition",
+                    reason.clone(),
+                    Some(positions.value_span(&format!("{pointer}/type"))),
+                )
+                .for_component(&component.name)
+                .with_label(definition.span, "definition declared here"),
+            );
+        }
+    }
+    (component_definition, traits, problems)
 }
 
 /// The context's `components`: the Application's own entries as written (borrowed from the
