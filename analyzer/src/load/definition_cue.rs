@@ -80,56 +80,7 @@ pub(crate) fn load_definition_file(
             Some(name_span),
         ));
     };
-    let attributes = metadata.get("attributes").cloned().unwrap_or_default();
-    let strings = |key: &str| -> Vec<String> {
-        attributes
-            .get(key)
-            .and_then(serde_json::Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(|item| item.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let string = |value: Option<&serde_json::Value>| {
-        value.and_then(serde_json::Value::as_str).map(str::to_owned)
-    };
-    let workload = attributes.get("workload").map(|workload| WorkloadType {
-        workload_type: string(workload.get("type")),
-        api_version: string(workload.pointer("/definition/apiVersion")),
-        kind: string(workload.pointer("/definition/kind")),
-    });
-    let skeleton = Definition {
-        kind,
-        name: name.clone(),
-        template: None,
-        template_reads: TemplateReads::default(),
-        workload,
-        trait_attributes: TraitAttributes {
-            applies_to_workloads: strings("appliesToWorkloads"),
-            conflicts_with: strings("conflictsWith"),
-            pod_disruptive: attributes
-                .get("podDisruptive")
-                .and_then(serde_json::Value::as_bool)
-                .unwrap_or(false),
-            workload_ref_path: string(attributes.get("workloadRefPath")).filter(|p| !p.is_empty()),
-            stage: string(attributes.get("stage")),
-        },
-        health_policy: crate::status::Snippet::non_empty(
-            string(attributes.pointer("/status/healthPolicy")).as_deref(),
-        ),
-        custom_status: crate::status::Snippet::non_empty(
-            string(attributes.pointer("/status/customStatus")).as_deref(),
-        ),
-        unsupported: None,
-        span: name_span,
-        path: path.to_owned(),
-        source_digest: digest(text),
-        builtin,
-        errors: Vec::new(),
-    };
+    let skeleton = skeleton(kind, name, &metadata, name_span, path, text, builtin);
     let template_file = template.map(|lit| ast::File {
         package: None,
         imports: parsed.file.imports.clone(),
@@ -155,6 +106,69 @@ pub(crate) fn load_definition_file(
             definition
         }
     })
+}
+
+/// A definition as its metadata describes it (attributes, workload, status snippets), before
+/// its template is attached.
+fn skeleton(
+    kind: DefinitionKind,
+    name: String,
+    metadata: &serde_json::Value,
+    name_span: cue::Span,
+    path: &str,
+    text: &str,
+    builtin: bool,
+) -> Definition {
+    let attributes = metadata.get("attributes").cloned().unwrap_or_default();
+    let strings = |key: &str| -> Vec<String> {
+        attributes
+            .get(key)
+            .and_then(serde_json::Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|item| item.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let string = |value: Option<&serde_json::Value>| {
+        value.and_then(serde_json::Value::as_str).map(str::to_owned)
+    };
+    let workload = attributes.get("workload").map(|workload| WorkloadType {
+        workload_type: string(workload.get("type")),
+        api_version: string(workload.pointer("/definition/apiVersion")),
+        kind: string(workload.pointer("/definition/kind")),
+    });
+    Definition {
+        kind,
+        name,
+        template: None,
+        template_reads: TemplateReads::default(),
+        workload,
+        trait_attributes: TraitAttributes {
+            applies_to_workloads: strings("appliesToWorkloads"),
+            conflicts_with: strings("conflictsWith"),
+            pod_disruptive: attributes
+                .get("podDisruptive")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false),
+            workload_ref_path: string(attributes.get("workloadRefPath")).filter(|p| !p.is_empty()),
+            stage: string(attributes.get("stage")),
+        },
+        health_policy: crate::status::Snippet::non_empty(
+            string(attributes.pointer("/status/healthPolicy")).as_deref(),
+        ),
+        custom_status: crate::status::Snippet::non_empty(
+            string(attributes.pointer("/status/customStatus")).as_deref(),
+        ),
+        unsupported: None,
+        span: name_span,
+        path: path.to_owned(),
+        source_digest: digest(text),
+        builtin,
+        errors: Vec::new(),
+    }
 }
 
 /// Attaches a parsed template to a definition: syntax errors become `cue-syntax` errors of the

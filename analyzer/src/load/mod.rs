@@ -86,53 +86,13 @@ pub(crate) fn load_snapshot_cached(
     let mut definitions = builtins.clone();
     let mut apps = Vec::new();
     let mut diagnostics = Vec::new();
-    let blob_ids = blob_ids.filter(|ids| ids.len() == snapshot.files.len());
-    let mut files: Vec<(&crate::SourceFile, Option<&crate::BlobId>)> = snapshot
-        .files
-        .iter()
-        .enumerate()
-        .map(|(index, file)| (file, blob_ids.and_then(|ids| ids.get(index))))
-        .collect();
-    files.sort_by(|a, b| a.0.path.cmp(&b.0.path));
     let mut repo_definitions = Vec::new();
     let mut standalone = Standalone::default();
     let mut crds = Vec::new();
-    let mut work: Vec<FileWork<'_>> = Vec::with_capacity(files.len());
     if let Some(file_cache) = file_cache.as_deref_mut() {
         file_cache.begin(namespaces);
     }
-    // Per file: the cached parse, when its path, text and id are the cached ones.
-    let mut unchanged: Vec<Option<Arc<ParsedFile>>> = Vec::with_capacity(files.len());
-    for (source, blob_id) in files {
-        let path = source.path.trim_start_matches("./");
-        if is_ignored(path) {
-            continue;
-        }
-        let is_yaml = path.ends_with(".yaml") || path.ends_with(".yml");
-        if is_yaml || (path.ends_with(".cue") && is_under_definitions(path)) {
-            let next = cue::FileId(sources.len() as u32);
-            let cached = file_cache
-                .as_deref()
-                .and_then(|file_cache| file_cache.source(path, &source.contents, blob_id, next));
-            let file = match cached {
-                Some((shared, parsed)) => {
-                    unchanged.push(parsed);
-                    sources.add_shared(shared)
-                }
-                None => {
-                    unchanged.push(None);
-                    sources.add(path, source.contents.as_str())
-                }
-            };
-            work.push(FileWork {
-                file,
-                path,
-                text: &source.contents,
-                is_yaml,
-                blob_id: blob_id.copied(),
-            });
-        }
-    }
+    let (work, unchanged) = files_to_parse(snapshot, blob_ids, file_cache.as_deref(), &mut sources);
     let parsed: Vec<(Arc<ParsedFile>, bool)> = work
         .par_iter()
         .zip(unchanged)
@@ -199,6 +159,58 @@ pub(crate) fn load_snapshot_cached(
         standalone,
         crds,
     }
+}
+
+/// The files of `snapshot` the loader reads (YAML anywhere, CUE under `definitions/`), in
+/// path order, each registered in `sources`; with each, its cached parse when its path, text
+/// and id are the cached ones.
+fn files_to_parse<'s>(
+    snapshot: &'s Snapshot,
+    blob_ids: Option<&[crate::BlobId]>,
+    file_cache: Option<&crate::cache::FileCache>,
+    sources: &mut SourceMap,
+) -> (Vec<FileWork<'s>>, Vec<Option<Arc<ParsedFile>>>) {
+    let blob_ids = blob_ids.filter(|ids| ids.len() == snapshot.files.len());
+    let mut files: Vec<(&crate::SourceFile, Option<&crate::BlobId>)> = snapshot
+        .files
+        .iter()
+        .enumerate()
+        .map(|(index, file)| (file, blob_ids.and_then(|ids| ids.get(index))))
+        .collect();
+    files.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+    let mut work: Vec<FileWork<'_>> = Vec::with_capacity(files.len());
+    // Per file: the cached parse, when its path, text and id are the cached ones.
+    let mut unchanged: Vec<Option<Arc<ParsedFile>>> = Vec::with_capacity(files.len());
+    for (source, blob_id) in files {
+        let path = source.path.trim_start_matches("./");
+        if is_ignored(path) {
+            continue;
+        }
+        let is_yaml = path.ends_with(".yaml") || path.ends_with(".yml");
+        if is_yaml || (path.ends_with(".cue") && is_under_definitions(path)) {
+            let next = cue::FileId(sources.len() as u32);
+            let cached = file_cache
+                .and_then(|file_cache| file_cache.source(path, &source.contents, blob_id, next));
+            let file = match cached {
+                Some((shared, parsed)) => {
+                    unchanged.push(parsed);
+                    sources.add_shared(shared)
+                }
+                None => {
+                    unchanged.push(None);
+                    sources.add(path, source.contents.as_str())
+                }
+            };
+            work.push(FileWork {
+                file,
+                path,
+                text: &source.contents,
+                is_yaml,
+                blob_id: blob_id.copied(),
+            });
+        }
+    }
+    (work, unchanged)
 }
 
 /// Loads `snapshot` and does nothing else: the apps and load diagnostics counted. For

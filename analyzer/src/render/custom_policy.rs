@@ -13,7 +13,7 @@ use super::labels::apply_policy_labels;
 use super::patch::convert::{Concreteness, to_json};
 use crate::definitions::Definitions;
 use crate::load::application::LoadedApp;
-use crate::model::{Definition, DefinitionKind};
+use crate::model::{Definition, DefinitionKind, Policy};
 use crate::{Diagnostic, RenderedObject};
 
 /// Policy types KubeVela handles itself; they never render objects.
@@ -78,100 +78,120 @@ pub(crate) fn render_custom_policies(
             ));
             continue;
         }
-        let Some(template) = definition.template.as_deref() else {
-            continue;
-        };
-        let properties_pointer = format!("{pointer}/properties");
-        let parameter = policy
-            .properties
-            .as_ref()
-            .map_or_else(|| json!({}), go_json);
-        let context = go_json(&json!({
-            "name": policy.name,
-            "namespace": loaded.app_ref.namespace,
-            "appName": loaded.app_ref.name,
-            "appRevision": "",
-            "appRevisionNum": 0,
-            "appLabels": loaded.app.metadata.labels,
-            "appAnnotations": loaded.app.metadata.annotations,
-            "artifacts": artifacts(objects),
-        }));
-        let description = format!("policy `{}`", policy.name);
-        let site = PropertiesSite {
-            positions,
-            pointer: &properties_pointer,
-            owner_pointer: &pointer,
-        };
-        let subject = Subject {
-            description: &description,
-            definition,
-            definition_span: definition.span,
-        };
-        let inputs = Inputs {
-            parameter: Some(&parameter),
-            parameter_span: positions.value_span(&properties_pointer),
-            context: &context,
-            context_span: positions.value_span(&pointer),
-        };
-        let requested = [("output", Take::Export), ("outputs", Take::Fields)];
-        let mut parts = match evaluate(evaluator, template, &inputs, &site, &subject, &requested) {
-            Ok(parts) => parts,
-            Err(errors) => {
-                problems.extend(errors);
-                continue;
-            }
-        };
-        let mut exported = Vec::new();
-        if let Some((output, _)) = parts.take_export("output") {
-            exported.push(output);
-        }
-        exported.extend(
-            parts
-                .take_fields("outputs")
-                .into_iter()
-                .map(|(_, value)| value),
-        );
-        for value in exported {
-            match to_json(&value, Concreteness::Required) {
-                Ok(mut json) => {
-                    apply_policy_labels(
-                        &mut json,
-                        &loaded.app_ref.name,
-                        &loaded.app_ref.namespace,
-                        &policy.name,
-                    );
-                    rendered.push(RenderedObject {
-                        component: policy.name.clone(),
-                        trait_type: Some(POLICY_OBJECT.to_owned()),
-                        output_name: None,
-                        object: json,
-                    });
-                }
-                Err(errors) => problems.extend(errors.into_iter().map(|error| {
-                    Diagnostic::error(
-                        "cue-error",
-                        format!(
-                            "{description}: cannot export: {}: {}",
-                            error.path.join("."),
-                            error.message
-                        ),
-                        Some(
-                            error
-                                .causes
-                                .first()
-                                .and_then(cue::Error::span)
-                                .unwrap_or(definition.span),
-                        ),
-                    )
-                })),
-            }
-        }
+        let (objects_rendered, policy_problems) =
+            render_policy(loaded, evaluator, objects, policy, &pointer, definition);
+        rendered.extend(objects_rendered);
+        problems.extend(policy_problems);
     }
     if problems.is_empty() {
         Ok(rendered)
     } else {
         Err(problems)
     }
+}
+
+/// Evaluates one custom policy's template with its properties and the app's context: its
+/// `output` and `outputs` objects, labelled as the policy's, and the problems found.
+fn render_policy(
+    loaded: &LoadedApp,
+    evaluator: &Evaluator,
+    objects: &[RenderedObject],
+    policy: &Policy,
+    pointer: &str,
+    definition: &Definition,
+) -> (Vec<RenderedObject>, Vec<Diagnostic>) {
+    let positions = &loaded.document.positions;
+    let mut rendered = Vec::new();
+    let mut problems = Vec::new();
+    let Some(template) = definition.template.as_deref() else {
+        return (rendered, problems);
+    };
+    let properties_pointer = format!("{pointer}/properties");
+    let parameter = policy
+        .properties
+        .as_ref()
+        .map_or_else(|| json!({}), go_json);
+    let context = go_json(&json!({
+        "name": policy.name,
+        "namespace": loaded.app_ref.namespace,
+        "appName": loaded.app_ref.name,
+        "appRevision": "",
+        "appRevisionNum": 0,
+        "appLabels": loaded.app.metadata.labels,
+        "appAnnotations": loaded.app.metadata.annotations,
+        "artifacts": artifacts(objects),
+    }));
+    let description = format!("policy `{}`", policy.name);
+    let site = PropertiesSite {
+        positions,
+        pointer: &properties_pointer,
+        owner_pointer: pointer,
+    };
+    let subject = Subject {
+        description: &description,
+        definition,
+        definition_span: definition.span,
+    };
+    let inputs = Inputs {
+        parameter: Some(&parameter),
+        parameter_span: positions.value_span(&properties_pointer),
+        context: &context,
+        context_span: positions.value_span(pointer),
+    };
+    let requested = [("output", Take::Export), ("outputs", Take::Fields)];
+    let mut parts = match evaluate(evaluator, template, &inputs, &site, &subject, &requested) {
+        Ok(parts) => parts,
+        Err(errors) => {
+            problems.extend(errors);
+            return (rendered, problems);
+        }
+    };
+    let mut exported = Vec::new();
+    if let Some((output, _)) = parts.take_export("output") {
+        exported.push(output);
+    }
+    exported.extend(
+        parts
+            .take_fields("outputs")
+            .into_iter()
+            .map(|(_, value)| value),
+    );
+    for value in exported {
+        match to_json(&value, Concreteness::Required) {
+            Ok(mut json) => {
+                apply_policy_labels(
+                    &mut json,
+                    &loaded.app_ref.name,
+                    &loaded.app_ref.namespace,
+                    &policy.name,
+                );
+                rendered.push(RenderedObject {
+                    component: policy.name.clone(),
+                    trait_type: Some(POLICY_OBJECT.to_owned()),
+                    output_name: None,
+                    object: json,
+                });
+            }
+            Err(errors) => problems.extend(errors.into_iter().map(|error| {
+                Diagnostic::error(
+                    "cue-error",
+                    format!(
+                        "{description}: cannot export: {}: {}",
+                        error.path.join("."),
+                        error.message
+                    ),
+                    Some(
+                        error
+                            .causes
+                            .first()
+                            .and_then(cue::Error::span)
+                            .unwrap_or(definition.span),
+                    ),
+                )
+            })),
+        }
+    }
+    (rendered, problems)
 }
 
 /// `context.artifacts`: `{<component>: {workload, traits: {<type>: {<resource>: object}}}}`.

@@ -61,22 +61,8 @@ pub(super) async fn deploy_to_targets(
         .unwrap_or_else(|| RolloutState::new(now()));
     loop {
         let current = state.batch.min(batches.len().saturating_sub(1));
-        let mut gate = BatchGate::Healthy;
-        for batch in batches.iter().take(current + 1) {
-            match apply_targets(run, batch, step, parallelism, rollouts, applies).await {
-                StepOutcome::Succeeded { .. } => {}
-                StepOutcome::Waiting { message } => {
-                    gate = BatchGate::Progressing { message };
-                    break;
-                }
-                StepOutcome::Failed { reason, message } => {
-                    gate = BatchGate::Unhealthy {
-                        reason: format!("{reason}: {message}"),
-                    };
-                    break;
-                }
-            }
-        }
+        let through = &batches[..(current + 1).min(batches.len())];
+        let gate = apply_batches(run, through, step, parallelism, rollouts, applies).await;
         let clusters = |batch: usize| {
             batches
                 .get(batch)
@@ -138,6 +124,30 @@ pub(super) async fn deploy_to_targets(
             }
         }
     }
+}
+
+/// Applies the batches a rollout has reached, in order: the gate of the first that is not
+/// healthy yet (still progressing, or failed), or healthy when every one is.
+async fn apply_batches(
+    run: &Run<'_>,
+    batches: &[Vec<&Target<'_>>],
+    step: &str,
+    parallelism: usize,
+    rollouts: &mut BTreeMap<String, RolloutState>,
+    applies: &mut Vec<(String, AppApplyReport)>,
+) -> BatchGate {
+    for batch in batches {
+        match apply_targets(run, batch, step, parallelism, rollouts, applies).await {
+            StepOutcome::Succeeded { .. } => {}
+            StepOutcome::Waiting { message } => return BatchGate::Progressing { message },
+            StepOutcome::Failed { reason, message } => {
+                return BatchGate::Unhealthy {
+                    reason: format!("{reason}: {message}"),
+                };
+            }
+        }
+    }
+    BatchGate::Healthy
 }
 
 /// Puts the Deployments of one placement back on their previous revision, as `kubectl
