@@ -387,13 +387,8 @@ pub fn plan_app(
     if desired.is_blocked() {
         return plan;
     }
-    let change = |action, object: &ObjectRef, diff: String, reason: Option<String>| Change {
-        action,
-        cluster: options.cluster.clone(),
-        object: object.clone(),
-        diff,
-        changed_fields: Vec::new(),
-        reason,
+    let change = |action, object: &ObjectRef, diff: String, reason: Option<String>| {
+        new_change(&options.cluster, action, object, diff, reason)
     };
     let mut writes = Vec::new();
     for desired_object in apply_order(&desired.objects) {
@@ -438,7 +433,7 @@ pub fn plan_app(
                     live_object,
                     dry_run,
                 };
-                writes.push(update_change(desired, write, tracker, &change));
+                writes.push(update_change(desired, write, tracker, &options.cluster));
             }
         }
     }
@@ -473,6 +468,24 @@ pub fn plan_app(
     plan
 }
 
+/// A change of `object` on `cluster`, with no changed fields named.
+fn new_change(
+    cluster: &str,
+    action: Action,
+    object: &ObjectRef,
+    diff: String,
+    reason: Option<String>,
+) -> Change {
+    Change {
+        action,
+        cluster: cluster.to_owned(),
+        object: object.clone(),
+        diff,
+        changed_fields: Vec::new(),
+        reason,
+    }
+}
+
 /// An object of ours, present, that the app may write.
 struct Write<'a> {
     desired_object: &'a DesiredObject,
@@ -488,8 +501,11 @@ fn update_change(
     desired: &DesiredApp,
     write: Write<'_>,
     tracker: Option<&TrackerRecord>,
-    change: &dyn Fn(Action, &ObjectRef, String, Option<String>) -> Change,
+    cluster: &str,
 ) -> Change {
+    let change = |action, object: &ObjectRef, diff: String, reason: Option<String>| {
+        new_change(cluster, action, object, diff, reason)
+    };
     let Write {
         desired_object,
         facts,
