@@ -185,6 +185,8 @@ struct Shared {
     ui: server::ui::UiState,
     outbox: Option<Outbox>,
     forge: Option<Arc<dyn Forge>>,
+    /// `forge.appStatusLimit`: a larger deploy posts per-app statuses only for its failures.
+    app_status_limit: usize,
     cluster: Arc<Cluster>,
     /// The cluster registry (its first is `cluster`): where workflows place apps.
     fleet: crate::workflow::Fleet,
@@ -551,7 +553,7 @@ fn evidence_of(rendered: &Selected) -> Evidence {
 #[cfg(test)]
 mod tests {
 
-    use super::statuses::{counts, summarize};
+    use super::statuses::{apps_with_own_status, counts, own_status_note, summarize};
     use super::*;
     use crate::plan::Action;
 
@@ -583,6 +585,36 @@ mod tests {
         assert_eq!(
             (state, description.as_str()),
             (StatusState::Success, "2 app(s) deployed")
+        );
+    }
+
+    #[test]
+    fn a_deploy_over_the_status_limit_posts_statuses_for_its_failures_only() {
+        let mut results = AppResults::new();
+        for i in 0..5 {
+            results.insert(
+                app("a", &format!("ok-{i}")),
+                (StatusState::Success, "ok".into()),
+            );
+        }
+        results.insert(app("a", "bad"), (StatusState::Failure, "bad".into()));
+        results.insert(app("a", "held"), (StatusState::Pending, "held".into()));
+        let names = |limit| -> Vec<String> {
+            apps_with_own_status(&results, limit)
+                .into_iter()
+                .map(|app| app.name.clone())
+                .collect()
+        };
+        // Within the limit: every app, and no note on the summary.
+        assert_eq!(names(7).len(), 7);
+        assert_eq!(own_status_note(&results, 7), None);
+        // Over it: the apps that did not succeed, at most `limit` of them.
+        assert_eq!(names(6), ["bad", "held"]);
+        assert_eq!(names(1), ["bad"]);
+        assert!(names(0).is_empty());
+        assert_eq!(
+            own_status_note(&results, 6).as_deref(),
+            Some("; own statuses for 2 of 7 apps (appStatusLimit 6)")
         );
     }
 

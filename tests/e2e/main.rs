@@ -28,6 +28,7 @@ mod review;
 mod scale;
 mod secrets;
 mod shards;
+mod status_limit;
 mod ui;
 mod watch_cache;
 mod workflow;

@@ -2,7 +2,7 @@
 //! through the deploy pass, then the statuses, records, notifications and plan page it leaves;
 //! and the reviewed-plan and hold checks that call for a deploy again.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Instant, SystemTime};
 
 use analyzer::model::Application;
@@ -12,7 +12,9 @@ use tracing::Instrument;
 use super::pass::{Pass, PassOutcome};
 use super::render::Rendered;
 use super::select::Selection;
-use super::statuses::{app_results_from_sync, failed_apps, page_rows, summarize};
+use super::statuses::{
+    app_results_from_sync, apps_with_own_status, failed_apps, own_status_note, page_rows, summarize,
+};
 use super::{
     AppRecord, AppResults, Deployed, SUMMARY_CONTEXT, Selected, SourceWorker, app_context,
     note_memory,
@@ -161,6 +163,11 @@ impl SourceWorker {
         self.share(&rendered.output).await;
         let mut selection = self.select(&rendered.output, true);
         self.narrow(&mut selection).await;
+        // Pending statuses only where every app will get its own result (see
+        // `apps_with_own_status`).
+        if selection.output.apps.len() > self.shared.app_status_limit {
+            return selection;
+        }
         for app in &selection.output.apps {
             self.status(
                 commit,
@@ -218,6 +225,10 @@ impl SourceWorker {
     /// are notified.
     fn report_apps(&self, commit: &CommitId, results: &AppResults, n_apps: usize) -> Vec<String> {
         let mut failed = Vec::new();
+        let own_status: BTreeSet<&AppRef> =
+            apps_with_own_status(results, self.shared.app_status_limit)
+                .into_iter()
+                .collect();
         for (app, (state, description)) in results {
             let span = tracing::info_span!("reconcile", app.namespace = %app.namespace, app.name = %app.name, revision = commit.short(), commit = %commit);
             let _entered = span.enter();
@@ -231,7 +242,9 @@ impl SourceWorker {
                     failed.push(app.to_string());
                 }
             }
-            self.status(commit, &app_context(app), *state, description);
+            if own_status.contains(app) {
+                self.status(commit, &app_context(app), *state, description);
+            }
         }
         self.shared.notifier.deploy_failed(
             &self.config.name,
@@ -338,6 +351,9 @@ impl SourceWorker {
             );
         }
         summary.push_str(&crate::review::hold::summary_note(&self.review.held));
+        if let Some(note) = own_status_note(results, self.shared.app_status_limit) {
+            summary.push_str(&note);
+        }
         if summary_state == StatusState::Success {
             let (metrics, source) = (&self.shared.metrics, &self.config.name);
             let note = (self.review)

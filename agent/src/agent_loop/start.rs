@@ -103,6 +103,10 @@ pub(super) async fn start_shared(
         ui,
         outbox: outbox.clone(),
         forge,
+        app_status_limit: (config.forge.as_ref())
+            .map_or(crate::config::DEFAULT_APP_STATUS_LIMIT, |forge| {
+                forge.app_status_limit
+            }),
         cluster,
         fleet,
         definitions: Arc::new(Definitions::builtin()),

@@ -9,7 +9,35 @@ use crate::forge::StatusState;
 use crate::plan::{Action, AppPlan, Plan};
 use crate::server::PageApp;
 use crate::sync::{AppOutcome, Synced};
-use analyzer::Severity;
+use analyzer::{AppRef, Severity};
+
+/// The apps of a deploy's results that get a commit status of their own: all of them when
+/// they are at most `limit`; otherwise only the apps that did not succeed, at most `limit`,
+/// so that a first deploy of 10,000 apps does not spend the forge's write budget on 10,000
+/// successes (the summary status and the plan page cover every app).
+pub(super) fn apps_with_own_status(results: &AppResults, limit: usize) -> Vec<&AppRef> {
+    if results.len() <= limit {
+        return results.keys().collect();
+    }
+    results
+        .iter()
+        .filter(|(_, (state, _))| *state != StatusState::Success)
+        .map(|(app, _)| app)
+        .take(limit)
+        .collect()
+}
+
+/// The summary's note when some apps got no status of their own (see
+/// [`apps_with_own_status`]).
+pub(super) fn own_status_note(results: &AppResults, limit: usize) -> Option<String> {
+    let posted = apps_with_own_status(results, limit).len();
+    (posted < results.len()).then(|| {
+        format!(
+            "; own statuses for {posted} of {} apps (appStatusLimit {limit})",
+            results.len()
+        )
+    })
+}
 
 pub(super) fn failed_apps(results: &AppResults) -> Vec<(String, String)> {
     results

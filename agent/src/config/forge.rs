@@ -20,7 +20,13 @@ pub struct ForgeFile {
     pub base_url: Option<Spanned<String>>,
     pub token: Option<Spanned<SecretRef>>,
     pub github_app: Option<Spanned<super::sources::GithubAppFile>>,
+    pub app_status_limit: Option<Spanned<u32>>,
 }
+
+/// Per-app commit statuses one deploy posts at most (`forge.appStatusLimit`): a forge's write
+/// budget is small (GitHub's secondary limit is about 80 content writes a minute), and the
+/// first deploy of a large repository plans every app.
+pub const DEFAULT_APP_STATUS_LIMIT: usize = 100;
 
 /// The forge kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -51,6 +57,9 @@ pub struct ForgeConfig {
     /// The API token; empty with `github_app`, whose installation tokens are used instead.
     pub token: Secret,
     pub github_app: Option<std::sync::Arc<crate::source::github_app::InstallationTokens>>,
+    /// A deploy of more apps than this posts statuses only for the apps that did not succeed
+    /// (at most this many); the summary status and the plan page cover every app.
+    pub app_status_limit: usize,
 }
 
 /// A repository's `owner/name` on the forge.
@@ -151,5 +160,8 @@ pub(super) fn check_forge(checker: &mut Checker<'_>, forge: ForgeFile) -> Option
         base_url,
         token: token?,
         github_app,
+        app_status_limit: forge
+            .app_status_limit
+            .map_or(DEFAULT_APP_STATUS_LIMIT, |limit| limit.value as usize),
     })
 }

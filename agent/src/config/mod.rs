@@ -55,7 +55,7 @@ use serde_saphyr::Spanned;
 pub use boundary::{PreviewPolicy, PreviewRefusal, ServiceAccountRef};
 pub use clusters::{ClusterConfig, ClusterFile};
 pub use drift::{DriftConfig, DriftFile, DriftMode, parse_cron};
-pub use forge::{ForgeConfig, ForgeFile, ForgeKind, RepoSlug};
+pub use forge::{DEFAULT_APP_STATUS_LIMIT, ForgeConfig, ForgeFile, ForgeKind, RepoSlug};
 pub use notifications::{
     NotificationChannel, NotificationEvent, NotificationFile, NotificationKind,
 };

@@ -351,6 +351,11 @@ pub fn sections() -> Vec<Section> {
                     "none",
                     "Instead of `token`: a GitHub App installation whose tokens authenticate the API calls, exchanged and cached as for `sources[].credentials.githubApp` (the same fields).",
                 ),
+                field(
+                    "appStatusLimit",
+                    "100",
+                    "The most per-app commit statuses (`driftless/<namespace>/<app>`) one deploy posts. A deploy of more apps (the first deploy of a large repository) posts them only for the apps that did not succeed, at most this many; the `driftless` summary status and the plan page cover every app. 0: the summary alone.",
+                ),
             ],
         },
         Section {

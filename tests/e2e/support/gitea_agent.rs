@@ -22,6 +22,8 @@ pub struct AgentLines {
     pub server: String,
     /// At the top level, e.g. `"drift: { interval: 2s, mode: report }\n"`.
     pub top: String,
+    /// More fields of the `forge` flow mapping, e.g. `", appStatusLimit: 2"`.
+    pub forge: String,
 }
 
 /// A fresh Gitea repository named after `prefix`, and a source name unique to this run.
@@ -62,7 +64,7 @@ pub fn write_config(
 {source_lines}clusters:
   - name: local
     kubeconfig: {kubeconfig}
-forge: {{ kind: gitea, baseUrl: '{gitea_url}', token: {{ env: E2E_FORGE_TOKEN }} }}
+forge: {{ kind: gitea, baseUrl: '{gitea_url}', token: {{ env: E2E_FORGE_TOKEN }}{forge_lines} }}
 server:
   listen: '127.0.0.1:{port}'
   apiToken: {{ env: E2E_API_TOKEN }}
@@ -75,6 +77,7 @@ server:
             source_lines = lines.source,
             server_lines = lines.server,
             top_lines = lines.top,
+            forge_lines = lines.forge,
         ),
     )?;
     Ok(config)
