@@ -50,10 +50,10 @@ die() { printf 'vela-compare.sh: error: %s\n' "$*" >&2; exit 1; }
 [[ -x $VELA_BENCH ]] || die "no vela-render-bench at $VELA_BENCH: run hack/build-vela.sh --bench first"
 [[ -d $INTERNAL ]] || die "KubeVela's definitions not found under $KUBEVELA"
 
-say "building the release binaries into $TARGET"
 if [[ -n ${SCALE_BIN_DIR:-} ]]; then
   TARGET=$(dirname "$SCALE_BIN_DIR") # binaries built elsewhere (e.g. from a clean worktree)
 else
+  say "building the release binaries into $TARGET"
   cargo build --release --quiet -p driftless -p loadgen --bin driftless --bin driftless-loadgen >&2
 fi
 DRIFTLESS=${SCALE_BIN_DIR:-$TARGET/release}/driftless
