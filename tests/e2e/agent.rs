@@ -30,27 +30,11 @@ use kube::Api;
 use serde_json::{Value, json};
 
 use crate::support::agent::{AgentProcess, WorkTree, free_port, wait_for};
-use crate::support::apps::config_map_app;
+use crate::support::apps::{broken_app, config_map_app};
 use crate::support::cluster::{TestCluster, TestNamespace};
 use crate::support::gitea::{Gitea, repo_with_one_app};
 
 const WEBHOOK_SECRET: &str = "e2e-webhook-secret";
-
-fn broken_app(name: &str, namespace: &str) -> String {
-    format!(
-        "apiVersion: core.oam.dev/v1beta1
-kind: Application
-metadata:
-  name: {name}
-  namespace: {namespace}
-spec:
-  components:
-    - name: thing
-      type: no-such-component-type
-      properties: {{}}
-"
-    )
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_deploys_previews_and_verifies_webhooks() -> Result<()> {

@@ -4,26 +4,10 @@
 
 use anyhow::Result;
 
-use crate::support::apps::config_map_app;
+use crate::support::apps::{broken_app, config_map_app};
 use crate::support::cluster::{TestCluster, TestNamespace};
 use crate::support::gitea::Gitea;
 use crate::support::gitea_agent::{AgentLines, GiteaAgent};
-
-fn broken_app(name: &str, namespace: &str) -> String {
-    format!(
-        "apiVersion: core.oam.dev/v1beta1
-kind: Application
-metadata:
-  name: {name}
-  namespace: {namespace}
-spec:
-  components:
-    - name: thing
-      type: no-such-component-type
-      properties: {{}}
-"
-    )
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deploy_over_the_status_limit_posts_statuses_for_failures_only() -> Result<()> {

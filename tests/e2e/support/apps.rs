@@ -40,3 +40,21 @@ spec:
 "
     )
 }
+
+/// The Application `name` in `namespace` whose one component has a type no definition
+/// provides: it fails to render.
+pub fn broken_app(name: &str, namespace: &str) -> String {
+    format!(
+        "apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  components:
+    - name: thing
+      type: no-such-component-type
+      properties: {{}}
+"
+    )
+}
