@@ -161,40 +161,7 @@ impl<'a> Engine<'a> {
                 let r = self.eval_expr(source, env);
                 let src = self.vertex_of(r, source.span())?;
                 let src = self.concrete_vertex(src, *span)?;
-                let items: Vec<(Atom, VId)> = if let Some(list) = &self.v(src).list {
-                    list.elems
-                        .iter()
-                        .enumerate()
-                        .map(|(i, e)| (Atom::Int(i as i64), *e))
-                        .collect()
-                } else if self.v(src).is_struct || self.v(src).struct_hint {
-                    let arcs = self.ordered_arcs(src);
-                    let mut items = Vec::with_capacity(arcs.len());
-                    for (sym, arc) in arcs {
-                        // The key shares the symbol's text (no string copied per item).
-                        let label = self.sym_text(sym);
-                        if is_hidden(&label) || is_definition(&label) {
-                            continue;
-                        }
-                        if self.v(arc).field != FieldKind::Regular {
-                            continue;
-                        }
-                        items.push((Atom::Str(label), arc));
-                    }
-                    items
-                } else {
-                    let text = self.v(src).shape.constraint_text();
-                    let kind = if self.v(src).shape.atom.is_some() {
-                        ErrorKind::Conflict
-                    } else {
-                        ErrorKind::Incomplete
-                    };
-                    return Err(Error::new(
-                        kind,
-                        format!("cannot range over {text}"),
-                        source.span(),
-                    ));
-                };
+                let items = self.range_items(src, source.span())?;
                 for (k, item) in items {
                     if let Some(error) = self.meter.error(*span) {
                         return Err(error);
@@ -232,5 +199,50 @@ impl<'a> Engine<'a> {
                 Ok(())
             }
         }
+    }
+
+    /// What a `for` clause ranges over in `src`: a list's elements by index, or a struct's
+    /// regular fields by label (hidden fields and definitions left out); anything else is an
+    /// error at `source_span`.
+    fn range_items(
+        &mut self,
+        src: VId,
+        source_span: crate::Span,
+    ) -> Result<Vec<(Atom, VId)>, Error> {
+        let items: Vec<(Atom, VId)> = if let Some(list) = &self.v(src).list {
+            list.elems
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (Atom::Int(i as i64), *e))
+                .collect()
+        } else if self.v(src).is_struct || self.v(src).struct_hint {
+            let arcs = self.ordered_arcs(src);
+            let mut items = Vec::with_capacity(arcs.len());
+            for (sym, arc) in arcs {
+                // The key shares the symbol's text (no string copied per item).
+                let label = self.sym_text(sym);
+                if is_hidden(&label) || is_definition(&label) {
+                    continue;
+                }
+                if self.v(arc).field != FieldKind::Regular {
+                    continue;
+                }
+                items.push((Atom::Str(label), arc));
+            }
+            items
+        } else {
+            let text = self.v(src).shape.constraint_text();
+            let kind = if self.v(src).shape.atom.is_some() {
+                ErrorKind::Conflict
+            } else {
+                ErrorKind::Incomplete
+            };
+            return Err(Error::new(
+                kind,
+                format!("cannot range over {text}"),
+                source_span,
+            ));
+        };
+        Ok(items)
     }
 }

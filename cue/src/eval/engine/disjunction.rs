@@ -24,49 +24,7 @@ type Terms<'a> = SmallVec<[(&'a Expr, bool); 4]>;
 impl<'a> Engine<'a> {
     pub(super) fn expand_disjunctions(&mut self, v: VId) {
         let disjs = self.vm(v).take_disjs();
-        // Alternatives of each disjunction: (conjunct kind, env, close, grp, default flag).
-        let mut sets: SmallVec<[Alts<'a>; 1]> = SmallVec::new();
-        for d in &disjs {
-            if let ConjKind::Or(items, span) = &d.kind {
-                let alts = items
-                    .iter()
-                    .map(|item| {
-                        (
-                            Conj {
-                                kind: ConjKind::Ref(*item, *span),
-                                env: d.env,
-                                close: d.close,
-                                grp: d.grp,
-                                derived: true,
-                            },
-                            true,
-                        )
-                    })
-                    .collect();
-                sets.push(alts);
-                continue;
-            }
-            let ConjKind::Expr(expr) = d.kind else {
-                continue;
-            };
-            let (leaves, has_default) = disjunction_terms(expr);
-            let alts = leaves
-                .into_iter()
-                .map(|(e, is_default)| {
-                    (
-                        Conj {
-                            kind: ConjKind::Expr(e),
-                            env: d.env,
-                            close: d.close,
-                            grp: d.grp,
-                            derived: true,
-                        },
-                        !has_default || is_default,
-                    )
-                })
-                .collect();
-            sets.push(alts);
-        }
+        let sets = disjunction_sets(&disjs);
         if self.atomic_disjunction(v, &sets) {
             return;
         }
@@ -129,6 +87,13 @@ impl<'a> Engine<'a> {
                 break;
             }
         }
+        self.settle_disjunction(v, survivors, failures);
+    }
+
+    /// Settles an expanded disjunction: equal alternatives merged (a default if any of them
+    /// is), then an error when none survived, the value itself when one did, or the
+    /// alternatives.
+    fn settle_disjunction(&mut self, v: VId, survivors: Vec<(VId, bool)>, failures: Vec<Error>) {
         // Merge equal alternatives.
         let mut unique: Vec<(VId, bool)> = Vec::new();
         for (alt, flag) in survivors {
@@ -241,6 +206,20 @@ impl<'a> Engine<'a> {
                 Err(conflict) => failures.push(Ok(conflict)),
             }
         }
+        self.settle_atomic(v, &base, survivors, failures);
+        true
+    }
+
+    /// Settles a disjunction of atoms ([`Engine::atomic_disjunction`]): each failure reported
+    /// when no alternative survived, the value's shape when one did, else one done vertex per
+    /// alternative.
+    fn settle_atomic(
+        &mut self,
+        v: VId,
+        base: &Shape,
+        mut survivors: SmallVec<[(Shape, bool); 4]>,
+        failures: SmallVec<[Result<Conflict, (Atom, Span)>; 4]>,
+    ) {
         match survivors.len() {
             0 => {
                 let n = failures.len();
@@ -282,7 +261,6 @@ impl<'a> Engine<'a> {
                 self.vm(v).alts = Some(alts);
             }
         }
-        true
     }
 
     /// A fresh vertex holding `v`'s conjuncts processed so far (not its disjunctions).
@@ -420,4 +398,53 @@ fn is_disjunction(expr: &Expr) -> bool {
         Expr::Paren(inner, _) => is_disjunction(inner),
         _ => false,
     }
+}
+
+/// The alternatives of each of a vertex's disjunctions, as conjuncts with their default flags
+/// (every alternative is a default when none is marked).
+fn disjunction_sets<'a>(disjs: &[Conj<'a>]) -> SmallVec<[Alts<'a>; 1]> {
+    // Alternatives of each disjunction: (conjunct kind, env, close, grp, default flag).
+    let mut sets: SmallVec<[Alts<'a>; 1]> = SmallVec::new();
+    for d in disjs {
+        if let ConjKind::Or(items, span) = &d.kind {
+            let alts = items
+                .iter()
+                .map(|item| {
+                    (
+                        Conj {
+                            kind: ConjKind::Ref(*item, *span),
+                            env: d.env,
+                            close: d.close,
+                            grp: d.grp,
+                            derived: true,
+                        },
+                        true,
+                    )
+                })
+                .collect();
+            sets.push(alts);
+            continue;
+        }
+        let ConjKind::Expr(expr) = d.kind else {
+            continue;
+        };
+        let (leaves, has_default) = disjunction_terms(expr);
+        let alts = leaves
+            .into_iter()
+            .map(|(e, is_default)| {
+                (
+                    Conj {
+                        kind: ConjKind::Expr(e),
+                        env: d.env,
+                        close: d.close,
+                        grp: d.grp,
+                        derived: true,
+                    },
+                    !has_default || is_default,
+                )
+            })
+            .collect();
+        sets.push(alts);
+    }
+    sets
 }

@@ -263,39 +263,11 @@ impl<'a> Engine<'a> {
                     if let Some(index) = self.declaration_of(decls, name) {
                         match &decls[index] {
                             Decl::Field(field) => {
-                                let label = match &field.label {
-                                    Label::Alias(_, inner) => inner.as_ref(),
-                                    other => other,
-                                };
-                                // Static labels are interned by address (no string built per
-                                // reference).
-                                let (sym, static_label) = match label {
-                                    Label::Ident(id) => (self.intern_ast(&id.name), true),
-                                    Label::String(s, _) => (self.intern_ast(s), true),
-                                    Label::Dynamic(expr, _) => {
-                                        // `X=(expr): value`: the field the label evaluates to.
-                                        let r = self.eval_expr(expr, e);
-                                        match self.concrete(r, expr.span()) {
-                                            Ok(Atom::Str(s)) => (self.intern(&s), false),
-                                            Ok(other) => {
-                                                let error = Error::new(
-                                                    ErrorKind::Conflict,
-                                                    format!(
-                                                        "invalid label {}: label must be a string",
-                                                        other.cue_text()
-                                                    ),
-                                                    expr.span(),
-                                                );
-                                                return (Resolved::Error(error), None);
-                                            }
-                                            Err(error) => return (Resolved::Error(error), None),
-                                        }
-                                    }
-                                    _ => {
-                                        let what = "nested label alias".to_owned();
-                                        return (Resolved::Unsupported(what), None);
-                                    }
-                                };
+                                let (sym, static_label) =
+                                    match self.field_label_sym(&field.label, e) {
+                                        Ok(label) => label,
+                                        Err(resolved) => return (resolved, None),
+                                    };
                                 let arc = self
                                     .find_arc(vertex, sym)
                                     .unwrap_or_else(|| self.arc(vertex, sym));
@@ -374,6 +346,47 @@ impl<'a> Engine<'a> {
             up += 1;
         }
         (Resolved::Unsupported(String::new()), root_hop)
+    }
+
+    /// The symbol of the field a `X=label: value` alias names, and whether it is static
+    /// (interned by address, no string built per reference); a dynamic label is evaluated in
+    /// `e`. `Err` is what the alias resolves to when the label is not a string.
+    fn field_label_sym(
+        &mut self,
+        field_label: &'a Label,
+        e: EnvId,
+    ) -> Result<(Sym, bool), Resolved> {
+        let label = match field_label {
+            Label::Alias(_, inner) => inner.as_ref(),
+            other => other,
+        };
+        // Static labels are interned by address (no string built per
+        // reference).
+        let sym = match label {
+            Label::Ident(id) => (self.intern_ast(&id.name), true),
+            Label::String(s, _) => (self.intern_ast(s), true),
+            Label::Dynamic(expr, _) => {
+                // `X=(expr): value`: the field the label evaluates to.
+                let r = self.eval_expr(expr, e);
+                match self.concrete(r, expr.span()) {
+                    Ok(Atom::Str(s)) => (self.intern(&s), false),
+                    Ok(other) => {
+                        let error = Error::new(
+                            ErrorKind::Conflict,
+                            format!("invalid label {}: label must be a string", other.cue_text()),
+                            expr.span(),
+                        );
+                        return Err(Resolved::Error(error));
+                    }
+                    Err(error) => return Err(Resolved::Error(error)),
+                }
+            }
+            _ => {
+                let what = "nested label alias".to_owned();
+                return Err(Resolved::Unsupported(what));
+            }
+        };
+        Ok(sym)
     }
 }
 

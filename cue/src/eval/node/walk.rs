@@ -328,99 +328,13 @@ fn walk_inner(
         return export_mode.then(|| Exported::Bottom(engine.vs[v as usize].errors.clone()));
     }
     if let Some(alts) = vertex.alts.clone() {
-        let default = match engine.default_of(v) {
-            Some(Ok(d)) => alts.iter().position(|(a, _)| *a == d),
-            _ => None,
-        };
-        if !export_mode {
-            for (alt, _) in &alts {
-                walk(engine, *alt, depth + 1, optional_depth, mode, errors);
-            }
-            return None;
-        }
-        let Some(default) = default else {
-            // The export of a disjunction without a default states its alternatives' kinds
-            // and texts: built as nodes.
-            let nodes: Vec<Rc<Node>> = alts
-                .iter()
-                .map(|(alt, _)| build_at(engine, *alt, depth + 1, optional_depth))
-                .collect();
-            let node = Rc::new(Node::Disj {
-                alts: nodes,
-                default: None,
-            });
-            validate(&node, errors);
-            return Some(export(&node));
-        };
-        let mut exported: Vec<Exported> = alts
-            .iter()
-            .map(|(alt, _)| {
-                walk(engine, *alt, depth + 1, optional_depth, mode, errors)
-                    .unwrap_or(Exported::Bottom(Vec::new()))
-            })
-            .collect();
-        let default_value = exported.remove(default);
-        return Some(Exported::Default {
-            default: Box::new(default_value),
-            others: exported,
-        });
+        return walk_disjunction(engine, v, &alts, depth, optional_depth, mode, errors);
     }
     if let Some(list_elems) = vertex.list.as_ref().map(|list| list.elems.clone()) {
-        let open = engine.list_is_open(v);
-        let mut elems = Vec::with_capacity(if export_mode { list_elems.len() } else { 0 });
-        for elem in list_elems {
-            if let Some(value) = walk(engine, elem, depth + 1, optional_depth, mode, errors) {
-                elems.push(value);
-            }
-        }
-        if !export_mode {
-            return None;
-        }
-        // The constraint is a schema, exported for patches: a conflict inside it is not an
-        // error of this value (`cue export` reports none while no element exists).
-        let rest = engine.list_element_constraint(v).and_then(|constraint| {
-            let mut constraint_errors = Vec::new();
-            walk(
-                engine,
-                constraint,
-                depth + 1,
-                optional_depth,
-                mode,
-                &mut constraint_errors,
-            )
-            .map(Box::new)
-        });
-        return Some(Exported::List { elems, open, rest });
+        return walk_list(engine, v, list_elems, depth, optional_depth, mode, errors);
     }
     if is_struct_vertex(vertex) {
-        let arcs = engine.ordered_arcs(v);
-        let mut fields = Vec::with_capacity(if export_mode { arcs.len() } else { 0 });
-        for (sym, arc) in arcs {
-            let optional = engine.vs[arc as usize].field == FieldKind::Optional;
-            let label = &engine.syms[sym as usize];
-            // `export` leaves definitions out; `validate` still looks inside them.
-            let field_mode = if is_definition(label) {
-                Mode::Validate
-            } else {
-                mode
-            };
-            let value = if optional {
-                let node =
-                    build_optional_validated(engine, arc, depth + 1, optional_depth + 1, errors);
-                (field_mode == Mode::Export).then(|| export(&node))
-            } else {
-                walk(engine, arc, depth + 1, optional_depth, field_mode, errors)
-            };
-            if let Some(value) = value {
-                fields.push(ExportedField {
-                    label: String::from(&*engine.syms[sym as usize]),
-                    value,
-                    doc: docs(engine, arc),
-                    optional,
-                });
-            }
-        }
-        return export_mode.then_some(Exported::Struct(fields));
+        return walk_struct(engine, v, depth, optional_depth, mode, errors);
     }
     if !export_mode {
         return None;
@@ -438,6 +352,134 @@ fn walk_inner(
             text
         },
     }))
+}
+
+/// [`walk_inner`] of a disjunction: its alternatives, and the default among them (a
+/// disjunction without a default is exported as its alternatives' kinds and texts).
+fn walk_disjunction(
+    engine: &mut Engine<'_>,
+    v: VId,
+    alts: &[(VId, bool)],
+    depth: u32,
+    optional_depth: u32,
+    mode: Mode,
+    errors: &mut Vec<Error>,
+) -> Option<Exported> {
+    let export_mode = mode == Mode::Export;
+    let default = match engine.default_of(v) {
+        Some(Ok(d)) => alts.iter().position(|(a, _)| *a == d),
+        _ => None,
+    };
+    if !export_mode {
+        for (alt, _) in alts {
+            walk(engine, *alt, depth + 1, optional_depth, mode, errors);
+        }
+        return None;
+    }
+    let Some(default) = default else {
+        // The export of a disjunction without a default states its alternatives' kinds
+        // and texts: built as nodes.
+        let nodes: Vec<Rc<Node>> = alts
+            .iter()
+            .map(|(alt, _)| build_at(engine, *alt, depth + 1, optional_depth))
+            .collect();
+        let node = Rc::new(Node::Disj {
+            alts: nodes,
+            default: None,
+        });
+        validate(&node, errors);
+        return Some(export(&node));
+    };
+    let mut exported: Vec<Exported> = alts
+        .iter()
+        .map(|(alt, _)| {
+            walk(engine, *alt, depth + 1, optional_depth, mode, errors)
+                .unwrap_or(Exported::Bottom(Vec::new()))
+        })
+        .collect();
+    let default_value = exported.remove(default);
+    Some(Exported::Default {
+        default: Box::new(default_value),
+        others: exported,
+    })
+}
+
+/// [`walk_inner`] of a list: its elements, and the constraint of further elements.
+fn walk_list(
+    engine: &mut Engine<'_>,
+    v: VId,
+    list_elems: Vec<VId>,
+    depth: u32,
+    optional_depth: u32,
+    mode: Mode,
+    errors: &mut Vec<Error>,
+) -> Option<Exported> {
+    let export_mode = mode == Mode::Export;
+    let open = engine.list_is_open(v);
+    let mut elems = Vec::with_capacity(if export_mode { list_elems.len() } else { 0 });
+    for elem in list_elems {
+        if let Some(value) = walk(engine, elem, depth + 1, optional_depth, mode, errors) {
+            elems.push(value);
+        }
+    }
+    if !export_mode {
+        return None;
+    }
+    // The constraint is a schema, exported for patches: a conflict inside it is not an
+    // error of this value (`cue export` reports none while no element exists).
+    let rest = engine.list_element_constraint(v).and_then(|constraint| {
+        let mut constraint_errors = Vec::new();
+        walk(
+            engine,
+            constraint,
+            depth + 1,
+            optional_depth,
+            mode,
+            &mut constraint_errors,
+        )
+        .map(Box::new)
+    });
+    Some(Exported::List { elems, open, rest })
+}
+
+/// [`walk_inner`] of a struct: its fields in order (optional fields built and validated,
+/// definitions validated but not exported).
+fn walk_struct(
+    engine: &mut Engine<'_>,
+    v: VId,
+    depth: u32,
+    optional_depth: u32,
+    mode: Mode,
+    errors: &mut Vec<Error>,
+) -> Option<Exported> {
+    let export_mode = mode == Mode::Export;
+    let arcs = engine.ordered_arcs(v);
+    let mut fields = Vec::with_capacity(if export_mode { arcs.len() } else { 0 });
+    for (sym, arc) in arcs {
+        let optional = engine.vs[arc as usize].field == FieldKind::Optional;
+        let label = &engine.syms[sym as usize];
+        // `export` leaves definitions out; `validate` still looks inside them.
+        let field_mode = if is_definition(label) {
+            Mode::Validate
+        } else {
+            mode
+        };
+        let value = if optional {
+            let node = build_optional_validated(engine, arc, depth + 1, optional_depth + 1, errors);
+            (field_mode == Mode::Export).then(|| export(&node))
+        } else {
+            walk(engine, arc, depth + 1, optional_depth, field_mode, errors)
+        };
+        if let Some(value) = value {
+            fields.push(ExportedField {
+                label: String::from(&*engine.syms[sym as usize]),
+                value,
+                doc: docs(engine, arc),
+                optional,
+            });
+        }
+    }
+    export_mode.then_some(Exported::Struct(fields))
 }
 
 #[cfg(test)]
