@@ -185,8 +185,6 @@ pub async fn release(cluster: &Cluster, namespace: &str, app: &AppRef) -> Result
     }
 }
 
-/// Gives each held app of `results` its hold as status (pending: it waits, nothing failed)
-/// and sets every app's `driftless_app_held` gauge. Returns the held apps.
 /// The drift status of a correction: failed for the apps whose correction failed; not
 /// corrected while some drifted app is held; else corrected.
 pub fn drift_corrected(
@@ -228,6 +226,8 @@ pub fn drift_corrected(
     }
 }
 
+/// Gives each held app of `results` its hold as status (pending: it waits, nothing failed)
+/// and sets every app's `driftless_app_held` gauge. Returns the held apps.
 pub fn mark_held(
     results: &mut BTreeMap<AppRef, (StatusState, String)>,
     held: &[AppRef],
