@@ -126,14 +126,7 @@ impl SourceWorker {
             Ok(rendered) => rendered,
             Err(message) => {
                 tracing::error!(error = %message, "render failed");
-                self.status(commit, SUMMARY_CONTEXT, StatusState::Error, &message);
-                let page = self.page_url(commit);
-                (self.shared.notifier).deploy_refused(
-                    &self.config.name,
-                    commit.as_str(),
-                    &message,
-                    page,
-                );
+                self.refuse(commit, StatusState::Error, &message);
                 return None;
             }
         };
@@ -145,16 +138,21 @@ impl SourceWorker {
             tracing::error!("{message}");
             self.status(commit, SUMMARY_CONTEXT, StatusState::Failure, &message);
             self.store_page(commit, "deploy (refused)", &[], &message);
-            let page = self.page_url(commit);
-            (self.shared.notifier).deploy_refused(
-                &self.config.name,
-                commit.as_str(),
-                &message,
-                page,
-            );
+            self.notify_refused(commit, &message);
             return None;
         }
         Some(rendered)
+    }
+
+    /// A deploy of `commit` that did not start: its summary status and a notification.
+    fn refuse(&self, commit: &CommitId, state: StatusState, message: &str) {
+        self.status(commit, SUMMARY_CONTEXT, state, message);
+        self.notify_refused(commit, message);
+    }
+
+    fn notify_refused(&self, commit: &CommitId, message: &str) {
+        let page = self.page_url(commit);
+        (self.shared.notifier).deploy_refused(&self.config.name, commit.as_str(), message, page);
     }
 
     /// The apps of `rendered` this deploy plans (those that changed, of this replica's share),
