@@ -451,6 +451,13 @@ impl SourceWorker {
             .await
     }
 
+    /// The holds in force now on `apps` (see [`crate::review::hold::read_for`]).
+    async fn holds_of(&self, apps: &[&AppRef]) -> crate::review::hold::Holds {
+        let now = chrono::Utc::now();
+        let namespace = crate::tracker::DEFAULT_NAMESPACE;
+        crate::review::hold::read_for(&self.shared.cluster, namespace, apps, now).await
+    }
+
     /// The prune approval stored for this source (none when it cannot be read).
     async fn stored_approval(&self) -> Approval {
         let cluster = &self.shared.cluster;

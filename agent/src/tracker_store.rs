@@ -80,6 +80,15 @@ impl<'a> ConfigMapStore<'a> {
                 return Ok(config_map.map(|config_map| self.record(config_map)));
             }
         }
+        self.read_fresh(name).await
+    }
+
+    /// The record `name` as the cluster has it now (one GET), never from a plan's prefetched
+    /// snapshot: for records another process may have written since that snapshot (holds).
+    ///
+    /// # Errors
+    /// The read failed.
+    pub async fn read_fresh(&self, name: &str) -> Result<Option<StoredRecord>, String> {
         self.cluster.throttle().await;
         match self.api().get_opt(name).await {
             Ok(config_map) => Ok(config_map.map(|config_map| self.record(config_map))),

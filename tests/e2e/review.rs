@@ -62,7 +62,7 @@ async fn a_hold_stops_drift_correction_and_expires_by_itself() -> Result<()> {
             "hold",
             &app,
             "--for",
-            "12s",
+            "30s",
             "--reason",
             "incident rollback",
         ],

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use analyzer::AppRef;
 use analyzer::model::Application;
+use analyzer::{AppRef, AppRender};
 
 use super::preview::without_take_over;
 use super::{Selected, Shared, SourceWorker, WORKFLOW_WAIT, evidence_of, note_memory};
@@ -59,7 +59,8 @@ impl SourceWorker {
         let started = Instant::now();
         let applies = matches!(pass, Pass::Deploy | Pass::DriftCorrect);
         let holds = if applies {
-            self.holds().await
+            let apps: Vec<&AppRef> = rendered.output.apps.iter().map(|app| app.app()).collect();
+            self.holds_of(&apps).await
         } else {
             Holds::default()
         };

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::cluster::Cluster;
 use crate::forge::StatusState;
 use crate::metrics::Metrics;
-use crate::tracker_store::{ConfigMapStore, RecordError};
+use crate::tracker_store::{ConfigMapStore, RecordError, StoredRecord};
 
 /// The label every hold ConfigMap carries.
 pub const LABEL: &str = "driftless.dev/hold";
@@ -106,6 +106,40 @@ pub fn record_name(app: &AppRef) -> String {
     format!("driftless-hold.{}.{}", app.namespace, app.name)
 }
 
+/// A pass over at most this many apps reads their holds one by one; a larger one lists them.
+const READ_ONE_BY_ONE: usize = 20;
+
+/// The unexpired holds at `now` of `apps`, the apps a pass may apply: one GET per app when they
+/// are few, so a commit that changed a few apps does not LIST the tracker namespace (which
+/// also holds a tracker per app: 10,000 ConfigMaps for 10,000 apps); else [`read`]. Holds of
+/// other apps may be left out. The GETs bypass the plan's prefetched snapshot: a hold set
+/// since must be seen. A failed read or a record that does not parse makes
+/// [`Holds::unreadable`] say why.
+pub async fn read_for(
+    cluster: &Cluster,
+    namespace: &str,
+    apps: &[&AppRef],
+    now: DateTime<Utc>,
+) -> Holds {
+    if apps.len() > READ_ONE_BY_ONE {
+        return read(cluster, namespace, now).await;
+    }
+    let store = ConfigMapStore::new(cluster, namespace, LABEL, DATA_KEY);
+    let mut records = Vec::new();
+    for app in apps {
+        match store.read_fresh(&record_name(app)).await {
+            Ok(record) => records.extend(record),
+            Err(error) => {
+                return Holds {
+                    active: BTreeMap::new(),
+                    unreadable: Some(error),
+                };
+            }
+        }
+    }
+    unexpired(records, now)
+}
+
 /// The unexpired holds at `now` (one LIST). A failed read or a record that does not parse
 /// makes [`Holds::unreadable`] say why.
 pub async fn read(cluster: &Cluster, namespace: &str, now: DateTime<Utc>) -> Holds {
@@ -119,6 +153,11 @@ pub async fn read(cluster: &Cluster, namespace: &str, now: DateTime<Utc>) -> Hol
             };
         }
     };
+    unexpired(records, now)
+}
+
+/// The holds of `records` unexpired at `now`.
+fn unexpired(records: Vec<StoredRecord>, now: DateTime<Utc>) -> Holds {
     let mut holds = Holds::default();
     for record in records {
         match parse(&record.text) {
