@@ -1,5 +1,6 @@
 //! Applying exactly what was reviewed, end to end with the real Gitea and the shared cluster:
-//! per-app holds (`driftless hold`) stop drift correction and lift themselves when they expire;
+//! per-app holds (`driftless hold`) stop drift correction and lift themselves when they expire,
+//! and keep a commit from a held app until `driftless release`;
 //! the commit-to-live figure reaches the summary status, the plan page and the metrics;
 //! reviewed-plan mode applies a merged pull request whose plan is the one reviewed, and holds
 //! (with a new plan posted and a failure status naming why) one whose merge brought changes
@@ -89,6 +90,55 @@ async fn a_hold_stops_drift_correction_and_expires_by_itself() -> Result<()> {
     .await?;
     wait_for("a clean drift status", drift_status("success", "")).await?;
     agent.stop_checked(&[&gitea.token])?;
+    Ok(())
+}
+
+/// A commit to a held app is not applied (the summary names the hold, the live object stays),
+/// and once `driftless release` lifts the hold the agent applies it without a new commit. A
+/// commit of a few apps reads their holds by name, so this is the path a hold set after the
+/// agent's last plan must not slip through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_to_a_held_app_waits_for_its_release() -> Result<()> {
+    let gitea = Gitea::shared()?;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "heldpush").await?;
+    let ns = namespace.name.as_str();
+    let agent =
+        GiteaAgent::start(&gitea, &cluster, "heldpush", &AgentLines::default(), &[]).await?;
+    agent
+        .tree
+        .write("apps/app.yaml", &config_map_app("app", ns, "blue"))?;
+    let first = agent.tree.commit_and_push("one app", "main")?;
+    let ((state, description), _) = agent.summary(&first).await?;
+    ensure!(state == "success", "{description}");
+
+    let app = format!("{ns}/app");
+    let held = driftless(
+        &cluster,
+        &["hold", &app, "--for", "10m", "--reason", "freeze"],
+    )?;
+    expect_success(&held, "driftless hold")?;
+    agent
+        .tree
+        .write("apps/app.yaml", &config_map_app("app", ns, "green"))?;
+    let second = agent.tree.commit_and_push("green", "main")?;
+    let ((_, description), _) = agent.summary(&second).await?;
+    ensure!(
+        description.contains("1 app(s) held") && description.contains(&app),
+        "{description}"
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    let live = config_maps.get("app-settings").await?;
+    ensure!(color(&live) == Some("blue"), "a held app was applied");
+
+    let released = driftless(&cluster, &["release", &app])?;
+    expect_success(&released, "driftless release")?;
+    wait_for("the released app's commit to be applied", || async {
+        let live = config_maps.get("app-settings").await?;
+        Ok((color(&live) == Some("green")).then_some(()))
+    })
+    .await?;
+    agent.stop()?;
     Ok(())
 }
 
