@@ -529,7 +529,7 @@ impl Parser<'_> {
     /// `{ decls }`.
     pub(super) fn struct_lit(&mut self) -> ast::StructLit {
         let open = self.bump();
-        let decls = self.decls(super::DeclContext::Struct);
+        let decls = self.decls(super::decl::DeclContext::Struct);
         if self.eat(TokenKind::RBrace).is_none() {
             self.error_unclosed(open, "'}'");
         }
