@@ -142,6 +142,56 @@ async fn a_commit_to_a_held_app_waits_for_its_release() -> Result<()> {
     Ok(())
 }
 
+/// A held app removed from Git is not pruned while held (its prune is part of what the hold
+/// pauses); released, it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_app_removed_from_git_is_pruned_only_after_its_release() -> Result<()> {
+    let gitea = Gitea::shared()?;
+    let cluster = TestCluster::shared().await?;
+    let namespace = TestNamespace::new(&cluster, "heldgone").await?;
+    let ns = namespace.name.as_str();
+    let agent =
+        GiteaAgent::start(&gitea, &cluster, "heldgone", &AgentLines::default(), &[]).await?;
+    agent
+        .tree
+        .write("apps/app.yaml", &config_map_app("app", ns, "blue"))?;
+    agent
+        .tree
+        .write("apps/gone.yaml", &config_map_app("gone", ns, "blue"))?;
+    let first = agent.tree.commit_and_push("two apps", "main")?;
+    let ((state, description), _) = agent.summary(&first).await?;
+    ensure!(state == "success", "{description}");
+
+    let gone = format!("{ns}/gone");
+    let held = driftless(
+        &cluster,
+        &["hold", &gone, "--for", "10m", "--reason", "keep it"],
+    )?;
+    expect_success(&held, "driftless hold")?;
+    std::fs::remove_file(agent.tree.dir.path().join("apps/gone.yaml"))?;
+    let second = agent.tree.commit_and_push("remove gone", "main")?;
+    let ((_, description), _) = agent.summary(&second).await?;
+    ensure!(description.contains(&gone), "{description}");
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    ensure!(
+        config_maps.get_opt("gone-settings").await?.is_some(),
+        "a held app was pruned"
+    );
+
+    let released = driftless(&cluster, &["release", &gone])?;
+    expect_success(&released, "driftless release")?;
+    wait_for("the released app to be pruned", || async {
+        Ok(config_maps
+            .get_opt("gone-settings")
+            .await?
+            .is_none()
+            .then_some(()))
+    })
+    .await?;
+    agent.stop()?;
+    Ok(())
+}
+
 /// A deploy's summary status says how long after the commit its apps were live, and so do the
 /// plan page and the `driftless_commit_to_live_seconds` histogram.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

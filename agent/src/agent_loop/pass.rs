@@ -58,11 +58,15 @@ impl SourceWorker {
     ) -> PassOutcome {
         let started = Instant::now();
         let applies = matches!(pass, Pass::Deploy | Pass::DriftCorrect);
-        let holds = if applies {
-            let apps: Vec<&AppRef> = rendered.output.apps.iter().map(|app| app.app()).collect();
-            self.holds_of(&apps).await
-        } else {
-            Holds::default()
+        let holds = match (applies, orphans) {
+            (false, _) => Holds::default(),
+            // The plan holds only the selected apps: their holds, read by name, are enough.
+            (true, Orphans::Skip) => {
+                let apps: Vec<&AppRef> = rendered.output.apps.iter().map(|app| app.app()).collect();
+                self.holds_of(&apps).await
+            }
+            // An app gone from Git may be pruned, and a hold keeps that too: list every hold.
+            (true, _) => self.holds().await,
         };
         // The policies, status CUE and workflows the render took from each manifest.
         let inputs = crate::live::plan_inputs(&*rendered.output);
