@@ -6,7 +6,8 @@
 //! agent replica already reads it (its RBAC covers ConfigMaps there, its trackers live there)
 //! and a ConfigMap because every cluster serves it with optimistic concurrency: a hold set on
 //! one replica is seen by all at their next pass: one GET per app for a pass over a few apps
-//! (a commit), else one LIST (a drift check, a first deploy). Expiry is a time in the
+//! with none gone from Git (a commit), else one LIST (a drift check, a first deploy, a pass
+//! that may prune: a held app's prune waits too). Expiry is a time in the
 //! record: an expired hold is ignored, so it lifts itself without anyone deleting it.
 //!
 //! Fail closed: when the holds cannot be read, every app counts as held for that pass.
