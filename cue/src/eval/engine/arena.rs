@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 
-use crate::eval::budget::BYTES_PER_STEP;
+use crate::eval::budget::{BYTES_PER_STEP, CONJUNCTS_PER_STEP};
 use crate::eval::val::{Atom, Conflict};
 use crate::span::Span;
 use crate::{Error, ErrorKind, ast};
@@ -253,6 +253,10 @@ impl<'a> Engine<'a> {
         grp: u32,
         derived: bool,
     ) {
+        // A conjunct is work (and memory) like a vertex, and so is the scan for its duplicate
+        // below: a vertex given many conjuncts would otherwise stay within any step budget.
+        let scanned = self.vs[v as usize].conjs.len() as u64;
+        self.meter.charge(1 + scanned / CONJUNCTS_PER_STEP);
         let vertex = &self.vs[v as usize];
         // Skip an identical conjunct: keeps reference cycles (`a: b, b: a`) finite.
         let duplicate = vertex.conjs.iter().any(|c| {

@@ -54,6 +54,9 @@ mod symbols;
 mod unify;
 mod values;
 
+#[cfg(test)]
+mod tests;
+
 pub use pure::SchemaKey;
 pub use symbols::FxBuild;
 pub use values::json_atom;
