@@ -444,15 +444,9 @@ impl SourceWorker {
         });
     }
 
-    /// The holds in force now (see [`crate::review::hold`]).
-    async fn holds(&self) -> crate::review::hold::Holds {
-        let now = chrono::Utc::now();
-        crate::review::hold::read(&self.shared.cluster, crate::tracker::DEFAULT_NAMESPACE, now)
-            .await
-    }
-
-    /// The holds in force now on `apps` (see [`crate::review::hold::read_for`]).
-    async fn holds_of(&self, apps: &[&AppRef]) -> crate::review::hold::Holds {
+    /// The holds in force now: of `apps` only, or every hold when `None` (see
+    /// [`crate::review::hold::read_for`]).
+    async fn holds(&self, apps: Option<&[&AppRef]>) -> crate::review::hold::Holds {
         let now = chrono::Utc::now();
         let namespace = crate::tracker::DEFAULT_NAMESPACE;
         crate::review::hold::read_for(&self.shared.cluster, namespace, apps, now).await

@@ -57,18 +57,15 @@ async fn a_hold_stops_drift_correction_and_expires_by_itself() -> Result<()> {
     wait_for("a no-drift status", drift_status("success", "no drift")).await?;
 
     let app = format!("{ns}/app");
-    let held = driftless(
-        &cluster,
-        &[
-            "hold",
-            &app,
-            "--for",
-            "30s",
-            "--reason",
-            "incident rollback",
-        ],
-    )?;
-    expect_success(&held, "driftless hold")?;
+    let hold = [
+        "hold",
+        &app,
+        "--for",
+        "30s",
+        "--reason",
+        "incident rollback",
+    ];
+    run_cli(&cluster, &hold)?;
     let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
     let hack = json!({"data": {"color": "hacked"}});
     let patch = kube::api::Patch::Merge(&hack);
@@ -103,21 +100,12 @@ async fn a_commit_to_a_held_app_waits_for_its_release() -> Result<()> {
     let cluster = TestCluster::shared().await?;
     let namespace = TestNamespace::new(&cluster, "heldpush").await?;
     let ns = namespace.name.as_str();
-    let agent =
-        GiteaAgent::start(&gitea, &cluster, "heldpush", &AgentLines::default(), &[]).await?;
-    agent
-        .tree
-        .write("apps/app.yaml", &config_map_app("app", ns, "blue"))?;
-    let first = agent.tree.commit_and_push("one app", "main")?;
-    let ((state, description), _) = agent.summary(&first).await?;
-    ensure!(state == "success", "{description}");
-
+    let agent = deployed_blue(&gitea, &cluster, "heldpush", ns, &["app"]).await?;
     let app = format!("{ns}/app");
-    let held = driftless(
+    run_cli(
         &cluster,
         &["hold", &app, "--for", "10m", "--reason", "freeze"],
     )?;
-    expect_success(&held, "driftless hold")?;
     agent
         .tree
         .write("apps/app.yaml", &config_map_app("app", ns, "green"))?;
@@ -131,8 +119,7 @@ async fn a_commit_to_a_held_app_waits_for_its_release() -> Result<()> {
     let live = config_maps.get("app-settings").await?;
     ensure!(color(&live) == Some("blue"), "a held app was applied");
 
-    let released = driftless(&cluster, &["release", &app])?;
-    expect_success(&released, "driftless release")?;
+    run_cli(&cluster, &["release", &app])?;
     wait_for("the released app's commit to be applied", || async {
         let live = config_maps.get("app-settings").await?;
         Ok((color(&live) == Some("green")).then_some(()))
@@ -150,24 +137,12 @@ async fn a_held_app_removed_from_git_is_pruned_only_after_its_release() -> Resul
     let cluster = TestCluster::shared().await?;
     let namespace = TestNamespace::new(&cluster, "heldgone").await?;
     let ns = namespace.name.as_str();
-    let agent =
-        GiteaAgent::start(&gitea, &cluster, "heldgone", &AgentLines::default(), &[]).await?;
-    agent
-        .tree
-        .write("apps/app.yaml", &config_map_app("app", ns, "blue"))?;
-    agent
-        .tree
-        .write("apps/gone.yaml", &config_map_app("gone", ns, "blue"))?;
-    let first = agent.tree.commit_and_push("two apps", "main")?;
-    let ((state, description), _) = agent.summary(&first).await?;
-    ensure!(state == "success", "{description}");
-
+    let agent = deployed_blue(&gitea, &cluster, "heldgone", ns, &["app", "gone"]).await?;
     let gone = format!("{ns}/gone");
-    let held = driftless(
+    run_cli(
         &cluster,
         &["hold", &gone, "--for", "10m", "--reason", "keep it"],
     )?;
-    expect_success(&held, "driftless hold")?;
     std::fs::remove_file(agent.tree.dir.path().join("apps/gone.yaml"))?;
     let second = agent.tree.commit_and_push("remove gone", "main")?;
     let ((_, description), _) = agent.summary(&second).await?;
@@ -178,8 +153,7 @@ async fn a_held_app_removed_from_git_is_pruned_only_after_its_release() -> Resul
         "a held app was pruned"
     );
 
-    let released = driftless(&cluster, &["release", &gone])?;
-    expect_success(&released, "driftless release")?;
+    run_cli(&cluster, &["release", &gone])?;
     wait_for("the released app to be pruned", || async {
         Ok(config_maps
             .get_opt("gone-settings")
@@ -190,6 +164,32 @@ async fn a_held_app_removed_from_git_is_pruned_only_after_its_release() -> Resul
     .await?;
     agent.stop()?;
     Ok(())
+}
+
+/// The agent over a new repository holding one blue ConfigMap app per name, deployed.
+async fn deployed_blue<'a>(
+    gitea: &'a Gitea,
+    cluster: &TestCluster,
+    prefix: &str,
+    ns: &str,
+    names: &[&str],
+) -> Result<GiteaAgent<'a>> {
+    let agent = GiteaAgent::start(gitea, cluster, prefix, &AgentLines::default(), &[]).await?;
+    for name in names {
+        let manifest = config_map_app(name, ns, "blue");
+        agent.tree.write(&format!("apps/{name}.yaml"), &manifest)?;
+    }
+    let commit = agent.tree.commit_and_push("apps", "main")?;
+    let ((state, description), _) = agent.summary(&commit).await?;
+    ensure!(state == "success", "{description}");
+    Ok(agent)
+}
+
+/// Runs `driftless ARGS` against the cluster; it must succeed.
+fn run_cli(cluster: &TestCluster, args: &[&str]) -> Result<()> {
+    let output = driftless(cluster, args)?;
+    let command = args.first().copied().unwrap_or_default();
+    expect_success(&output, &format!("driftless {command}"))
 }
 
 /// A deploy's summary status says how long after the commit its apps were live, and so do the

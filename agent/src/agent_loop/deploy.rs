@@ -442,7 +442,7 @@ impl SourceWorker {
         if self.review.held.is_empty() {
             return None;
         }
-        let holds = self.holds().await;
+        let holds = self.holds(None).await;
         let lifted = crate::review::hold::lifted(&self.review.held, &holds);
         (!lifted.is_empty()).then(|| deployed.commit.clone())
     }

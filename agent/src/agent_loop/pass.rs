@@ -63,10 +63,10 @@ impl SourceWorker {
             // The plan holds only the selected apps: their holds, read by name, are enough.
             (true, Orphans::Skip) => {
                 let apps: Vec<&AppRef> = rendered.output.apps.iter().map(|app| app.app()).collect();
-                self.holds_of(&apps).await
+                self.holds(Some(&apps)).await
             }
-            // An app gone from Git may be pruned, and a hold keeps that too: list every hold.
-            (true, _) => self.holds().await,
+            // An app gone from Git may be pruned, and a hold keeps that too: every hold.
+            (true, _) => self.holds(None).await,
         };
         // The policies, status CUE and workflows the render took from each manifest.
         let inputs = crate::live::plan_inputs(&*rendered.output);

@@ -111,21 +111,21 @@ pub fn record_name(app: &AppRef) -> String {
 /// A pass over at most this many apps reads their holds one by one; a larger one lists them.
 const READ_ONE_BY_ONE: usize = 20;
 
-/// The unexpired holds at `now` of `apps`, the apps a pass may apply: one GET per app when they
-/// are few, so a commit that changed a few apps does not LIST the tracker namespace (which
-/// also holds a tracker per app: 10,000 ConfigMaps for 10,000 apps); else [`read`]. Holds of
-/// other apps may be left out. The GETs bypass the plan's prefetched snapshot: a hold set
-/// since must be seen. A failed read or a record that does not parse makes
-/// [`Holds::unreadable`] say why.
+/// The unexpired holds at `now` of `apps`, the apps a pass may apply (`None`: every app). One
+/// GET per app when they are few, so a commit that changed a few apps does not LIST the
+/// tracker namespace (which also holds a tracker per app: 10,000 ConfigMaps for 10,000 apps);
+/// else [`read`]. Holds of other apps may be left out. The GETs bypass the plan's prefetched
+/// snapshot: a hold set since must be seen. A failed read or a record that does not parse
+/// makes [`Holds::unreadable`] say why.
 pub async fn read_for(
     cluster: &Cluster,
     namespace: &str,
-    apps: &[&AppRef],
+    apps: Option<&[&AppRef]>,
     now: DateTime<Utc>,
 ) -> Holds {
-    if apps.len() > READ_ONE_BY_ONE {
+    let Some(apps) = apps.filter(|apps| apps.len() <= READ_ONE_BY_ONE) else {
         return read(cluster, namespace, now).await;
-    }
+    };
     let store = ConfigMapStore::new(cluster, namespace, LABEL, DATA_KEY);
     let mut records = Vec::new();
     for app in apps {
@@ -144,7 +144,7 @@ pub async fn read_for(
 
 /// The unexpired holds at `now` (one LIST). A failed read or a record that does not parse
 /// makes [`Holds::unreadable`] say why.
-pub async fn read(cluster: &Cluster, namespace: &str, now: DateTime<Utc>) -> Holds {
+async fn read(cluster: &Cluster, namespace: &str, now: DateTime<Utc>) -> Holds {
     let store = ConfigMapStore::new(cluster, namespace, LABEL, DATA_KEY);
     let records = match store.list().await {
         Ok(records) => records,
