@@ -4,8 +4,8 @@
 //! [`ErrorKind::Budget`] or [`ErrorKind::Deadline`] error instead of its value.
 //!
 //! A step is one value (vertex), scope (environment) or conjunct made, 64 bytes of string
-//! built, or 64 conjuncts compared when a value is given one more: what an evaluation's
-//! memory and time grow with. Counting is an addition and a comparison
+//! built, an error kept or copied (plus a step per 64 bytes of it), or 64 conjuncts or errors
+//! compared when a value is given one more: what an evaluation's memory and time grow with. Counting is an addition and a comparison
 //! per step; the clock is read only every [`CLOCK_EVERY`] steps.
 
 use std::time::{Duration, Instant};
@@ -74,8 +74,8 @@ const CLOCK_EVERY: u64 = 1 << 14;
 /// Bytes of built string that count as one step.
 pub(super) const BYTES_PER_STEP: usize = 64;
 
-/// Conjuncts compared (when a vertex is given one more) that count as one step.
-pub(super) const CONJUNCTS_PER_STEP: u64 = 64;
+/// Conjuncts or errors compared (when a vertex is given one more) that count as one step.
+pub(super) const COMPARED_PER_STEP: u64 = 64;
 
 /// Why an evaluation stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -154,6 +154,9 @@ pub(super) fn list(a: &mut Args<'_, '_>) -> Result<R, Error> {
                     let mut i = s;
                     while (st > 0.0 && i < l) || (st < 0.0 && i > l) {
                         out.push(a.engine.atom_vertex(Atom::Float(i), span));
+                        if a.engine.over_budget() {
+                            break;
+                        }
                         if out.len() > 1_000_000 {
                             return Err(a.fail("range too large"));
                         }

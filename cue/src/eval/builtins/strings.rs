@@ -155,11 +155,8 @@ pub(super) fn strings(a: &mut Args<'_, '_>) -> Result<R, Error> {
         "strings.Runes" => {
             a.arity(1)?;
             let s = a.str(0)?;
-            let items = s
-                .chars()
-                .map(|c| a.engine.atom_vertex(Atom::Int(c as i64), a.span))
-                .collect();
-            R::V(a.engine.list_of(items, a.span))
+            let runes = s.chars().map(|c| Atom::Int(c as i64));
+            R::V(a.engine.atom_list(runes, a.span))
         }
         "strings.ByteAt" => {
             a.arity(2)?;
@@ -199,9 +196,6 @@ pub(super) fn strings(a: &mut Args<'_, '_>) -> Result<R, Error> {
 }
 
 pub(super) fn str_list(a: &mut Args<'_, '_>, parts: Vec<String>) -> R {
-    let items = parts
-        .into_iter()
-        .map(|p| a.engine.atom_vertex(Atom::str(&p), a.span))
-        .collect();
-    R::V(a.engine.list_of(items, a.span))
+    let parts = parts.iter().map(|p| Atom::str(p));
+    R::V(a.engine.atom_list(parts, a.span))
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 
-use crate::eval::budget::{BYTES_PER_STEP, CONJUNCTS_PER_STEP};
+use crate::eval::budget::{BYTES_PER_STEP, COMPARED_PER_STEP};
 use crate::eval::val::{Atom, Conflict};
 use crate::span::Span;
 use crate::{Error, ErrorKind, ast};
@@ -184,8 +184,14 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// Gives `v` an error unless it has an equal one. The error and the scan for its equal are
+    /// charged: errors copied up through nested disjunctions would otherwise grow with no
+    /// step counted.
     #[inline]
     pub(super) fn add_error(&mut self, v: VId, error: Error) {
+        let scanned = self.v(v).errors.len() as u64;
+        self.meter
+            .charge(error_steps(&error) + scanned / COMPARED_PER_STEP);
         let vertex = self.vm(v);
         if !vertex
             .errors
@@ -256,7 +262,7 @@ impl<'a> Engine<'a> {
         // A conjunct is work (and memory) like a vertex, and so is the scan for its duplicate
         // below: a vertex given many conjuncts would otherwise stay within any step budget.
         let scanned = self.vs[v as usize].conjs.len() as u64;
-        self.meter.charge(1 + scanned / CONJUNCTS_PER_STEP);
+        self.meter.charge(1 + scanned / COMPARED_PER_STEP);
         let vertex = &self.vs[v as usize];
         // Skip an identical conjunct: keeps reference cycles (`a: b, b: a`) finite.
         let duplicate = vertex.conjs.iter().any(|c| {
@@ -309,6 +315,20 @@ impl<'a> Engine<'a> {
         t
     }
 
+    /// A new list vertex of `atoms`, made only while the budget lasts: a builtin's list can be
+    /// far larger than the steps that built its input (a string costs a step per 64 bytes, and
+    /// its runes are a vertex each).
+    pub fn atom_list(&mut self, atoms: impl IntoIterator<Item = Atom>, span: Span) -> VId {
+        let mut items = Vec::new();
+        for atom in atoms {
+            if self.over_budget() {
+                break;
+            }
+            items.push(self.atom_vertex(atom, span));
+        }
+        self.list_of(items, span)
+    }
+
     /// A new struct vertex with the given fields.
     pub fn struct_of(&mut self, fields: Vec<(Sym, VId)>, span: Span) -> VId {
         let label = EMPTY_SYM;
@@ -347,6 +367,10 @@ impl<'a> Engine<'a> {
             serde_json::Value::Object(map) => {
                 let mut fields = Vec::new();
                 for (key, value) in map {
+                    // Decoded text can hold a value per byte or two, more than its steps.
+                    if self.over_budget() {
+                        break;
+                    }
                     let sym = self.intern(key);
                     let child = self.json_vertex(value, span);
                     fields.push((sym, child));
@@ -354,7 +378,13 @@ impl<'a> Engine<'a> {
                 self.struct_of(fields, span)
             }
             serde_json::Value::Array(items) => {
-                let elems = items.iter().map(|i| self.json_vertex(i, span)).collect();
+                let mut elems = Vec::new();
+                for item in items {
+                    if self.over_budget() {
+                        break;
+                    }
+                    elems.push(self.json_vertex(item, span));
+                }
                 self.list_of(elems, span)
             }
             scalar => self.atom_vertex(json_atom(scalar), span),
@@ -376,4 +406,13 @@ fn conj_span(kind: &ConjKind<'_>) -> Span {
         | ConjKind::Kinds(_, s)
         | ConjKind::Or(_, s) => *s,
     }
+}
+
+/// The steps an error kept or copied costs: one, and one per [`BYTES_PER_STEP`] of its message,
+/// path and positions.
+pub(super) fn error_steps(error: &Error) -> u64 {
+    let bytes = error.message.len()
+        + error.path.iter().map(String::len).sum::<usize>()
+        + std::mem::size_of_val(error.spans.as_slice());
+    1 + (bytes / BYTES_PER_STEP) as u64
 }

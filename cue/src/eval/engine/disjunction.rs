@@ -13,6 +13,9 @@ use super::{Conj, ConjKind, Conjs, Engine, R, State, VId};
 /// Most alternatives a disjunction expansion may produce.
 const MAX_DISJUNCTS: usize = 512;
 
+/// Marks an error of an alternative of a disjunction none of whose alternatives held.
+const IN_EMPTY_DISJUNCTION: &str = " (in empty disjunction)";
+
 /// The alternatives of one disjunction being expanded, with their default flags: inline up to
 /// four, like [`Terms`].
 type Alts<'a> = SmallVec<[(Conj<'a>, bool); 4]>;
@@ -112,8 +115,9 @@ impl<'a> Engine<'a> {
                 }
                 let n = failures.len();
                 for mut failure in failures {
-                    if n > 1 {
-                        failure.message = format!("{} (in empty disjunction)", failure.message);
+                    // Once: a disjunction nested in itself would lengthen it at every level.
+                    if n > 1 && !failure.message.ends_with(IN_EMPTY_DISJUNCTION) {
+                        failure.message.push_str(IN_EMPTY_DISJUNCTION);
                     }
                     self.add_error(v, failure);
                 }

@@ -191,6 +191,8 @@ impl<'a> Engine<'a> {
             .filter(|e| e.kind != ErrorKind::Cycle)
             .cloned()
             .collect();
+        self.meter
+            .charge(errors.iter().map(super::arena::error_steps).sum());
         if depth > MAX_TREE_DEPTH || !errors.is_empty() {
             return errors;
         }
