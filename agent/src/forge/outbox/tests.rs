@@ -1,6 +1,6 @@
 //! The queue: retries, coalescing, persistence across runs, and per-call backoff, over forges
 //! that fail on cue; and the rate-limit path over HTTP, against a local server answering as
-//! GitHub does. (The Gitea side, with a real Gitea, is in `tests/e2e/agent.rs`.)
+//! GitHub does. (The Gitea side, with a real Gitea, is in `tests/e2e/agent/forge_outage.rs`.)
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
