@@ -4,6 +4,7 @@
 #
 #   hack/fuzz.sh                          # every target, 10,000,000 executions each
 #   hack/fuzz.sh --runs 100000 eval_cue   # one target, fewer executions
+#   hack/fuzz.sh --jobs 2 eval_cue        # two processes on one corpus, --runs each
 #
 # Needs nightly and cargo-fuzz (`cargo install cargo-fuzz`). Builds once without a sanitizer
 # (`-s none`: the targets are safe Rust, and the build runs ~2x faster), then runs the built
@@ -12,17 +13,20 @@
 # fuzz/artifacts/<target>/ and makes the script exit non-zero after the remaining targets.
 #
 # Environment: FUZZ_BIN_DIR (use the binaries there, build nothing), FUZZ_MAX_LEN (libFuzzer's
-# -max_len, default: libFuzzer's own choice from the corpus).
+# -max_len, default: libFuzzer's own choice from the corpus), FUZZ_FLAGS (more libFuzzer flags,
+# e.g. -entropic_scale_per_exec_time=1).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 FUZZ="$ROOT/fuzz"
 runs=10000000
+jobs=1
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
@@ -52,17 +56,26 @@ for target in "${targets[@]}"; do
   mkdir -p "$corpus" "$artifacts"
   if [ -z "$(ls -A "$corpus")" ]; then cp "$FUZZ/seeds/$target/"* "$corpus/"; fi
   before=$(find "$artifacts" -type f | wc -l)
-  echo "==> $target: $runs executions (log: $log)" >&2
+  echo "==> $target: $jobs x $runs executions (log: $log)" >&2
   started=$(date +%s)
   status=0
-  nice -n 19 "$bin/$target" "$corpus" -runs="$runs" -timeout=10 -rss_limit_mb=2048 \
-    ${FUZZ_MAX_LEN:+-max_len=$FUZZ_MAX_LEN} -artifact_prefix="$artifacts/" \
-    -print_final_stats=1 -print_pcs=0 -close_fd_mask=1 >"$log" 2>&1 || status=$?
+  # Each job is one process on the shared corpus (libFuzzer reloads what the others add).
+  pids=()
+  for job in $(seq "$jobs"); do
+    job_log=$log; [ "$job" -eq 1 ] || job_log="${log%.log}-$job.log"
+    # shellcheck disable=SC2086 # FUZZ_FLAGS is a list of flags
+    nice -n 19 "$bin/$target" "$corpus" -runs="$runs" -timeout=10 -rss_limit_mb=2048 \
+      ${FUZZ_MAX_LEN:+-max_len=$FUZZ_MAX_LEN} ${FUZZ_FLAGS:-} -artifact_prefix="$artifacts/" \
+      -print_final_stats=1 -print_pcs=0 -close_fd_mask=1 >"$job_log" 2>&1 &
+    pids+=("$!")
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
   seconds=$(( $(date +%s) - started ))
-  stat() { grep -m1 "^stat::$1:" "$log" | awk '{print $2}'; }
-  done_runs=$(stat number_of_executed_units); done_runs=${done_runs:-0}
-  rss=$(stat peak_rss_mb)
-  coverage=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1 || true)
+  logs=("$log"); for job in $(seq 2 "$jobs"); do logs+=("${log%.log}-$job.log"); done
+  stat() { grep -h "^stat::$1:" "${logs[@]}" | awk '{print $2}'; }
+  done_runs=$(stat number_of_executed_units | awk '{n += $1} END {print n + 0}')
+  rss=$(stat peak_rss_mb | sort -n | tail -1)
+  coverage=$(grep -hoE 'cov: [0-9]+ ft: [0-9]+' "${logs[@]}" | sort -t' ' -k2,2n | tail -1 || true)
   crashes=$(( $(find "$artifacts" -type f | wc -l) - before ))
   if [ "$status" -ne 0 ] || [ "$crashes" -ne 0 ]; then
     failed=1
