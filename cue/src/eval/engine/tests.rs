@@ -41,7 +41,7 @@ fn errors_count_against_the_budget() {
         .vs
         .iter()
         .flat_map(|v| &v.errors)
-        .map(|e| super::arena::error_steps(e))
+        .map(super::arena::error_steps)
         .sum();
     assert!(
         error_steps <= engine.meter.spent(),
