@@ -126,3 +126,45 @@ output: {
         Evaluator::new().with_budget(Budget::default().with_time_limit(Duration::from_secs(600)));
     assert_eq!(later.evaluate(&[&file], &[]).to_json().ok(), Some(json));
 }
+
+#[test]
+fn every_copy_of_a_string_counts() {
+    // A 1 MB string costs 15,625 steps to build; each copy of it into an output, a joined string
+    // or a marshalled text costs as much again, so copies cannot outgrow the budget.
+    let string = "s: strings.Repeat(\"a\", 1000000)";
+    for (what, imports, copies) in [
+        (
+            "exported",
+            "\"list\"",
+            "x: [for i in list.Range(0, 10, 1) {s}]",
+        ),
+        (
+            "joined",
+            "\"list\"",
+            "x: len(strings.Join(list.Repeat([s], 10), \"\"))",
+        ),
+        (
+            "marshalled",
+            "\"encoding/json\", \"list\"",
+            "x: len(json.Marshal(list.Repeat([s], 10)))",
+        ),
+    ] {
+        let file = parse(&format!(
+            "import ({imports}, \"strings\")\n{string}\n{copies}\n"
+        ));
+        let errors = small(100_000).evaluate(&[&file], &[]).validate();
+        assert_eq!(errors.len(), 1, "{what}: {errors:?}");
+        assert_eq!(errors[0].kind, ErrorKind::Budget, "{what}: {errors:?}");
+        let parts = small(100_000).evaluate_parts(&[&file], &[], &[("x", Take::Export)]);
+        let errors = parts.errors();
+        assert_eq!(errors.len(), 1, "{what}: {errors:?}");
+        assert_eq!(errors[0].kind, ErrorKind::Budget, "{what}: {errors:?}");
+    }
+    // One copy is within the budget.
+    let file = parse(&format!("import \"strings\"\n{string}\nx: s\n"));
+    let json = small(100_000)
+        .evaluate(&[&file], &[])
+        .to_json()
+        .expect("one copy fits");
+    assert_eq!(json["x"].as_str().map(str::len), Some(1_000_000));
+}

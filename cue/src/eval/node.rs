@@ -178,7 +178,9 @@ fn build_inner(engine: &mut Engine<'_>, v: VId, depth: u32, optional_depth: u32)
         return Rc::new(Node::Struct(fields, incomplete));
     }
     if let Some((atom, _)) = &vertex.shape.atom {
-        return Rc::new(Node::Scalar(atom.clone()));
+        let atom = atom.clone();
+        engine.charge_copy(&atom);
+        return Rc::new(Node::Scalar(atom));
     }
     Rc::new(Node::Incomplete {
         kinds: vertex.shape.kinds,

@@ -38,6 +38,15 @@ impl Atom {
         Atom::Str(Rc::from(s))
     }
 
+    /// Bytes of text a copy of this atom holds: a string's or bytes' length, else 0.
+    pub fn text_len(&self) -> usize {
+        match self {
+            Atom::Str(s) => s.len(),
+            Atom::Bytes(b) => b.len(),
+            _ => 0,
+        }
+    }
+
     /// The number as f64 if this is a number.
     pub fn as_f64(&self) -> Option<f64> {
         match self {

@@ -209,6 +209,10 @@ pub fn vertex_json(
         return Ok(serde_json::Value::Object(map));
     }
     let atom = engine.concrete(R::V(v), span)?;
+    engine.charge_copy(&atom);
+    if let Some(error) = engine.budget_error() {
+        return Err(error);
+    }
     Ok(atom.to_json())
 }
 

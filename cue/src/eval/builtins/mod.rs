@@ -300,7 +300,12 @@ pub fn call<'a>(
         span,
     };
     match call_inner(&mut args) {
-        Ok(r) => r,
+        Ok(r) => {
+            if let R::Atom(atom) = &r {
+                args.engine.charge_copy(atom);
+            }
+            r
+        }
         Err(e) => R::Err(e),
     }
 }

@@ -30,7 +30,7 @@ pub(super) fn strings(a: &mut Args<'_, '_>) -> Result<R, Error> {
             let mut parts = Vec::with_capacity(items.len());
             for item in items {
                 match a.engine.concrete(R::V(item), a.span)? {
-                    Atom::Str(s) => parts.push(String::from(&*s)),
+                    Atom::Str(s) => parts.push(s),
                     other => {
                         return Err(a.fail(format!(
                             "invalid list element {}: expected string",
@@ -39,7 +39,20 @@ pub(super) fn strings(a: &mut Args<'_, '_>) -> Result<R, Error> {
                     }
                 }
             }
-            string(parts.join(&sep))
+            // One string may be listed many times: the result's size is checked before it is made.
+            let len = parts.iter().map(|s| s.len()).sum::<usize>()
+                + sep.len().saturating_mul(parts.len().saturating_sub(1));
+            if len > crate::eval::engine::MAX_STRING_LEN {
+                return Err(a.fail("result too large"));
+            }
+            let mut out = String::with_capacity(len);
+            for (i, part) in parts.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(&sep);
+                }
+                out.push_str(part);
+            }
+            string(out)
         }
         "strings.Split" | "strings.SplitAfter" => {
             a.arity(2)?;
@@ -84,6 +97,17 @@ pub(super) fn strings(a: &mut Args<'_, '_>) -> Result<R, Error> {
         "strings.Replace" => {
             a.arity(4)?;
             let (s, old, new, n) = (a.str(0)?, a.str(1)?, a.str(2)?, a.int(3)?);
+            // Each match can grow the string by `new`: the result's size is checked first.
+            let matches = if old.is_empty() {
+                s.chars().count() + 1
+            } else {
+                s.matches(&*old).count()
+            };
+            let matches = usize::try_from(n).map_or(matches, |n| matches.min(n));
+            let len = s.len() - matches * old.len() + matches.saturating_mul(new.len());
+            if len > crate::eval::engine::MAX_STRING_LEN {
+                return Err(a.fail("result too large"));
+            }
             if n < 0 {
                 string(s.replace(&*old, &new))
             } else {

@@ -68,6 +68,14 @@ impl<'a> Engine<'a> {
         self.meter.charge((bytes / BYTES_PER_STEP) as u64);
     }
 
+    /// Counts a copy of `atom`'s text leaving the evaluation (exported, marshalled, or returned
+    /// by a builtin): one string referenced many times is copied each time, and would
+    /// otherwise make an output far larger than its steps.
+    #[inline]
+    pub fn charge_copy(&mut self, atom: &Atom) {
+        self.charge_bytes(atom.text_len());
+    }
+
     /// Counts `steps` of work done without making vertices (a list's items copied).
     #[inline]
     pub fn charge(&mut self, steps: usize) {

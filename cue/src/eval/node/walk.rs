@@ -340,6 +340,8 @@ fn walk_inner(
         return None;
     }
     if let Some((atom, _)) = &vertex.shape.atom {
+        let atom = atom.clone();
+        engine.charge_copy(&atom);
         return Some(Exported::Scalar(atom.to_json()));
     }
     let kinds = vertex.shape.kinds;
