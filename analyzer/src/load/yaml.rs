@@ -273,7 +273,37 @@ fn clean_message(message: &str) -> String {
             .map_or(without_prefix, |(_, message)| message),
         None => without_prefix,
     };
-    without_position.to_owned()
+    match without_position.strip_prefix("budget breached: ") {
+        Some(breach) => budget_message(breach),
+        None => without_position.to_owned(),
+    }
+}
+
+/// serde-saphyr's reading limits (`Nodes { nodes: 250001 }`) in words: a file over them (an
+/// alias bomb expands to millions of nodes) is refused whole before it can fill memory.
+fn budget_message(breach: &str) -> String {
+    let (limit, detail) = breach.split_once(' ').unwrap_or((breach, ""));
+    let what = match limit {
+        "Nodes" => "nodes",
+        "Aliases" => "aliases",
+        "Anchors" => "anchors",
+        "Events" => "YAML events",
+        "Documents" => "documents",
+        "Depth" => "levels of nesting",
+        "ScalarBytes" | "TotalScalarBytes" => "bytes of scalars",
+        "MergeKeys" => "merge keys",
+        _ => "YAML elements",
+    };
+    let count: String = detail.chars().filter(char::is_ascii_digit).collect();
+    let reached = if count.is_empty() {
+        format!("too many {what}")
+    } else {
+        format!("{count} {what}")
+    };
+    format!(
+        "the file reaches {reached} with its aliases expanded, more than the loader reads \
+         from one file ({limit}); it is not read: remove repeated aliases or split the file"
+    )
 }
 
 /// Byte offset of a 1-based line and character column.
@@ -546,6 +576,26 @@ mod tests {
         let index = cue::LineIndex::new(text);
         let lc = index.line_col(span.start);
         (lc.line, lc.column)
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_in_words() {
+        // Nine levels of nine aliases each: 387 million strings once expanded.
+        let mut text = String::from("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for (name, previous) in ["b", "c", "d", "e", "f", "g", "h", "i"].iter().zip('a'..) {
+            let items = vec![format!("*{previous}"); 9].join(", ");
+            text.push_str(&format!("{name}: &{name} [{items}]\n"));
+        }
+        let error = parse_documents(FileId(0), &text).unwrap_err();
+        assert!(
+            error.message.starts_with("the file reaches ")
+                && error.message.contains("nodes with its aliases expanded")
+                && error
+                    .message
+                    .ends_with("remove repeated aliases or split the file"),
+            "{}",
+            error.message
+        );
     }
 
     #[test]
