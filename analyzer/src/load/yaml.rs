@@ -285,23 +285,30 @@ fn budget_message(breach: &str) -> String {
     let (limit, detail) = breach.split_once(' ').unwrap_or((breach, ""));
     let what = match limit {
         "Nodes" => "nodes",
+        "Events" => "YAML events",
         "Aliases" => "aliases",
         "Anchors" => "anchors",
-        "Events" => "YAML events",
+        "Depth" | "InclusionDepth" => "levels of nesting",
         "Documents" => "documents",
-        "Depth" => "levels of nesting",
-        "ScalarBytes" | "TotalScalarBytes" => "bytes of scalars",
+        "ScalarBytes" => "bytes of scalars",
+        "CommentBytes" => "bytes of comments",
         "MergeKeys" => "merge keys",
-        _ => "YAML elements",
+        "InputBytes" => "bytes",
+        // Limits of two numbers or none (`AliasAnchorRatio`, `SequenceUnbalanced`).
+        _ => {
+            return format!(
+                "the file is over a limit of what the loader reads from one file ({breach}); it \
+                 is not read: remove repeated aliases or split the file"
+            );
+        }
     };
-    let count: String = detail.chars().filter(char::is_ascii_digit).collect();
-    let reached = if count.is_empty() {
-        format!("too many {what}")
-    } else {
-        format!("{count} {what}")
-    };
+    let count: String = detail
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(char::is_ascii_digit)
+        .collect();
     format!(
-        "the file reaches {reached} with its aliases expanded, more than the loader reads \
+        "the file reaches {count} {what} with its aliases expanded, more than the loader reads \
          from one file ({limit}); it is not read: remove repeated aliases or split the file"
     )
 }
@@ -589,7 +596,9 @@ mod tests {
         let error = parse_documents(FileId(0), &text).unwrap_err();
         assert!(
             error.message.starts_with("the file reaches ")
-                && error.message.contains("nodes with its aliases expanded")
+                && error
+                    .message
+                    .contains(" 250001 nodes with its aliases expanded")
                 && error
                     .message
                     .ends_with("remove repeated aliases or split the file"),
