@@ -126,14 +126,18 @@ pub async fn prune(
         Err(error) => return Err(describe_error(&error)),
     };
     // A controller may write the object between our read and the delete (a
-    // PodDisruptionBudget's status moves as soon as its pods go): the precondition then fails
-    // with a 409, and the proofs are checked again on a fresh read, a bounded number of times.
+    // PodDisruptionBudget's status moves each time one of its pods goes): the precondition then
+    // fails with a 409, and the proofs are checked again on a fresh read after a pause that
+    // doubles, a bounded number of times, so a controller still busy gets time to settle.
     let mut attempts = 0;
+    let mut pause = PRUNE_FIRST_PAUSE;
     loop {
         attempts += 1;
         match delete_if_ours(cluster, app, &resolved, object, propagation).await {
             Err(Refused::Conflict(message)) if attempts < PRUNE_ATTEMPTS => {
-                tracing::debug!(object = %object, "{message}; reading it again");
+                tracing::debug!(object = %object, "{message}; reading it again in {pause:?}");
+                tokio::time::sleep(pause).await;
+                pause *= 2;
             }
             Err(Refused::Conflict(message) | Refused::Other(message)) => return Err(message),
             Ok(pruned) => return Ok(pruned),
@@ -141,8 +145,10 @@ pub async fn prune(
     }
 }
 
-/// How many times a prune reads the object and tries its conditioned delete.
-const PRUNE_ATTEMPTS: u32 = 3;
+/// How many times a prune reads the object and tries its conditioned delete, and the pause
+/// before the second try (doubled before each further one: 3.1 s in all).
+const PRUNE_ATTEMPTS: u32 = 6;
+const PRUNE_FIRST_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Why one conditioned delete did not happen.
 enum Refused {

@@ -415,7 +415,7 @@ fn pinned_config_map_component(component: &str, name: &str, color: &str, version
 
 /// Renders the repository and plans it in this process, so a test can act between the plan and
 /// the apply.
-async fn plan_in_process(
+pub(super) async fn plan_in_process(
     cluster: &TestCluster,
     repo: &Repo,
 ) -> Result<(
@@ -448,7 +448,7 @@ async fn plan_in_process(
     Ok((live_cluster, live_plan, options))
 }
 
-fn planned(live_plan: &agent::sync::LivePlan, app: &str) -> Vec<String> {
+pub(super) fn planned(live_plan: &agent::sync::LivePlan, app: &str) -> Vec<String> {
     live_plan
         .plan
         .apps

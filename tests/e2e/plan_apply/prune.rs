@@ -1,5 +1,8 @@
 //! Pruning and ownership: a removed component or app is pruned and nothing else is (not a
-//! similar unowned object, not what the app keeps), and an object that lost our marks never is.
+//! similar unowned object, not what the app keeps), an object that lost our marks never is, and
+//! a prune outlasts a controller that keeps writing the object.
+
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -9,6 +12,7 @@ use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use crate::support::cli::{Repo, expect_config_maps, expect_success};
 use crate::support::cluster::{TestCluster, TestNamespace};
 
+use super::failures::{plan_in_process, planned};
 use super::{application, apply, config_map_component, delete, expect_plan, plan};
 
 #[tokio::test]
@@ -139,5 +143,70 @@ async fn a_tracked_object_that_lost_our_marks_is_never_pruned() -> Result<()> {
     let (code, clean) = plan(&cluster, &repo)?;
     assert_eq!(code, 0);
     assert!(!clean.to_string().contains("\"adopted\""), "{clean:#}");
+    Ok(())
+}
+
+/// A controller writing an object we prune (a PodDisruptionBudget's status moves each time one
+/// of its pods goes) makes the delete's resourceVersion precondition fail: the prune reads the
+/// object again and retries with pauses until the writes stop, instead of failing the app.
+#[tokio::test]
+async fn a_prune_outlasts_a_controller_busy_writing_the_object() -> Result<()> {
+    const WRITERS: usize = 4;
+    let burst = Duration::from_secs(1);
+    let cluster = TestCluster::shared().await?;
+    let ns = TestNamespace::new(&cluster, "pa-busy").await?;
+    let repo = Repo::new(&ns)?;
+    let both = vec![
+        config_map_component("main", "main", "blue"),
+        config_map_component("busy", "busy", "blue"),
+    ];
+    repo.write_app("shop", &application("shop", &ns.name, &both))?;
+    expect_success(&apply(&cluster, &repo)?, "first apply")?;
+    repo.write_app("shop", &application("shop", &ns.name, &both[..1]))?;
+    let (live_cluster, live_plan, options) = plan_in_process(&cluster, &repo).await?;
+    assert_eq!(planned(&live_plan, "shop"), vec!["delete busy"]);
+
+    // Several writers at once, so every read-then-delete during the burst meets a newer version.
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &ns.name);
+    let until = Instant::now() + burst;
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|writer| {
+            let config_maps = config_maps.clone();
+            tokio::spawn(async move {
+                let mut writes = 0_u32;
+                while Instant::now() < until {
+                    let status = serde_json::json!({
+                        "metadata": {"annotations": {format!("writer-{writer}"): writes.to_string()}}
+                    });
+                    match config_maps
+                        .patch("busy", &PatchParams::default(), &Patch::Merge(&status))
+                        .await
+                    {
+                        Ok(_) => writes += 1,
+                        Err(_) => break,
+                    }
+                }
+                writes
+            })
+        })
+        .collect();
+
+    let reports = agent::sync::apply_live(&live_cluster, &live_plan, &options).await;
+    let mut writes = 0;
+    for writer in writers {
+        writes += writer.await?;
+    }
+    assert!(writes >= 20, "the writers made only {writes} writes");
+    let report = reports
+        .iter()
+        .find(|report| report.app.name == "shop")
+        .context("no apply report for shop")?;
+    assert_eq!(
+        report.outcome,
+        agent::apply::ApplyOutcome::Applied,
+        "{:?}",
+        report.objects
+    );
+    expect_config_maps(&cluster, &ns.name, &["main"]).await?;
     Ok(())
 }
