@@ -18,5 +18,8 @@ echo "==> control plane binaries: $bin" >&2
 echo "==> Gitea for the agent tests: $(hack/build-gitea.sh | tail -n 1) (first build ~10-15 min)" >&2
 helm=$(hack/build-helm.sh --if-built)
 echo "==> helm for the chart tests: ${helm:-not built, so they are skipped (hack/helm-e2e.sh builds it and runs them)}" >&2
+# A test that fails with an error prints its whole cause chain; a backtrace captured for every
+# error would bury it (panics still show theirs under RUST_BACKTRACE).
+export RUST_LIB_BACKTRACE="${RUST_LIB_BACKTRACE:-0}"
 echo "==> cargo test --workspace $*" >&2
 exec cargo test --workspace "$@"

@@ -297,12 +297,7 @@ async fn a_suspended_workflow_is_resumed_by_an_operator_and_refused_for_a_viewer
     ensure!(config_maps.get_opt("after").await?.is_none());
 
     // An operator resumes it from the page; the step after the suspension is applied.
-    browser
-        .client
-        .find(Locator::Css("header form button"))
-        .await?
-        .click()
-        .await?;
+    browser.sign_out().await?;
     browser.sign_in(base, OPERATOR_TOKEN, &page).await?;
     let button = browser
         .wait_for_css("tr[data-step=approve] form button.act")

@@ -104,6 +104,23 @@ impl Browser {
             .click()
             .await?;
         self.wait_for_css("main#main #live").await?;
+        let landed = self.client.current_url().await?;
+        ensure!(
+            landed.path() == next.split('?').next().unwrap_or(next),
+            "signed in, but landed on {landed} instead of {next}"
+        );
+        Ok(())
+    }
+
+    /// Signs out with the header's button and waits for the sign-in page it leads to, so a
+    /// later navigation cannot race the sign-out's own redirect.
+    pub async fn sign_out(&self) -> Result<()> {
+        self.client
+            .find(Locator::Css("header form[action='/ui/logout'] button"))
+            .await?
+            .click()
+            .await?;
+        self.wait_for_css("main#main.login").await?;
         Ok(())
     }
 
