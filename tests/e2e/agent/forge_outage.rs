@@ -60,6 +60,48 @@ impl Drop for ForgeRelay {
     }
 }
 
+/// The agent's work directory and port, kept across its runs so a restarted agent finds the
+/// last run's cache (and the forge outbox saved in it).
+struct AgentHome {
+    work: tempfile::TempDir,
+    port: u16,
+}
+
+impl AgentHome {
+    fn new() -> Result<AgentHome> {
+        Ok(AgentHome {
+            work: tempfile::tempdir()?,
+            port: free_port()?,
+        })
+    }
+
+    /// Starts an agent that watches Gitea's `repo` as `source` and reaches the forge through
+    /// `relay`.
+    fn start(
+        &self,
+        gitea: &Gitea,
+        cluster: &TestCluster,
+        relay: &ForgeRelay,
+        repo: &str,
+        source: &str,
+    ) -> Result<AgentProcess> {
+        let config = self.work.path().join("driftless.yaml");
+        std::fs::write(
+            &config,
+            single_source_config(
+                source,
+                &gitea.clone_url(repo),
+                cluster,
+                &relay.url(),
+                None,
+                self.port,
+                self.work.path(),
+            ),
+        )?;
+        AgentProcess::start(&config, &[("E2E_FORGE_TOKEN", &gitea.token)], self.port)
+    }
+}
+
 /// The forge is down while a commit is pushed: the agent deploys it anyway, counts the failed
 /// forge calls, and once the forge is back the newest status of each context lands on the
 /// right commit (the `pending` it queued was superseded before it could be sent).
@@ -72,22 +114,8 @@ async fn forge_outage_delays_statuses_but_not_deploys() -> Result<()> {
     let (repo, source, commit) = repo_with_one_app(&gitea, "outage", ns).await?;
     // The relay is not listening yet: every forge call is refused.
     let mut relay = ForgeRelay::new(&gitea.url)?;
-    let work = tempfile::tempdir()?;
-    let port = free_port()?;
-    let config = work.path().join("driftless.yaml");
-    std::fs::write(
-        &config,
-        single_source_config(
-            &source,
-            &gitea.clone_url(&repo),
-            &cluster,
-            &relay.url(),
-            None,
-            port,
-            work.path(),
-        ),
-    )?;
-    let agent = AgentProcess::start(&config, &[("E2E_FORGE_TOKEN", &gitea.token)], port)?;
+    let home = AgentHome::new()?;
+    let agent = home.start(&gitea, &cluster, &relay, &repo, &source)?;
 
     let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
     let deployed = wait_for("the app to be deployed while the forge is down", || async {
@@ -150,28 +178,14 @@ async fn agent_restarted_while_the_forge_is_down_loses_no_status() -> Result<()>
     let ns = namespace.name.as_str();
     let (repo, source, commit) = repo_with_one_app(&gitea, "restart", ns).await?;
     let mut relay = ForgeRelay::new(&gitea.url)?;
-    let work = tempfile::tempdir()?;
-    let port = free_port()?;
-    let config = work.path().join("driftless.yaml");
-    std::fs::write(
-        &config,
-        single_source_config(
-            &source,
-            &gitea.clone_url(&repo),
-            &cluster,
-            &relay.url(),
-            None,
-            port,
-            work.path(),
-        ),
-    )?;
-    let agent = AgentProcess::start(&config, &[("E2E_FORGE_TOKEN", &gitea.token)], port)?;
+    let home = AgentHome::new()?;
+    let agent = home.start(&gitea, &cluster, &relay, &repo, &source)?;
     let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
     wait_for("the app to be deployed while the forge is down", || async {
         Ok(config_maps.get_opt("app-settings").await?)
     })
     .await?;
-    let outbox = work.path().join("cache/forge-outbox.json");
+    let outbox = home.work.path().join("cache/forge-outbox.json");
     let app_context = format!("driftless/{ns}/app");
     wait_for("the final statuses to be saved in the outbox", || async {
         let text = std::fs::read_to_string(&outbox).unwrap_or_default();
@@ -195,19 +209,7 @@ async fn agent_restarted_while_the_forge_is_down_loses_no_status() -> Result<()>
     let other_namespace = TestNamespace::new(&cluster, "restart-other").await?;
     let (other_repo, other_source, _) =
         repo_with_one_app(&gitea, "restart-other", &other_namespace.name).await?;
-    std::fs::write(
-        &config,
-        single_source_config(
-            &other_source,
-            &gitea.clone_url(&other_repo),
-            &cluster,
-            &relay.url(),
-            None,
-            port,
-            work.path(),
-        ),
-    )?;
-    let agent = AgentProcess::start(&config, &[("E2E_FORGE_TOKEN", &gitea.token)], port)?;
+    let agent = home.start(&gitea, &cluster, &relay, &other_repo, &other_source)?;
     relay.up().await?;
     let latest = wait_for("the saved statuses to land", || async {
         let latest = gitea.latest_statuses(&repo, &commit).await?;
